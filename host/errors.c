@@ -1,0 +1,3 @@
+#include "errors.h"
+
+G_DEFINE_QUARK(jet-error-quark, jet_error)

@@ -1,0 +1,216 @@
+#include "instance.h"
+#include "duration.h"
+#include "errors.h"
+#include "log.h"
+
+#include <string.h>
+
+struct jet_ctx {
+    JetPlugin *plugin;
+    const jet_plugin *desc;
+    char *binding;
+    GHashTable *values;        /* declared name -> value (config or default) */
+    void *state;
+    gboolean started;
+    JetClockFn clock;
+    gpointer clock_data;
+    gint stopping;             /* atomic */
+};
+
+static const char *type_name(jet_option_type t)
+{
+    switch (t) {
+    case JET_OPT_STRING: return "string";
+    case JET_OPT_INT: return "int";
+    case JET_OPT_BOOL: return "bool";
+    case JET_OPT_DURATION: return "duration";
+    }
+    return "unknown";
+}
+
+static const jet_option *find_option(const jet_plugin *desc, const char *name)
+{
+    for (const jet_option *o = desc->options; o != NULL && o->name != NULL; o++)
+        if (strcmp(o->name, name) == 0)
+            return o;
+    return NULL;
+}
+
+gboolean jet_option_value_check(const jet_option *opt, const char *value, GError **error)
+{
+    switch (opt->type) {
+    case JET_OPT_STRING:
+        return TRUE;
+    case JET_OPT_INT: {
+        gint64 v;
+        if (!g_ascii_string_to_signed(value, 10, G_MININT64, G_MAXINT64, &v, NULL)) {
+            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                        "'%s' is not an integer", value);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    case JET_OPT_BOOL:
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
+            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                        "'%s' is not a bool (true or false)", value);
+            return FALSE;
+        }
+        return TRUE;
+    case JET_OPT_DURATION: {
+        guint64 ms;
+        return jet_duration_parse_ms(value, &ms, error);
+    }
+    }
+    g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "unknown option type");
+    return FALSE;
+}
+
+static char *accepted_list(const jet_plugin *desc)
+{
+    GString *s = g_string_new(NULL);
+    for (const jet_option *o = desc->options; o != NULL && o->name != NULL; o++)
+        g_string_append_printf(s, "%s%s", s->len ? ", " : "", o->name);
+    if (s->len == 0)
+        g_string_append(s, "none");
+    return g_string_free(s, FALSE);
+}
+
+static gint64 wall_clock(gpointer data)
+{
+    (void)data;
+    return g_get_real_time() * 1000;
+}
+
+JetInstance *jet_instance_new(JetPlugin *plugin, const char *binding,
+                              GHashTable *options, GError **error)
+{
+    const jet_plugin *desc = jet_plugin_descriptor(plugin);
+    g_autoptr(GHashTable) values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+
+    if (options != NULL) {
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, options);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+            const jet_option *opt = find_option(desc, k);
+            if (opt == NULL) {
+                g_autofree char *list = accepted_list(desc);
+                g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                            "option.%s: plugin %s (%s) declares no such option (it accepts: %s)",
+                            (const char *)k, desc->name, jet_plugin_path(plugin), list);
+                return NULL;
+            }
+            g_autoptr(GError) local = NULL;
+            if (!jet_option_value_check(opt, v, &local)) {
+                g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                            "option.%s: %s; plugin %s declares it as %s",
+                            (const char *)k, local->message, desc->name, type_name(opt->type));
+                return NULL;
+            }
+            g_hash_table_insert(values, g_strdup(k), g_strdup(v));
+        }
+    }
+    for (const jet_option *o = desc->options; o != NULL && o->name != NULL; o++) {
+        if (g_hash_table_contains(values, o->name))
+            continue;
+        if (o->flags & JET_OPTION_REQUIRED) {
+            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                        "option.%s: plugin %s requires it (%s)", o->name, desc->name,
+                        o->help != NULL ? o->help : "no help given");
+            return NULL;
+        }
+        if (o->default_value != NULL) {
+            g_autoptr(GError) local = NULL;
+            if (!jet_option_value_check(o, o->default_value, &local)) {
+                g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                            "plugin %s: the default of its option %s is invalid: %s",
+                            jet_plugin_path(plugin), o->name, local->message);
+                return NULL;
+            }
+            g_hash_table_insert(values, g_strdup(o->name), g_strdup(o->default_value));
+        }
+    }
+
+    JetInstance *inst = g_new0(JetInstance, 1);
+    inst->plugin = plugin;
+    inst->desc = desc;
+    inst->binding = g_strdup(binding);
+    inst->values = g_steal_pointer(&values);
+    inst->clock = wall_clock;
+    return inst;
+}
+
+gboolean jet_instance_start(JetInstance *inst, GError **error)
+{
+    char err[512] = "";
+    void *state = NULL;
+    int rc = inst->desc->init(inst, &state, err, sizeof err);
+    if (rc != 0) {
+        err[sizeof err - 1] = '\0';
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: init failed: %s",
+                    jet_plugin_path(inst->plugin), err[0] ? err : "(the plugin gave no reason)");
+        return FALSE;
+    }
+    inst->state = state;
+    inst->started = TRUE;
+    return TRUE;
+}
+
+void jet_instance_free(JetInstance *inst)
+{
+    if (inst == NULL)
+        return;
+    if (inst->started && inst->desc->fini != NULL)
+        inst->desc->fini(inst->state);
+    g_hash_table_unref(inst->values);
+    g_free(inst->binding);
+    g_free(inst);
+}
+
+void jet_instance_set_clock(JetInstance *inst, JetClockFn fn, gpointer data)
+{
+    inst->clock = fn != NULL ? fn : wall_clock;
+    inst->clock_data = data;
+}
+
+void jet_instance_set_stopping(JetInstance *inst)
+{
+    g_atomic_int_set(&inst->stopping, 1);
+}
+
+int jet_instance_handle(JetInstance *inst, jet_msg *m)
+{
+    return inst->desc->handle(inst->state, m);
+}
+
+const jet_plugin *jet_instance_descriptor(const JetInstance *inst) { return inst->desc; }
+JetPlugin *jet_instance_plugin(const JetInstance *inst) { return inst->plugin; }
+const char *jet_instance_binding(const JetInstance *inst) { return inst->binding; }
+gint64 jet_instance_now_ns(const JetInstance *inst) { return inst->clock(inst->clock_data); }
+
+/* --- host functions over jet_ctx, used by host_api.c --- */
+
+const char *jet__ctx_option(const jet_ctx *c, const char *name)
+{
+    if (c == NULL || name == NULL)
+        return NULL;
+    return g_hash_table_lookup(c->values, name);
+}
+
+int jet__ctx_option_typed(const jet_ctx *c, const char *name, jet_option_type type,
+                          const char **value)
+{
+    if (c == NULL || name == NULL)
+        return JET_EINVAL;
+    const jet_option *o = find_option(c->desc, name);
+    if (o == NULL || o->type != type)
+        return JET_EINVAL;
+    *value = g_hash_table_lookup(c->values, name);
+    return *value != NULL ? JET_OK : JET_ENOTFOUND;
+}
+
+int jet__ctx_stopping(const jet_ctx *c)
+{
+    return c != NULL && g_atomic_int_get(&((jet_ctx *)c)->stopping);
+}

@@ -1,0 +1,50 @@
+/* A plugin instance: one binding's jet_ctx.  Validates the binding's plugin
+ * options against the plugin's declared table, runs init() and fini(), and
+ * carries what the host functions read (options, clock, stop flag, logger). */
+#ifndef JET_INSTANCE_H
+#define JET_INSTANCE_H
+
+#include <glib.h>
+#include "plugin_loader.h"
+
+typedef struct jet_ctx JetInstance;
+
+typedef gint64 (*JetClockFn)(gpointer data);
+
+/* Validates options (name -> value as written; may be NULL) against the
+ * plugin's table: an undeclared option, a value of the wrong type or a
+ * missing required one is an error naming the option.  Does not run init(). */
+JetInstance *jet_instance_new(JetPlugin *plugin, const char *binding,
+                              GHashTable *options, GError **error);
+
+/* Runs the plugin's init(); on failure the error quotes the plugin's message. */
+gboolean jet_instance_start(JetInstance *inst, GError **error);
+
+/* Runs fini() if init() succeeded, and frees the instance. */
+void jet_instance_free(JetInstance *inst);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetInstance, jet_instance_free)
+
+/* Replaces the wall clock (the mock host drives time). */
+void jet_instance_set_clock(JetInstance *inst, JetClockFn fn, gpointer data);
+/* Marks the host as stopping; plugins read it with ctx_stopping(). */
+void jet_instance_set_stopping(JetInstance *inst);
+
+/* Calls handle() and returns what it returned, unchecked. */
+int jet_instance_handle(JetInstance *inst, jet_msg *m);
+
+const jet_plugin *jet_instance_descriptor(const JetInstance *inst);
+JetPlugin *jet_instance_plugin(const JetInstance *inst);
+const char *jet_instance_binding(const JetInstance *inst);
+gint64 jet_instance_now_ns(const JetInstance *inst);
+
+/* Checks one option value against its declared type; used by `jethost check`
+ * as well.  Returns FALSE with a message naming the expected form. */
+gboolean jet_option_value_check(const jet_option *opt, const char *value, GError **error);
+
+/* For host_api.c: what the host functions read from a jet_ctx. */
+const char *jet__ctx_option(const jet_ctx *c, const char *name);
+int jet__ctx_option_typed(const jet_ctx *c, const char *name, jet_option_type type,
+                          const char **value);
+int jet__ctx_stopping(const jet_ctx *c);
+
+#endif

@@ -1,0 +1,295 @@
+#define _GNU_SOURCE
+#include "plugin_loader.h"
+#include "errors.h"
+#include "host_api.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+struct JetPlugin {
+    char *path;          /* absolute, canonical */
+    void *handle;        /* never dlclose()d */
+    jet_plugin desc;     /* normalised copy */
+};
+
+static GMutex registry_lock;
+static GHashTable *registry;   /* path -> JetPlugin*, never freed */
+
+char *jet_plugin_resolve(const char *name_or_path, const char *plugin_dir, GError **error)
+{
+    g_autofree char *candidate = NULL;
+
+    if (name_or_path == NULL || *name_or_path == '\0') {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "no plugin named");
+        return NULL;
+    }
+    if (g_path_is_absolute(name_or_path)) {
+        candidate = g_strdup(name_or_path);
+    } else if (strchr(name_or_path, '/') != NULL) {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                    "plugin '%s': a relative path is never searched for; give an absolute path "
+                    "or a bare name from the plugin directory", name_or_path);
+        return NULL;
+    } else {
+        if (plugin_dir == NULL || *plugin_dir == '\0') {
+            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                        "plugin '%s': a bare name needs plugin_dir in [host]", name_or_path);
+            return NULL;
+        }
+        if (!g_path_is_absolute(plugin_dir)) {
+            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                        "plugin directory '%s' is not an absolute path", plugin_dir);
+            return NULL;
+        }
+        g_autofree char *file = g_str_has_suffix(name_or_path, ".so")
+                                    ? g_strdup(name_or_path)
+                                    : g_strconcat(name_or_path, ".so", NULL);
+        candidate = g_build_filename(plugin_dir, file, NULL);
+    }
+
+    char *canon = realpath(candidate, NULL);
+    if (canon == NULL) {
+        int e = errno;
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: %s", candidate,
+                    e == ENOENT ? "no such file" : g_strerror(e));
+        return NULL;
+    }
+    char *out = g_strdup(canon);
+    free(canon);
+    return out;
+}
+
+static gboolean uid_trusted(uid_t uid, const JetLoadPolicy *policy)
+{
+    if (policy == NULL || policy->trusted_uids == NULL)
+        return uid == 0 || uid == geteuid();
+    for (gsize i = 0; i < policy->n_trusted_uids; i++)
+        if (policy->trusted_uids[i] == uid)
+            return TRUE;
+    return FALSE;
+}
+
+static gboolean check_one(const char *what, const char *path, const struct stat *st,
+                          const JetLoadPolicy *policy, GError **error)
+{
+    if (!uid_trusted(st->st_uid, policy)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION,
+                    "%s %s is owned by uid %u, neither root nor the user jethost runs as",
+                    what, path, (unsigned)st->st_uid);
+        return FALSE;
+    }
+    gboolean is_dir = S_ISDIR(st->st_mode);
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(is_dir && (st->st_mode & S_ISVTX))) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION,
+                    "%s %s is writable by %s (mode %04o): anyone there could replace the plugin",
+                    what, path, (st->st_mode & S_IWOTH) ? "others" : "its group",
+                    (unsigned)(st->st_mode & 07777));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean jet_path_check_trusted(const char *path, const JetLoadPolicy *policy, GError **error)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s: %s", path, g_strerror(errno));
+        return FALSE;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s is not a regular file", path);
+        return FALSE;
+    }
+    if (!check_one("file", path, &st, policy, error))
+        return FALSE;
+
+    g_autofree char *dir = g_path_get_dirname(path);
+    for (;;) {
+        if (lstat(dir, &st) != 0) {
+            g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s: %s", dir, g_strerror(errno));
+            return FALSE;
+        }
+        if (!check_one("directory", dir, &st, policy, error))
+            return FALSE;
+        if (strcmp(dir, "/") == 0)
+            break;
+        char *up = g_path_get_dirname(dir);
+        g_free(dir);
+        dir = up;
+    }
+    return TRUE;
+}
+
+/* Finds the device and inode of the file mapped at addr, from /proc/self/maps:
+ * what the dynamic linker really loaded, whatever path it was given. */
+static gboolean mapped_file_identity(const void *addr, dev_t *dev, ino_t *ino)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (f == NULL)
+        return FALSE;
+    char line[4096];
+    gboolean found = FALSE;
+    uintptr_t a = (uintptr_t)addr;
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long start, end, maj, min, inode;
+        if (sscanf(line, "%lx-%lx %*s %*s %lx:%lx %lu", &start, &end, &maj, &min, &inode) != 5)
+            continue;
+        if (a >= start && a < end) {
+            *dev = makedev(maj, min);
+            *ino = (ino_t)inode;
+            found = TRUE;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GError **error)
+{
+    memset(out, 0, sizeof *out);
+    if (desc == NULL) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "its entry point returned no descriptor");
+        return FALSE;
+    }
+    if (desc->abi_major != JET_ABI_MAJOR || desc->abi_minor > JET_ABI_MINOR) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "it was built for plugin ABI %u.%u; this host speaks %u.%u "
+                    "(the major must match and the minor be at most the host's)",
+                    desc->abi_major, desc->abi_minor, JET_ABI_MAJOR, JET_ABI_MINOR);
+        return FALSE;
+    }
+    size_t minimum = offsetof(jet_plugin, fini) + sizeof desc->fini;
+    if (desc->struct_size < minimum) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "its descriptor is %u bytes, smaller than ABI 1.0's %zu",
+                    desc->struct_size, minimum);
+        return FALSE;
+    }
+    size_t n = MIN((size_t)desc->struct_size, sizeof *out);
+    /* A larger descriptor comes from a newer header; its extra members must be
+     * zero (unset), or the plugin relies on something this host lacks. */
+    for (size_t i = sizeof *out; i < desc->struct_size; i++) {
+        if (((const unsigned char *)desc)[i] != 0) {
+            g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                        "its descriptor sets members this host does not know (byte %zu of %u)",
+                        i, desc->struct_size);
+            return FALSE;
+        }
+    }
+    memcpy(out, desc, n);
+    out->struct_size = sizeof *out;
+    if (out->name == NULL || *out->name == '\0' || out->handle == NULL || out->init == NULL) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "its descriptor lacks a name, init() or handle()");
+        return FALSE;
+    }
+    for (const jet_option *o = out->options; o != NULL && o->name != NULL; o++) {
+        if ((unsigned)o->type > JET_OPT_DURATION) {
+            g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                        "its option '%s' has an unknown type %d", o->name, (int)o->type);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static JetPlugin *load_checked(const char *path, const JetLoadPolicy *policy, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    struct stat st;
+
+    if (!jet_path_check_trusted(path, policy, &local)) {
+        g_set_error(error, JET_ERROR, local->code, "plugin %s: refused: %s", path, local->message);
+        return NULL;
+    }
+    if (stat(path, &st) != 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: %s", path, g_strerror(errno));
+        return NULL;
+    }
+    if (policy != NULL && policy->after_check != NULL)
+        policy->after_check(path, policy->after_check_data);
+
+    dlerror();
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (handle == NULL) {
+        const char *why = dlerror();
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: not a loadable shared object: %s",
+                    path, why != NULL ? why : "unknown error");
+        return NULL;
+    }
+    jet_plugin_entry_fn entry;
+    *(void **)&entry = dlsym(handle, JET_PLUGIN_ENTRY_SYMBOL);
+    if (entry == NULL) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: no %s symbol: not a jethost plugin", path, JET_PLUGIN_ENTRY_SYMBOL);
+        return NULL;
+    }
+
+    dev_t dev;
+    ino_t ino;
+    if (!mapped_file_identity(*(void **)&entry, &dev, &ino) || dev != st.st_dev || ino != st.st_ino) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION,
+                    "plugin %s: refused: the object loaded is not the file that was checked "
+                    "(was it replaced while loading?)", path);
+        return NULL;
+    }
+
+    JetPlugin *p = g_new0(JetPlugin, 1);
+    p->path = g_strdup(path);
+    p->handle = handle;
+    const jet_plugin *desc = entry(jet_host_api_table());
+    if (!jet_plugin_descriptor_check(desc, &p->desc, &local)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: %s", path, local->message);
+        g_free(p->path);
+        g_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+JetPlugin *jet_plugin_load(const char *name_or_path, const char *plugin_dir,
+                           const JetLoadPolicy *policy, GError **error)
+{
+    g_autofree char *path = jet_plugin_resolve(name_or_path, plugin_dir, error);
+    if (path == NULL)
+        return NULL;
+
+    g_mutex_lock(&registry_lock);
+    if (registry == NULL)
+        registry = g_hash_table_new(g_str_hash, g_str_equal);
+    JetPlugin *p = g_hash_table_lookup(registry, path);
+    if (p == NULL) {
+        p = load_checked(path, policy, error);
+        if (p != NULL)
+            g_hash_table_insert(registry, p->path, p);
+    } else if (!jet_path_check_trusted(path, policy, NULL)) {
+        /* Loaded earlier, but the file's safety changed since: say so. */
+        g_autoptr(GError) local = NULL;
+        jet_path_check_trusted(path, policy, &local);
+        g_set_error(error, JET_ERROR, local->code, "plugin %s: refused: %s", path, local->message);
+        p = NULL;
+    }
+    g_mutex_unlock(&registry_lock);
+    return p;
+}
+
+const jet_plugin *jet_plugin_descriptor(const JetPlugin *p)
+{
+    return &p->desc;
+}
+
+const char *jet_plugin_path(const JetPlugin *p)
+{
+    return p->path;
+}
+
+const char *jet_plugin_name(const JetPlugin *p)
+{
+    return p->desc.name;
+}

@@ -1,0 +1,306 @@
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <nats/nats.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *private_dir;
+static guint copy_counter;
+
+static void remove_tree(const char *path)
+{
+    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+    if (d != NULL) {
+        const char *n;
+        while ((n = g_dir_read_name(d)) != NULL) {
+            g_autofree char *p = g_build_filename(path, n, NULL);
+            if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
+                remove_tree(p);
+            else
+                g_unlink(p);
+        }
+    }
+    g_rmdir(path);
+}
+
+static void remove_private_dir(void)
+{
+    if (private_dir != NULL)
+        remove_tree(private_dir);
+}
+
+const char *jet_test_private_dir(void)
+{
+    if (private_dir == NULL) {
+        GError *err = NULL;
+        private_dir = g_dir_make_tmp("jethost-test-XXXXXX", &err);
+        g_assert_no_error(err);
+        g_assert_cmpint(chmod(private_dir, 0700), ==, 0);
+        atexit(remove_private_dir);
+    }
+    return private_dir;
+}
+
+static const char *builddir(void)
+{
+    const char *b = g_getenv("JET_BUILDDIR");
+    if (b == NULL)
+        g_error("JET_BUILDDIR is not set: run the tests through `make check`");
+    return b;
+}
+
+char *jet_test_plugin_built(const char *name)
+{
+    g_autofree char *file = g_strconcat(name, ".so", NULL);
+    const char *subdir = g_str_has_prefix(name, "fx_") ? "tests/fixtures" : NULL;
+    if (subdir == NULL)
+        return g_build_filename(builddir(), "plugins", name, ".libs", file, NULL);
+    return g_build_filename(builddir(), subdir, ".libs", file, NULL);
+}
+
+char *jet_test_plugin_copy(const char *name)
+{
+    g_autofree char *src = jet_test_plugin_built(name);
+    g_autofree char *contents = NULL;
+    gsize len = 0;
+    GError *err = NULL;
+    g_file_get_contents(src, &contents, &len, &err);
+    g_assert_no_error(err);
+    g_autofree char *file = g_strdup_printf("%s-%u.so", name, ++copy_counter);
+    char *dst = g_build_filename(jet_test_private_dir(), file, NULL);
+    g_file_set_contents_full(dst, contents, (gssize)len, G_FILE_SET_CONTENTS_NONE, 0644, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(chmod(dst, 0644), ==, 0);
+    return dst;
+}
+
+char *jet_test_jethost_path(void)
+{
+    return g_build_filename(builddir(), "host", "jethost", NULL);
+}
+
+/* --- nats-server --- */
+
+struct JetTestServer {
+    char *dir;        /* ports files and store */
+    char *url;
+    int port;
+    GSubprocess *proc;
+    gboolean running;
+};
+
+static void die_with_parent(gpointer data)
+{
+    (void)data;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+static const char *server_binary(void)
+{
+    const char *b = g_getenv("NATS_SERVER");
+    return b != NULL && *b ? b : "nats-server";
+}
+
+static char *read_ports_url(const char *dir, GPid pid)
+{
+    g_autofree char *file = g_strdup_printf("%s/nats-server_%d.ports", dir, (int)pid);
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(file, &text, NULL, NULL))
+        return NULL;
+    g_autoptr(JsonParser) p = json_parser_new();
+    if (!json_parser_load_from_data(p, text, -1, NULL))
+        return NULL;   /* written but not complete yet */
+    JsonNode *root = json_parser_get_root(p);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+        return NULL;
+    JsonObject *o = json_node_get_object(root);
+    if (!json_object_has_member(o, "nats"))
+        return NULL;
+    JsonArray *a = json_object_get_array_member(o, "nats");
+    if (a == NULL || json_array_get_length(a) == 0)
+        return NULL;
+    return g_strdup(json_array_get_string_element(a, 0));
+}
+
+static gboolean server_answers(const char *url)
+{
+    natsConnection *nc = NULL;
+    natsOptions *o = NULL;
+    natsOptions_Create(&o);
+    natsOptions_SetURL(o, url);
+    natsOptions_SetTimeout(o, 500);
+    natsOptions_SetAllowReconnect(o, false);
+    natsStatus s = natsConnection_Connect(&nc, o);
+    natsOptions_Destroy(o);
+    if (s != NATS_OK)
+        return FALSE;
+    /* JetStream answers too: $JS.API.INFO. */
+    natsMsg *reply = NULL;
+    s = natsConnection_RequestString(&reply, nc, "$JS.API.INFO", "", 1000);
+    natsMsg_Destroy(reply);
+    natsConnection_Destroy(nc);
+    return s == NATS_OK;
+}
+
+static void server_spawn(JetTestServer *s)
+{
+    g_autofree char *store = g_build_filename(s->dir, "store", NULL);
+    g_autofree char *port = s->port > 0 ? g_strdup_printf("%d", s->port) : g_strdup("-1");
+    GPtrArray *argv = g_ptr_array_new();
+    g_ptr_array_add(argv, (char *)server_binary());
+    g_ptr_array_add(argv, "-js");
+    g_ptr_array_add(argv, "-a");
+    g_ptr_array_add(argv, "127.0.0.1");
+    g_ptr_array_add(argv, "-p");
+    g_ptr_array_add(argv, port);
+    g_ptr_array_add(argv, "--ports_file_dir");
+    g_ptr_array_add(argv, s->dir);
+    g_ptr_array_add(argv, "-sd");
+    g_ptr_array_add(argv, store);
+    g_ptr_array_add(argv, NULL);
+
+    g_autoptr(GSubprocessLauncher) l =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
+    GError *err = NULL;
+    s->proc = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, &err);
+    g_ptr_array_free(argv, TRUE);
+    if (s->proc == NULL)
+        g_error("cannot start %s: %s (install the nats-server package)", server_binary(), err->message);
+    GPid pid = (GPid)atoi(g_subprocess_get_identifier(s->proc));
+
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < deadline) {
+        if (s->url == NULL)
+            s->url = read_ports_url(s->dir, pid);
+        if (s->url != NULL && server_answers(s->url)) {
+            s->running = TRUE;
+            if (s->port <= 0) {
+                const char *colon = strrchr(s->url, ':');
+                s->port = colon != NULL ? atoi(colon + 1) : 0;
+            }
+            return;
+        }
+        if (g_subprocess_get_identifier(s->proc) == NULL)   /* it exited */
+            break;
+        g_usleep(20000);
+    }
+    g_error("nats-server did not answer within 20 s (dir %s)", s->dir);
+}
+
+JetTestServer *jet_test_server_start_args(const char *const *extra)
+{
+    (void)extra;
+    JetTestServer *s = g_new0(JetTestServer, 1);
+    GError *err = NULL;
+    s->dir = g_dir_make_tmp("jethost-nats-XXXXXX", &err);
+    g_assert_no_error(err);
+    server_spawn(s);
+    g_test_message("nats-server at %s (store %s)", s->url, s->dir);
+    return s;
+}
+
+JetTestServer *jet_test_server_start(void)
+{
+    return jet_test_server_start_args(NULL);
+}
+
+const char *jet_test_server_url(const JetTestServer *s) { return s->url; }
+int jet_test_server_port(const JetTestServer *s) { return s->port; }
+
+GPid jet_test_server_pid(const JetTestServer *s)
+{
+    return s->proc != NULL ? (GPid)atoi(g_subprocess_get_identifier(s->proc)) : 0;
+}
+
+static void server_reap(JetTestServer *s)
+{
+    if (s->proc == NULL)
+        return;
+    g_subprocess_wait(s->proc, NULL, NULL);
+    g_clear_object(&s->proc);
+    s->running = FALSE;
+    /* The next start writes a new ports file; the URL stays (same port). */
+}
+
+void jet_test_server_stop(JetTestServer *s)
+{
+    if (s->proc == NULL)
+        return;
+    g_subprocess_send_signal(s->proc, SIGTERM);
+    server_reap(s);
+}
+
+void jet_test_server_kill(JetTestServer *s)
+{
+    if (s->proc == NULL)
+        return;
+    g_subprocess_force_exit(s->proc);
+    server_reap(s);
+}
+
+static gboolean process_stopped(gpointer data)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", GPOINTER_TO_INT(data));
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return FALSE;
+    const char *p = strrchr(text, ')');   /* the state follows the command name */
+    return p != NULL && p[1] == ' ' && p[2] == 'T';
+}
+
+void jet_test_server_pause(JetTestServer *s)
+{
+    g_assert_nonnull(s->proc);
+    g_subprocess_send_signal(s->proc, SIGSTOP);
+    /* SIGSTOP is asynchronous: wait until every thread is stopped. */
+    g_assert_true(jet_test_wait_until(process_stopped, GINT_TO_POINTER(jet_test_server_pid(s)), 5000));
+}
+
+void jet_test_server_resume(JetTestServer *s)
+{
+    g_assert_nonnull(s->proc);
+    g_subprocess_send_signal(s->proc, SIGCONT);
+}
+
+void jet_test_server_restart(JetTestServer *s)
+{
+    g_assert_null(s->proc);
+    server_spawn(s);
+}
+
+void jet_test_server_free(JetTestServer *s)
+{
+    if (s == NULL)
+        return;
+    if (s->proc != NULL) {
+        g_subprocess_send_signal(s->proc, SIGCONT);
+        jet_test_server_stop(s);
+    }
+    remove_tree(s->dir);
+    g_free(s->dir);
+    g_free(s->url);
+    g_free(s);
+}
+
+gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    for (;;) {
+        if (cond(data))
+            return TRUE;
+        if (g_get_monotonic_time() >= deadline)
+            return FALSE;
+        g_usleep(10000);
+    }
+}

@@ -1,0 +1,51 @@
+/* Shared test helpers: fixture plugins in a private directory, and real
+ * nats-server instances on free loopback ports. */
+#ifndef JET_TEST_HARNESS_H
+#define JET_TEST_HARNESS_H
+
+#include <glib.h>
+#include <sys/types.h>
+
+/* A 0700 directory private to this test process, removed at exit. */
+const char *jet_test_private_dir(void);
+
+/* Copies the built plugin NAME (e.g. "fx_ok", "template") into the private
+ * directory under a fresh name and returns its absolute path (caller frees):
+ * the build tree's permissions depend on the umask, the copy's do not. */
+char *jet_test_plugin_copy(const char *name);
+
+/* Path of a built plugin in the build tree (caller frees). */
+char *jet_test_plugin_built(const char *name);
+
+/* Path of the built jethost binary (caller frees). */
+char *jet_test_jethost_path(void);
+
+/* A nats-server with JetStream, on 127.0.0.1 and a port the server chose
+ * itself (-p -1, read back through --ports_file_dir), with a store in a
+ * temporary directory.  It dies with the test process (parent-death signal)
+ * even when an assertion aborts the test. */
+typedef struct JetTestServer JetTestServer;
+
+/* Starts one; a test that needs a server fails when it cannot start. */
+JetTestServer *jet_test_server_start(void);
+/* Starts one with extra command-line arguments (NULL-terminated). */
+JetTestServer *jet_test_server_start_args(const char *const *extra);
+const char *jet_test_server_url(const JetTestServer *s);
+int jet_test_server_port(const JetTestServer *s);
+GPid jet_test_server_pid(const JetTestServer *s);
+/* Graceful stop (SIGTERM, waits); kill -9; SIGSTOP/SIGCONT. */
+void jet_test_server_stop(JetTestServer *s);
+void jet_test_server_kill(JetTestServer *s);
+void jet_test_server_pause(JetTestServer *s);
+void jet_test_server_resume(JetTestServer *s);
+/* Starts it again on the same port and store (after stop or kill). */
+void jet_test_server_restart(JetTestServer *s);
+/* Stops it if running and removes its store. */
+void jet_test_server_free(JetTestServer *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetTestServer, jet_test_server_free)
+
+/* Waits until cond(data) holds, polling every 10 ms, at most timeout_ms;
+ * returns whether it held. */
+gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms);
+
+#endif

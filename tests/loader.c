@@ -1,0 +1,291 @@
+/* The plugin loader: every refusal DESIGN section 2 and 7 name, each with a
+ * fixture that breaks exactly one rule. */
+#include "harness.h"
+#include "errors.h"
+#include "instance.h"
+#include "plugin_loader.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Trust only the test's own user (and root), whoever runs it. */
+static uid_t me[2];
+static JetLoadPolicy policy = { me, 2, NULL, NULL };
+
+static void assert_refused(const char *path, JetLoadPolicy *pol, const char *needle)
+{
+    g_autoptr(GError) err = NULL;
+    JetPlugin *p = jet_plugin_load(path, NULL, pol, &err);
+    g_assert_null(p);
+    g_assert_nonnull(err);
+    g_test_message("refusal: %s", err->message);
+    g_assert_nonnull(strstr(err->message, path));
+    if (strstr(err->message, needle) == NULL)
+        g_error("expected '%s' in: %s", needle, err->message);
+    g_assert_null(strchr(err->message, '\n'));
+}
+
+static void test_loads_template(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("template");
+    g_autoptr(GError) err = NULL;
+    JetPlugin *p = jet_plugin_load(path, NULL, &policy, &err);
+    g_assert_no_error(err);
+    g_assert_cmpstr(jet_plugin_name(p), ==, "template");
+    g_assert_cmpstr(jet_plugin_path(p), ==, path);
+    const jet_plugin *d = jet_plugin_descriptor(p);
+    g_assert_cmpuint(d->abi_major, ==, JET_ABI_MAJOR);
+    g_assert_cmpuint(d->struct_size, ==, sizeof(jet_plugin));
+
+    g_autoptr(JetInstance) inst = jet_instance_new(p, "t", NULL, &err);
+    g_assert_no_error(err);
+    g_assert_true(jet_instance_start(inst, &err));
+    g_assert_no_error(err);
+}
+
+static void test_missing_file(void)
+{
+    g_autofree char *path = g_build_filename(jet_test_private_dir(), "nope.so", NULL);
+    assert_refused(path, &policy, "no such file");
+}
+
+static void test_not_shared_object(void)
+{
+    g_autofree char *path = g_build_filename(jet_test_private_dir(), "text.so", NULL);
+    g_assert_true(g_file_set_contents_full(path, "not an ELF file\n", -1,
+                                           G_FILE_SET_CONTENTS_NONE, 0644, NULL));
+    assert_refused(path, &policy, "not a loadable shared object");
+}
+
+static void test_no_entry(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_noentry");
+    assert_refused(path, &policy, "no jet_plugin_entry symbol");
+}
+
+static void test_abi_major(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_abi_major");
+    assert_refused(path, &policy, "built for plugin ABI 2.0; this host speaks 1.0");
+}
+
+static void test_abi_minor_newer(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_abi_minor");
+    assert_refused(path, &policy, "built for plugin ABI 1.9; this host speaks 1.0");
+}
+
+static void test_abi_frozen_10(void)
+{
+    /* Built against tests/abi-1.0/jethost/plugin.h, the header as released. */
+    g_autofree char *path = jet_test_plugin_copy("fx_abi10");
+    g_autoptr(GError) err = NULL;
+    JetPlugin *p = jet_plugin_load(path, NULL, &policy, &err);
+    g_assert_no_error(err);
+    g_autoptr(JetInstance) inst = jet_instance_new(p, "old", NULL, &err);
+    g_assert_no_error(err);
+    g_assert_true(jet_instance_start(inst, &err));
+}
+
+static void test_descriptor_rules(void)
+{
+    jet_plugin d = { JET_PLUGIN_HEADER, .name = "x", .handle = (int (*)(void *, jet_msg *))1,
+                     .init = (int (*)(jet_ctx *, void **, char *, size_t))1 };
+    jet_plugin out;
+    g_autoptr(GError) err = NULL;
+    g_assert_true(jet_plugin_descriptor_check(&d, &out, &err));
+
+    /* A smaller (older) struct than 1.0's is refused. */
+    d.struct_size = offsetof(jet_plugin, handle);
+    g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+    g_assert_nonnull(strstr(err->message, "smaller"));
+    g_clear_error(&err);
+
+    /* A larger struct from a newer header is read when its extra bytes are zero. */
+    struct { jet_plugin p; uint64_t extra; } big;
+    memset(&big, 0, sizeof big);
+    big.p = (jet_plugin){ JET_PLUGIN_HEADER, .name = "x", .handle = d.handle, .init = d.init };
+    big.p.struct_size = sizeof big;
+    g_assert_true(jet_plugin_descriptor_check(&big.p, &out, &err));
+    g_assert_cmpuint(out.struct_size, ==, sizeof(jet_plugin));
+    big.extra = 1;
+    g_assert_false(jet_plugin_descriptor_check(&big.p, &out, &err));
+    g_assert_nonnull(strstr(err->message, "does not know"));
+    g_clear_error(&err);
+
+    d.struct_size = sizeof d;
+    d.abi_minor = JET_ABI_MINOR;
+    d.name = NULL;
+    g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+    g_clear_error(&err);
+
+    g_assert_false(jet_plugin_descriptor_check(NULL, &out, &err));
+}
+
+static void test_init_failure(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_ok");
+    g_autoptr(GError) err = NULL;
+    JetPlugin *p = jet_plugin_load(path, NULL, &policy, &err);
+    g_assert_no_error(err);
+    g_autoptr(GHashTable) opts = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_insert(opts, "fail_init", "true");
+    g_hash_table_insert(opts, "label", "quoted");
+    g_autoptr(JetInstance) inst = jet_instance_new(p, "b", opts, &err);
+    g_assert_no_error(err);
+    g_assert_false(jet_instance_start(inst, &err));
+    g_test_message("%s", err->message);
+    g_assert_nonnull(strstr(err->message, path));
+    g_assert_nonnull(strstr(err->message, "init failed: fixture asked to fail (label quoted)"));
+}
+
+static void test_options(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_ok");
+    g_autoptr(GError) err = NULL;
+    JetPlugin *p = jet_plugin_load(path, NULL, &policy, &err);
+    g_assert_no_error(err);
+    static const struct {
+        const char *key, *value, *needle;
+    } bad[] = {
+        { "lable", "x", "option.lable: plugin fx" },
+        { "count", "three", "option.count: 'three' is not an integer" },
+        { "count", "3.5", "not an integer" },
+        { "loud", "yes", "option.loud: 'yes' is not a bool" },
+        { "pause", "10", "has no unit" },
+        { "pause", "5 parsecs", "unknown unit" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GHashTable) opts = g_hash_table_new(g_str_hash, g_str_equal);
+        g_hash_table_insert(opts, (char *)bad[i].key, (char *)bad[i].value);
+        JetInstance *inst = jet_instance_new(p, "b", opts, &err);
+        g_assert_null(inst);
+        g_assert_nonnull(err);
+        if (strstr(err->message, bad[i].needle) == NULL)
+            g_error("expected '%s' in: %s", bad[i].needle, err->message);
+        g_clear_error(&err);
+    }
+    /* Good values, read back typed; defaults fill the rest. */
+    g_autoptr(GHashTable) opts = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_insert(opts, "count", "-7");
+    g_hash_table_insert(opts, "pause", "2m");
+    g_autoptr(JetInstance) inst = jet_instance_new(p, "b", opts, &err);
+    g_assert_no_error(err);
+    g_assert_true(jet_instance_start(inst, &err));
+}
+
+static void test_required_option(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_required");
+    g_autoptr(GError) err = NULL;
+    JetPlugin *p = jet_plugin_load(path, NULL, &policy, &err);
+    g_assert_no_error(err);
+    JetInstance *inst = jet_instance_new(p, "b", NULL, &err);
+    g_assert_null(inst);
+    g_assert_nonnull(strstr(err->message, "option.must: plugin fx requires it"));
+}
+
+static void test_untrusted_owner(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_ok");
+    struct stat st;
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    /* Trust everybody who owns the directories above, but not the file's owner. */
+    uid_t others[] = { st.st_uid + 1 };
+    JetLoadPolicy strict = { others, 1, NULL, NULL };
+    assert_refused(path, &strict, "is owned by uid");
+}
+
+static void test_file_writable(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_ok");
+    g_assert_cmpint(chmod(path, 0664), ==, 0);
+    assert_refused(path, &policy, "writable by its group");
+    g_assert_cmpint(chmod(path, 0646), ==, 0);
+    assert_refused(path, &policy, "writable by others");
+}
+
+static void test_dir_writable_and_sticky(void)
+{
+    g_autofree char *dir = g_build_filename(jet_test_private_dir(), "shared", NULL);
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_autofree char *src = jet_test_plugin_copy("fx_ok");
+    g_autofree char *path = g_build_filename(dir, "fx.so", NULL);
+    g_assert_cmpint(rename(src, path), ==, 0);
+
+    g_assert_cmpint(chmod(dir, 0777), ==, 0);
+    assert_refused(path, &policy, "directory");
+    assert_refused(path, &policy, "writable by others");
+
+    /* Sticky, like /tmp: others cannot replace a file they do not own. */
+    g_assert_cmpint(chmod(dir, 01777), ==, 0);
+    g_autoptr(GError) err = NULL;
+    JetPlugin *p = jet_plugin_load(path, NULL, &policy, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(p);
+    g_assert_cmpint(chmod(dir, 0700), ==, 0);
+}
+
+static void swap_file(const char *path, gpointer data)
+{
+    /* Another (valid) plugin takes the checked file's place. */
+    g_assert_cmpint(rename((const char *)data, path), ==, 0);
+}
+
+static void test_swapped_after_check(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_ok");
+    g_autofree char *other = jet_test_plugin_copy("template");
+    JetLoadPolicy swapping = { me, 2, swap_file, other };
+    assert_refused(path, &swapping, "not the file that was checked");
+}
+
+static void test_resolve(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_assert_null(jet_plugin_resolve("plugins/x.so", "/usr/lib", &err));
+    g_assert_nonnull(strstr(err->message, "never searched for"));
+    g_clear_error(&err);
+    g_assert_null(jet_plugin_resolve("x", NULL, &err));
+    g_assert_nonnull(strstr(err->message, "plugin_dir"));
+    g_clear_error(&err);
+
+    g_autofree char *path = jet_test_plugin_copy("fx_ok");
+    g_autofree char *base = g_path_get_basename(path);
+    g_autofree char *name = g_strndup(base, strlen(base) - 3);
+    /* A bare name, with or without .so, through a symlinked directory: the
+     * canonical path comes back. */
+    g_autofree char *link = g_build_filename(jet_test_private_dir(), "via-link", NULL);
+    g_assert_cmpint(symlink(jet_test_private_dir(), link), ==, 0);
+    g_autofree char *r1 = jet_plugin_resolve(name, link, &err);
+    g_assert_no_error(err);
+    g_assert_cmpstr(r1, ==, path);
+    g_autofree char *r2 = jet_plugin_resolve(base, link, &err);
+    g_assert_cmpstr(r2, ==, path);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
+    me[0] = 0;
+    me[1] = geteuid();
+    g_test_add_func("/loader/loads-template", test_loads_template);
+    g_test_add_func("/loader/missing-file", test_missing_file);
+    g_test_add_func("/loader/not-shared-object", test_not_shared_object);
+    g_test_add_func("/loader/no-entry", test_no_entry);
+    g_test_add_func("/loader/abi-major", test_abi_major);
+    g_test_add_func("/loader/abi-minor-newer", test_abi_minor_newer);
+    g_test_add_func("/loader/abi-frozen-1.0", test_abi_frozen_10);
+    g_test_add_func("/loader/descriptor-rules", test_descriptor_rules);
+    g_test_add_func("/loader/init-failure", test_init_failure);
+    g_test_add_func("/loader/options", test_options);
+    g_test_add_func("/loader/required-option", test_required_option);
+    g_test_add_func("/loader/untrusted-owner", test_untrusted_owner);
+    g_test_add_func("/loader/file-writable", test_file_writable);
+    g_test_add_func("/loader/dir-writable-and-sticky", test_dir_writable_and_sticky);
+    g_test_add_func("/loader/swapped-after-check", test_swapped_after_check);
+    g_test_add_func("/loader/resolve", test_resolve);
+    return g_test_run();
+}
