@@ -1,0 +1,28 @@
+/* Delivery metadata, parsed from the $JS.ACK reply subject of a JetStream
+ * message: the engine settles by publishing to that subject, and reads the
+ * stream sequence, delivery count and timestamp from it. */
+#ifndef JET_ACK_SUBJECT_H
+#define JET_ACK_SUBJECT_H
+
+#include <glib.h>
+
+typedef struct {
+    /* Slices of the subject (not NUL-terminated); valid while it is. */
+    const char *stream;
+    gsize stream_len;
+    const char *consumer;
+    gsize consumer_len;
+    guint64 delivered;         /* the delivery count, >= 1 */
+    guint64 stream_seq;
+    guint64 consumer_seq;
+    gint64 timestamp_ns;       /* when the stream stored the message (unchanged on redelivery) */
+    guint64 pending;
+} JetAckMeta;
+
+/* Parses `$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>`
+ * (9 tokens, 2.9.x) and the newer form with domain and account hash
+ * (`$JS.ACK.<domain>.<acchash>.<stream>...`, 11 or 12 tokens).  Returns FALSE
+ * for anything else: such a message is not a JetStream delivery. */
+gboolean jet_ack_subject_parse(const char *subject, JetAckMeta *out);
+
+#endif

@@ -1,0 +1,94 @@
+/* The config ops write: a GLib key file plus a drop-in directory.
+ *
+ *   [host]               the connection, state directory, plugin directory
+ *   [binding NAME]       one plugin on one stream's durable consumer
+ *
+ * Every key is declared in one table per group (config.c) with its type,
+ * default and help; docs/configuration.md lists them.  Unknown groups and
+ * keys are errors; every error names the file, the group, the key and why. */
+#ifndef JET_CONFIG_H
+#define JET_CONFIG_H
+
+#include <glib.h>
+
+typedef enum {
+    JET_MANAGE_CREATE = 0,   /* create or update the consumer (and the stream when subjects are given) */
+    JET_MANAGE_BIND = 1,     /* only check that they exist and fit */
+} JetManage;
+
+typedef struct {
+    char *file;              /* the file that defined the group (for messages) */
+    char *server;            /* "embedded", or the URLs as written (comma-separated) */
+    gboolean embedded;       /* server = embedded */
+    char **urls;             /* NULL-terminated, when not embedded */
+    char *state_dir;
+    char *plugin_dir;
+    char *name;              /* this host's name in provenance headers; default: hostname */
+    char *nats_server;       /* the nats-server binary for server = embedded */
+    /* Credentials: files are checked (not readable by group or others). */
+    char *creds_file, *nkey_seed_file, *user, *password_file, *token_file;
+    char *tls_ca, *tls_cert, *tls_key;
+    guint connect_attempts;  /* first connect: attempts before giving up */
+    guint64 connect_timeout_ms;
+    guint64 drain_timeout_ms;     /* how long a drain may take before unfinished work is left */
+} JetHostConfig;
+
+typedef struct {
+    char *name;              /* from [binding NAME] */
+    char *file;              /* the file that defined it (last one to touch it) */
+    char *plugin;            /* as written: absolute path or bare name */
+    char *stream, *consumer;
+    JetManage manage;
+    char **subjects;         /* NULL or NULL-terminated: the stream's subjects (managed) */
+    char *filter_subject;    /* NULL: the whole stream */
+
+    /* Pull engine */
+    guint workers;
+    guint batch;
+    guint threshold;         /* early re-pull when this many are left; 0 = strictly paced */
+    gint64 max_bytes;        /* 0 = none */
+    guint64 expires_ms;
+    guint64 idle_heartbeat_ms;
+    guint64 handler_timeout_ms;   /* lease limit; 0 = none */
+
+    /* Consumer settings (managed mode) */
+    guint64 ack_wait_ms;
+    gint64 max_deliver;      /* -1 = unlimited */
+    gint64 max_ack_pending;
+
+    /* Settlement */
+    guint64 *rungs_ms;       /* the retry ladder */
+    gsize n_rungs;
+    guint max_attempts;      /* 0 = unlimited */
+    guint64 postpone_horizon_ms;
+    guint64 max_postpone_delay_ms;
+    guint capture_reserve;
+    guint crash_limit;
+    char *dlq_stream;
+    char *dlq_subject;
+
+    /* option.NAME keys: name (without the prefix) -> value as written */
+    GHashTable *options;
+} JetBindingConfig;
+
+typedef struct {
+    char *main_file;
+    char *dropin_dir;        /* NULL when none */
+    JetHostConfig host;
+    GPtrArray *bindings;     /* of JetBindingConfig*, in name order */
+} JetConfig;
+
+/* Reads main_file, then dropin_dir/\*.conf in name order (dropin_dir may be
+ * NULL; a missing directory is not an error).  A group or key in a later file
+ * overrides the same key of an earlier one.  Returns NULL with one error
+ * naming file, group, key and cause. */
+JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError **error);
+void jet_config_free(JetConfig *cfg);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetConfig, jet_config_free)
+
+const JetBindingConfig *jet_config_binding(const JetConfig *cfg, const char *name);
+
+/* Refuses a secret file that group or others can read (as ssh does). */
+gboolean jet_secret_file_check(const char *path, GError **error);
+
+#endif

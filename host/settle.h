@@ -1,0 +1,86 @@
+/* Settlement: what becomes of a delivery once its plugin has answered.
+ *
+ * One pure function decides (no I/O, no clock: everything it needs comes in
+ * the facts), following DESIGN section 4's precedence list to the letter; the
+ * executor in the engine acts on the one action it returns, and the mock
+ * host returns the same action to plugin authors. */
+#ifndef JET_SETTLE_H
+#define JET_SETTLE_H
+
+#include <glib.h>
+
+typedef struct {
+    const guint64 *rungs_ms;       /* the retry ladder; at least one rung */
+    gsize n_rungs;
+    guint max_attempts;            /* 0 = unlimited */
+    guint64 postpone_horizon_ms;   /* postpones count as failures once the message is older */
+    guint64 max_postpone_delay_ms; /* a longer postpone delay is a plugin error */
+    guint capture_reserve;         /* deliveries kept for retrying a failed capture */
+    gint64 max_deliver;            /* the consumer's MaxDeliver; <= 0 = unlimited */
+    guint crash_limit;             /* strikes before a suspect is captured as poison */
+} JetSettlePolicy;
+
+typedef enum {
+    JET_ACTION_ACK = 0,        /* confirmed ack */
+    JET_ACTION_RETRY,          /* delayed NAK of a ladder rung; a failure is recorded */
+    JET_ACTION_POSTPONE,       /* delayed NAK; a postpone is recorded, not a failure */
+    JET_ACTION_CAPTURE,        /* dead-letter, then ack */
+} JetActionKind;
+
+typedef enum {
+    JET_CAUSE_NONE = 0,
+    JET_CAUSE_REJECTED,        /* the plugin said REJECT */
+    JET_CAUSE_POISON,          /* a suspect reached the crash limit */
+    JET_CAUSE_BREAKER,         /* an enforcing breaker claimed it */
+    JET_CAUSE_BUDGET,          /* the server's MaxDeliver is about to run out */
+    JET_CAUSE_EXHAUSTED,       /* max_attempts failures */
+} JetCaptureCause;
+
+/* What is known about one delivery and its verdict. */
+typedef struct {
+    /* The plugin's answer, unchecked: handle()'s return value and what it set. */
+    int verdict;
+    gboolean has_delay;
+    guint64 delay_ms;
+    gboolean reason_too_long;
+    const char *reason;            /* may be NULL */
+
+    /* The delivery. */
+    guint32 deliveries;            /* the server's count, >= 1 */
+    gboolean has_enqueued;
+    gint64 enqueued_ns;
+    gint64 now_ns;
+
+    /* The ledger: failures and postpones recorded before this delivery. */
+    guint32 failures;
+    guint32 postpones;
+
+    /* Decided before the handler ran (crash attribution, breaker). */
+    guint32 strikes;               /* crashes while handling this message alone */
+    gboolean breaker_claim;        /* an enforcing breaker claimed this message */
+} JetSettleFacts;
+
+typedef struct {
+    JetActionKind kind;
+    guint64 delay_ms;              /* RETRY and POSTPONE */
+    JetCaptureCause cause;         /* CAPTURE */
+    gboolean is_failure;           /* a failure is recorded (failure number below) */
+    guint32 failure_number;        /* k: failures including this one, when is_failure */
+    gboolean plugin_error;         /* the plugin broke a rule; reason names which */
+    char reason[320];              /* the plugin's reason, or the rule it broke */
+} JetSettleAction;
+
+/* Before the handler runs: a suspect at its crash limit, or a breaker claim,
+ * is captured without calling the plugin.  Returns TRUE and fills out when
+ * so; FALSE when the handler should run. */
+gboolean jet_settle_before_handle(const JetSettlePolicy *policy, const JetSettleFacts *facts,
+                                  JetSettleAction *out);
+
+/* After the handler: exactly one action.  Pure. */
+void jet_settle_decide(const JetSettlePolicy *policy, const JetSettleFacts *facts,
+                       JetSettleAction *out);
+
+const char *jet_action_name(JetActionKind kind);
+const char *jet_cause_name(JetCaptureCause cause);
+
+#endif
