@@ -1,5 +1,11 @@
 #include "cli.h"
+#include "config.h"
+#include "conn.h"
+#include "daemon.h"
+#include "embedded.h"
 #include "log.h"
+
+#include <errno.h>
 
 #include <glib.h>
 #include <jethost/plugin.h>
@@ -16,11 +22,172 @@ static int cmd_version(int argc, char **argv)
     return JET_EXIT_OK;
 }
 
+static gboolean parse_options(GOptionContext *ctx, int *argc, char ***argv)
+{
+    g_autoptr(GError) err = NULL;
+    if (!g_option_context_parse(ctx, argc, argv, &err)) {
+        fprintf(stderr, "jethost: %s\n", err->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    g_autofree char *config = NULL;
+    g_autofree char *dropin = NULL;
+    GOptionEntry entries[] = {
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file", "FILE" },
+        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files", "DIR" },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- run the bindings of a config");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!parse_options(ctx, &argc, &argv))
+        return JET_EXIT_USAGE;
+    if (config == NULL || argc > 1) {
+        fprintf(stderr, "jethost run: give the config with -c FILE (and nothing else)\n");
+        return JET_EXIT_USAGE;
+    }
+    return jet_daemon_run(config, dropin);
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    g_autofree char *config = NULL;
+    g_autofree char *dropin = NULL;
+    gboolean verbose = FALSE;
+    GOptionEntry entries[] = {
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file", "FILE" },
+        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files", "DIR" },
+        { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "print each binding and its plugin options", NULL },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- validate a config and load its plugins, without a server");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!parse_options(ctx, &argc, &argv))
+        return JET_EXIT_USAGE;
+    if (config == NULL || argc > 1) {
+        fprintf(stderr, "jethost check: give the config with -c FILE\n");
+        return JET_EXIT_USAGE;
+    }
+    return jet_daemon_check(config, dropin, verbose);
+}
+
+static char *pub_server_url(const char *server, const char *config, GError **error)
+{
+    if (server != NULL)
+        return g_strdup(server);
+    if (config != NULL) {
+        g_autoptr(JetConfig) cfg = jet_config_load(config, NULL, error);
+        if (cfg == NULL)
+            return NULL;
+        if (cfg->host.embedded)
+            return jet_embedded_read_url(cfg->host.state_dir, error);
+        return g_strdup(cfg->host.urls[0]);
+    }
+    const char *env = g_getenv("NATS_URL");
+    return g_strdup(env != NULL ? env : "nats://127.0.0.1:4222");
+}
+
+static int cmd_pub(int argc, char **argv)
+{
+    g_autofree char *server = NULL;
+    g_autofree char *config = NULL;
+    g_autofree char *data = NULL;
+    g_autofree char *msg_id = NULL;
+    g_auto(GStrv) headers = NULL;
+    gint count = 1;
+    GOptionEntry entries[] = {
+        { "server", 's', 0, G_OPTION_ARG_STRING, &server, "the server URL (default: $NATS_URL, or nats://127.0.0.1:4222)", "URL" },
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "take the server from this config (embedded included)", "FILE" },
+        { "data", 0, 0, G_OPTION_ARG_STRING, &data, "the payload (default: standard input)", "TEXT" },
+        { "header", 'H', 0, G_OPTION_ARG_STRING_ARRAY, &headers, "a header, repeatable", "NAME=VALUE" },
+        { "msg-id", 0, 0, G_OPTION_ARG_STRING, &msg_id, "set Nats-Msg-Id (de-duplication)", "ID" },
+        { "count", 'n', 0, G_OPTION_ARG_INT, &count, "publish it this many times (default 1)", "N" },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("SUBJECT - publish to JetStream and print the pub-ack");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!parse_options(ctx, &argc, &argv))
+        return JET_EXIT_USAGE;
+    if (argc != 2 || count < 1) {
+        fprintf(stderr, "jethost pub: give exactly one SUBJECT\n");
+        return JET_EXIT_USAGE;
+    }
+    const char *subject = argv[1];
+    g_autoptr(GError) err = NULL;
+    gsize len = 0;
+    if (data == NULL) {
+        g_autoptr(GIOChannel) in = g_io_channel_unix_new(0);
+        g_io_channel_set_encoding(in, NULL, NULL);
+        if (g_io_channel_read_to_end(in, &data, &len, &err) != G_IO_STATUS_NORMAL) {
+            fprintf(stderr, "jethost pub: reading standard input: %s\n", err->message);
+            return JET_EXIT_FAILURE;
+        }
+    } else {
+        len = strlen(data);
+    }
+    g_autofree char *url = pub_server_url(server, config, &err);
+    if (url == NULL) {
+        fprintf(stderr, "jethost pub: %s\n", err->message);
+        return JET_EXIT_FAILURE;
+    }
+    const char *urls[] = { url, NULL };
+    JetConn *conn = jet_conn_open(urls, NULL, 3, &err);
+    if (conn == NULL) {
+        fprintf(stderr, "jethost pub: %s\n", err->message);
+        return JET_EXIT_FAILURE;
+    }
+    int rc = JET_EXIT_OK;
+    for (gint i = 0; i < count && rc == JET_EXIT_OK; i++) {
+        natsMsg *m = NULL;
+        natsMsg_Create(&m, subject, NULL, data, (int)len);
+        for (gchar **h = headers; h != NULL && *h != NULL; h++) {
+            const char *eq = strchr(*h, '=');
+            if (eq == NULL || eq == *h) {
+                fprintf(stderr, "jethost pub: --header '%s' is not NAME=VALUE\n", *h);
+                rc = JET_EXIT_USAGE;
+                break;
+            }
+            g_autofree char *name = g_strndup(*h, (gsize)(eq - *h));
+            natsMsgHeader_Add(m, name, eq + 1);
+        }
+        if (rc != JET_EXIT_OK) {
+            natsMsg_Destroy(m);
+            break;
+        }
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.MsgId = msg_id;
+        jsPubAck *pa = NULL;
+        jsErrCode jerr = 0;
+        natsStatus s = js_PublishMsg(&pa, jet_conn_js(conn), m, &po, &jerr);
+        natsMsg_Destroy(m);
+        if (s != NATS_OK) {
+            g_autofree char *why = jet_nats_error(s);
+            fprintf(stderr, "jethost pub: %s: %s%s\n", subject, why,
+                    s == NATS_NO_RESPONDERS ? " (no stream captures this subject)" : "");
+            rc = JET_EXIT_FAILURE;
+            break;
+        }
+        printf("{\"subject\":\"%s\",\"stream\":\"%s\",\"seq\":%" PRIu64 ",\"duplicate\":%s}\n", subject,
+               pa->Stream, pa->Sequence, pa->Duplicate ? "true" : "false");
+        jsPubAck_Destroy(pa);
+    }
+    fflush(stdout);
+    jet_conn_close(conn);
+    return rc;
+}
+
 static const struct {
     const char *name;
     JetCommandFn fn;
     const char *summary;
 } commands[] = {
+    { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT" },
+    { "check", cmd_check, "validate a config and its plugins without a server" },
+    { "pub", cmd_pub, "publish a message to JetStream and print the pub-ack" },
     { "version", cmd_version, "print the version and the plugin ABI version" },
 };
 
@@ -45,9 +212,15 @@ int jet_cli_main(int argc, char **argv)
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)
         return cmd_version(argc - 1, argv + 1);
-    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
-        if (strcmp(cmd, commands[i].name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {
+        if (strcmp(cmd, commands[i].name) == 0) {
+            g_autofree char *prg = g_strdup_printf("jethost %s", cmd);
+            g_set_prgname(prg);
+            int rc = commands[i].fn(argc - 1, argv + 1);
+            nats_Close();
+            return rc;
+        }
+    }
     fprintf(stderr, "jethost: unknown command '%s'\n", cmd);
     usage(stderr);
     return JET_EXIT_USAGE;

@@ -304,3 +304,123 @@ gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint ti
         g_usleep(10000);
     }
 }
+
+/* --- JetStream helpers --- */
+
+jsCtx *jet_test_js_open(const char *url, natsConnection **nc)
+{
+    natsOptions *o = NULL;
+    g_assert_cmpint(natsOptions_Create(&o), ==, NATS_OK);
+    natsOptions_SetURL(o, url);
+    natsOptions_SetSendAsap(o, true);
+    natsOptions_SetMaxReconnect(o, -1);
+    natsOptions_SetReconnectWait(o, 100);
+    natsStatus s = natsConnection_Connect(nc, o);
+    natsOptions_Destroy(o);
+    g_assert_cmpint(s, ==, NATS_OK);
+    jsCtx *js = NULL;
+    g_assert_cmpint(natsConnection_JetStream(&js, *nc, NULL), ==, NATS_OK);
+    return js;
+}
+
+void jet_test_js_close(natsConnection *nc, jsCtx *js)
+{
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+}
+
+void jet_test_stream_create(jsCtx *js, const char *name, const char *subject)
+{
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = name;
+    const char *subjects[] = { subject };
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);
+    if (s != NATS_OK)
+        g_error("create stream %s: %s (err %d)", name, natsStatus_GetText(s), (int)jerr);
+    jsStreamInfo_Destroy(si);
+}
+
+void jet_test_publish_n(jsCtx *js, const char *subject, guint n)
+{
+    for (guint i = 1; i <= n; i++) {
+        char data[32];
+        int len = snprintf(data, sizeof data, "msg-%u", i);
+        g_assert_cmpint(js_PublishAsync(js, subject, data, len, NULL), ==, NATS_OK);
+    }
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = 30000;
+    g_assert_cmpint(js_PublishAsyncComplete(js, &po), ==, NATS_OK);
+    natsMsgList pending = { 0 };
+    g_assert_cmpint(js_PublishAsyncGetPendingList(&pending, js), ==, NATS_NOT_FOUND);
+}
+
+jsConsumerInfo *jet_test_consumer_info(jsCtx *js, const char *stream, const char *consumer)
+{
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetConsumerInfo(&ci, js, stream, consumer, NULL, &jerr);
+    if (s != NATS_OK)
+        g_error("consumer info %s/%s: %s (err %d)", stream, consumer, natsStatus_GetText(s), (int)jerr);
+    return ci;
+}
+
+char *jet_test_write_file(const char *name, const char *text)
+{
+    char *path = g_build_filename(jet_test_private_dir(), name, NULL);
+    GError *err = NULL;
+    g_file_set_contents(path, text, -1, &err);
+    g_assert_no_error(err);
+    return path;
+}
+
+GSubprocess *jet_test_jethost_spawn(const char *stderr_path, const char *const *args)
+{
+    g_autofree char *bin = jet_test_jethost_path();
+    GPtrArray *argv = g_ptr_array_new();
+    g_ptr_array_add(argv, bin);
+    for (const char *const *a = args; *a != NULL; a++)
+        g_ptr_array_add(argv, (char *)*a);
+    g_ptr_array_add(argv, NULL);
+    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+    if (stderr_path != NULL)
+        g_subprocess_launcher_set_stderr_file_path(l, stderr_path);
+    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
+    GError *err = NULL;
+    GSubprocess *p = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, &err);
+    g_ptr_array_free(argv, TRUE);
+    g_assert_no_error(err);
+    return p;
+}
+
+int jet_test_jethost_wait(GSubprocess *p, guint timeout_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    while (g_subprocess_get_identifier(p) != NULL) {
+        if (g_get_monotonic_time() > deadline) {
+            g_subprocess_force_exit(p);
+            g_error("jethost did not exit within %u ms", timeout_ms);
+        }
+        g_usleep(10000);
+    }
+    g_subprocess_wait(p, NULL, NULL);
+    if (g_subprocess_get_if_signaled(p))
+        return 128 + g_subprocess_get_term_sig(p);
+    return g_subprocess_get_exit_status(p);
+}
+
+static gboolean file_exists(gpointer data)
+{
+    return g_file_test((const char *)data, G_FILE_TEST_EXISTS);
+}
+
+gboolean jet_test_wait_file(const char *path, guint timeout_ms)
+{
+    return jet_test_wait_until(file_exists, (gpointer)path, timeout_ms);
+}

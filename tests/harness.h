@@ -49,3 +49,30 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetTestServer, jet_test_server_free)
 gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms);
 
 #endif
+
+/* --- JetStream helpers for real-server tests --- */
+#include <nats/nats.h>
+#include <gio/gio.h>
+
+/* Connects (no reconnect) and returns a JetStream context; both freed by
+ * jet_test_js_close. */
+jsCtx *jet_test_js_open(const char *url, natsConnection **nc);
+void jet_test_js_close(natsConnection *nc, jsCtx *js);
+/* Creates a file-store stream with one subject pattern. */
+void jet_test_stream_create(jsCtx *js, const char *name, const char *subject);
+/* Publishes n messages "msg-<i>" to subject (async, then waits for all acks). */
+void jet_test_publish_n(jsCtx *js, const char *subject, guint n);
+/* Consumer info, asserted to exist; free with jsConsumerInfo_Destroy. */
+jsConsumerInfo *jet_test_consumer_info(jsCtx *js, const char *stream, const char *consumer);
+
+/* Writes text to a file in the private directory; returns its path. */
+char *jet_test_write_file(const char *name, const char *text);
+
+/* Runs `jethost ARGS...` with stderr to the file stderr_path (may be NULL:
+ * inherited).  The child dies with the test (parent-death signal). */
+GSubprocess *jet_test_jethost_spawn(const char *stderr_path, const char *const *args);
+/* Waits for the child to exit within timeout_ms; returns its exit status,
+ * or fails the test on a timeout. */
+int jet_test_jethost_wait(GSubprocess *p, guint timeout_ms);
+/* Waits until a file exists. */
+gboolean jet_test_wait_file(const char *path, guint timeout_ms);

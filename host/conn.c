@@ -1,0 +1,221 @@
+#include "conn.h"
+#include "errors.h"
+#include "log.h"
+
+#include <string.h>
+
+#define MAX_RECONNECT_HOOKS 16
+
+struct JetConn {
+    natsConnection *nc;
+    jsCtx *js;
+    gint generation;     /* atomic */
+    gint connected;      /* atomic */
+    GMutex lock;
+    struct { void (*fn)(gpointer); gpointer data; } hooks[MAX_RECONNECT_HOOKS];
+    guint n_hooks;
+};
+
+char *jet_nats_error(natsStatus s)
+{
+    const char *last = nats_GetLastError(NULL);
+    if (last != NULL && *last)
+        return g_strdup_printf("%s (%s)", natsStatus_GetText(s), last);
+    return g_strdup(natsStatus_GetText(s));
+}
+
+static void on_disconnected(natsConnection *nc, void *closure)
+{
+    JetConn *c = closure;
+    (void)nc;
+    g_atomic_int_set(&c->connected, 0);
+    jet_log(JET_LOG_WARNING, NULL, "disconnected", "lost the connection to the NATS server; reconnecting");
+}
+
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+    JetConn *c = closure;
+    char url[256] = "";
+    natsConnection_GetConnectedUrl(nc, url, sizeof url);
+    g_atomic_int_inc(&c->generation);
+    g_atomic_int_set(&c->connected, 1);
+    jet_log(JET_LOG_INFO, NULL, "reconnected", "reconnected to %s; re-pulling", url);
+    g_mutex_lock(&c->lock);
+    for (guint i = 0; i < c->n_hooks; i++)
+        c->hooks[i].fn(c->hooks[i].data);
+    g_mutex_unlock(&c->lock);
+}
+
+static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    (void)closure;
+    /* Pending limits are unlimited, so a slow-consumer error would mean a
+     * client-side drop: that must be loud. */
+    jet_log(JET_LOG_ERROR, NULL, "nats-error", "asynchronous NATS error: %s", natsStatus_GetText(err));
+}
+
+static gboolean read_secret(const char *path, char **out, GError **error)
+{
+    if (!jet_secret_file_check(path, error))
+        return FALSE;
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, error))
+        return FALSE;
+    *out = g_strdup(g_strstrip(text));
+    return TRUE;
+}
+
+static gboolean apply_credentials(natsOptions *o, const JetHostConfig *h, GError **error)
+{
+    natsStatus s = NATS_OK;
+    if (h == NULL)
+        return TRUE;
+    if (h->creds_file != NULL) {
+        if (!jet_secret_file_check(h->creds_file, error))
+            return FALSE;
+        s = natsOptions_SetUserCredentialsFromFiles(o, h->creds_file, NULL);
+    } else if (h->nkey_seed_file != NULL) {
+        if (!jet_secret_file_check(h->nkey_seed_file, error))
+            return FALSE;
+        /* The public key is derived by nats.c from the seed file. */
+        s = natsOptions_SetNKeyFromSeed(o, NULL, h->nkey_seed_file);
+    }
+    if (s == NATS_OK && h->user != NULL) {
+        g_autofree char *password = NULL;
+        if (h->password_file != NULL && !read_secret(h->password_file, &password, error))
+            return FALSE;
+        s = natsOptions_SetUserInfo(o, h->user, password);
+        if (password != NULL)
+            memset(password, 0, strlen(password));
+    }
+    if (s == NATS_OK && h->token_file != NULL) {
+        g_autofree char *token = NULL;
+        if (!read_secret(h->token_file, &token, error))
+            return FALSE;
+        s = natsOptions_SetToken(o, token);
+        memset(token, 0, strlen(token));
+    }
+    if (s == NATS_OK && h->tls_ca != NULL)
+        s = natsOptions_LoadCATrustedCertificates(o, h->tls_ca);
+    if (s == NATS_OK && h->tls_cert != NULL) {
+        if (h->tls_key != NULL && !jet_secret_file_check(h->tls_key, error))
+            return FALSE;
+        s = natsOptions_LoadCertificatesChain(o, h->tls_cert, h->tls_key);
+    }
+    if (s == NATS_OK && (h->tls_ca != NULL || h->tls_cert != NULL))
+        s = natsOptions_SetSecure(o, true);
+    if (s != NATS_OK) {
+        g_autofree char *why = jet_nats_error(s);
+        /* Never echo secrets: name the setting, not its value. */
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "credentials in [host] were refused by nats.c: %s", why);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint attempts,
+                       GError **error)
+{
+    g_return_val_if_fail(urls != NULL && urls[0] != NULL, NULL);
+    JetConn *c = g_new0(JetConn, 1);
+    g_mutex_init(&c->lock);
+    natsOptions *o = NULL;
+    natsStatus s = natsOptions_Create(&o);
+    guint n = g_strv_length((char **)urls);
+    if (s == NATS_OK)
+        s = natsOptions_SetServers(o, (const char **)urls, (int)n);
+    if (s == NATS_OK)
+        s = natsOptions_SetSendAsap(o, true);
+    /* Reconnect for ever once connected; nats.c's default gives up after
+     * ~2 minutes and closes the connection for good. */
+    if (s == NATS_OK)
+        s = natsOptions_SetMaxReconnect(o, -1);
+    if (s == NATS_OK)
+        s = natsOptions_SetReconnectWait(o, 250);
+    if (s == NATS_OK)
+        s = natsOptions_SetTimeout(o, host != NULL && host->connect_timeout_ms > 0
+                                          ? (int64_t)host->connect_timeout_ms : 2000);
+    if (s == NATS_OK)
+        s = natsOptions_SetDisconnectedCB(o, on_disconnected, c);
+    if (s == NATS_OK)
+        s = natsOptions_SetReconnectedCB(o, on_reconnected, c);
+    if (s == NATS_OK)
+        s = natsOptions_SetErrorHandler(o, on_error, c);
+    if (s != NATS_OK) {
+        g_autofree char *why = jet_nats_error(s);
+        g_set_error(error, JET_ERROR, JET_ERROR_FAILED, "connection options: %s", why);
+        natsOptions_Destroy(o);
+        jet_conn_close(c);
+        return NULL;
+    }
+    if (!apply_credentials(o, host, error)) {
+        natsOptions_Destroy(o);
+        jet_conn_close(c);
+        return NULL;
+    }
+
+    /* First connect: our own bounded attempts (nats.c 3.4.1 with
+     * RetryOnFailedConnect and MaxReconnect -1 would loop for ever). */
+    guint64 wait_ms = 200;
+    if (attempts == 0)
+        attempts = 1;
+    for (guint i = 1; i <= attempts; i++) {
+        s = natsConnection_Connect(&c->nc, o);
+        if (s == NATS_OK)
+            break;
+        g_autofree char *why = jet_nats_error(s);
+        jet_log(i < attempts ? JET_LOG_WARNING : JET_LOG_ERROR, NULL, "connect",
+                "connect attempt %u of %u to %s failed: %s", i, attempts, urls[0], why);
+        if (i == attempts) {
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "cannot connect to %s after %u attempts: %s",
+                        urls[0], attempts, why);
+            natsOptions_Destroy(o);
+            jet_conn_close(c);
+            return NULL;
+        }
+        g_usleep(wait_ms * 1000);
+        wait_ms = MIN(wait_ms * 2, 2000);
+    }
+    natsOptions_Destroy(o);
+    g_atomic_int_set(&c->connected, 1);
+    s = natsConnection_JetStream(&c->js, c->nc, NULL);
+    if (s != NATS_OK) {
+        g_autofree char *why = jet_nats_error(s);
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "JetStream context: %s", why);
+        jet_conn_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+void jet_conn_close(JetConn *c)
+{
+    if (c == NULL)
+        return;
+    if (c->js != NULL)
+        jsCtx_Destroy(c->js);
+    if (c->nc != NULL) {
+        natsConnection_FlushTimeout(c->nc, 2000);
+        natsConnection_Close(c->nc);
+        natsConnection_Destroy(c->nc);
+    }
+    g_mutex_clear(&c->lock);
+    g_free(c);
+}
+
+natsConnection *jet_conn_nats(JetConn *c) { return c->nc; }
+jsCtx *jet_conn_js(JetConn *c) { return c->js; }
+guint jet_conn_generation(JetConn *c) { return (guint)g_atomic_int_get(&c->generation); }
+gboolean jet_conn_is_connected(JetConn *c) { return g_atomic_int_get(&c->connected) != 0; }
+
+void jet_conn_on_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data)
+{
+    g_mutex_lock(&c->lock);
+    g_assert(c->n_hooks < MAX_RECONNECT_HOOKS);
+    c->hooks[c->n_hooks].fn = fn;
+    c->hooks[c->n_hooks].data = data;
+    c->n_hooks++;
+    g_mutex_unlock(&c->lock);
+}

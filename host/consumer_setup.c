@@ -1,0 +1,172 @@
+#include "consumer_setup.h"
+#include "conn.h"
+#include "errors.h"
+#include "log.h"
+
+#include <string.h>
+
+#define ERR_CONSUMER_NOT_FOUND 10014
+#define ERR_STREAM_NOT_FOUND 10059
+
+static gboolean fail(GError **error, const JetBindingConfig *b, const char *what, natsStatus s,
+                     jsErrCode jerr)
+{
+    g_autofree char *why = jet_nats_error(s);
+    if (jerr != 0)
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: %s: %s [err %d]", b->name, what,
+                    why, (int)jerr);
+    else
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: %s: %s", b->name, what, why);
+    return FALSE;
+}
+
+static gboolean ensure_stream(jsCtx *js, const JetBindingConfig *b, GError **error)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetStreamInfo(&si, js, b->stream, NULL, &jerr);
+    if (s == NATS_OK) {
+        jsStreamInfo_Destroy(si);
+        return TRUE;   /* an existing stream is the operator's: never reshaped */
+    }
+    if (jerr != ERR_STREAM_NOT_FOUND && s != NATS_NOT_FOUND)
+        return fail(error, b, "stream info", s, jerr);
+    if (b->subjects == NULL) {
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                    "binding %s: stream %s does not exist (set subjects to let jethost create it)",
+                    b->name, b->stream);
+        return FALSE;
+    }
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = b->stream;
+    sc.Subjects = (const char **)b->subjects;
+    sc.SubjectsLen = (int)g_strv_length(b->subjects);
+    sc.Storage = js_FileStorage;
+    jerr = 0;
+    s = js_AddStream(&si, js, &sc, NULL, &jerr);
+    if (s != NATS_OK)
+        return fail(error, b, "create stream", s, jerr);
+    jet_log(JET_LOG_INFO, b->name, "stream-created", "created stream %s", b->stream);
+    jsStreamInfo_Destroy(si);
+    return TRUE;
+}
+
+static void fill_facts(const jsConsumerInfo *ci, JetConsumerFacts *facts)
+{
+    if (facts == NULL)
+        return;
+    facts->ack_wait_ms = ci->Config->AckWait / 1000000;
+    facts->max_deliver = ci->Config->MaxDeliver;
+    facts->max_ack_pending = ci->Config->MaxAckPending;
+    facts->ack_floor_stream = ci->AckFloor.Stream;
+}
+
+static gboolean check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error)
+{
+    const jsConsumerConfig *cc = ci->Config;
+    if (cc->DeliverSubject != NULL && *cc->DeliverSubject) {
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                    "binding %s: consumer %s/%s is a push consumer; jethost needs a pull consumer",
+                    b->name, b->stream, b->consumer);
+        return FALSE;
+    }
+    if (cc->AckPolicy != js_AckExplicit) {
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                    "binding %s: consumer %s/%s does not use explicit acks", b->name, b->stream, b->consumer);
+        return FALSE;
+    }
+    if (cc->BackOffLen > 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                    "binding %s: consumer %s/%s has a server BackOff; jethost owns the retry ladder "
+                    "and two schedulers compose wrongly (remove BackOff from the consumer)",
+                    b->name, b->stream, b->consumer);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, JetConsumerFacts *facts,
+                             GError **error)
+{
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s;
+
+    if (b->manage == JET_MANAGE_CREATE && !ensure_stream(js, b, error))
+        return FALSE;
+
+    s = js_GetConsumerInfo(&ci, js, b->stream, b->consumer, NULL, &jerr);
+    gboolean exists = (s == NATS_OK);
+    if (!exists && jerr != ERR_CONSUMER_NOT_FOUND && jerr != ERR_STREAM_NOT_FOUND && s != NATS_NOT_FOUND)
+        return fail(error, b, "consumer info", s, jerr);
+
+    if (b->manage == JET_MANAGE_BIND) {
+        if (!exists) {
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                        "binding %s: consumer %s/%s does not exist (manage = bind never creates it)",
+                        b->name, b->stream, b->consumer);
+            return FALSE;
+        }
+        gboolean ok = check_fits(b, ci, error);
+        if (ok)
+            fill_facts(ci, facts);
+        jsConsumerInfo_Destroy(ci);
+        return ok;
+    }
+
+    if (exists && !check_fits(b, ci, error)) {
+        jsConsumerInfo_Destroy(ci);
+        return FALSE;
+    }
+    jsConsumerInfo_Destroy(ci);
+    ci = NULL;
+
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = b->consumer;
+    cc.AckPolicy = js_AckExplicit;
+    cc.DeliverPolicy = js_DeliverAll;
+    cc.AckWait = (int64_t)b->ack_wait_ms * 1000000;
+    cc.MaxDeliver = b->max_deliver;
+    cc.MaxAckPending = b->max_ack_pending;
+    cc.FilterSubject = b->filter_subject;
+    jerr = 0;
+    if (exists)
+        s = js_UpdateConsumer(&ci, js, b->stream, &cc, NULL, &jerr);
+    else
+        s = js_AddConsumer(&ci, js, b->stream, &cc, NULL, &jerr);
+    if (s != NATS_OK)
+        return fail(error, b, exists ? "update consumer" : "create consumer", s, jerr);
+    if (!exists)
+        jet_log(JET_LOG_INFO, b->name, "consumer-created", "created durable pull consumer %s/%s",
+                b->stream, b->consumer);
+    fill_facts(ci, facts);
+    jsConsumerInfo_Destroy(ci);
+    return TRUE;
+}
+
+gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guint attempts,
+                                      const gint *stop, JetConsumerFacts *facts, GError **error)
+{
+    guint64 wait_ms = 100;
+    for (guint i = 1;; i++) {
+        g_autoptr(GError) local = NULL;
+        if (jet_consumer_ensure(js, b, facts, &local))
+            return TRUE;
+        if (attempts > 0 && i >= attempts) {
+            g_propagate_error(error, g_steal_pointer(&local));
+            return FALSE;
+        }
+        jet_log(JET_LOG_WARNING, b->name, "resubscribing", "attempt %u: %s; next in %" G_GUINT64_FORMAT " ms",
+                i, local->message, wait_ms);
+        for (guint64 slept = 0; slept < wait_ms; slept += 50) {
+            if (stop != NULL && g_atomic_int_get(stop)) {
+                g_propagate_error(error, g_steal_pointer(&local));
+                return FALSE;
+            }
+            g_usleep(50000);
+        }
+        wait_ms = MIN(wait_ms * 2, 5000);
+    }
+}

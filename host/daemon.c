@@ -1,0 +1,242 @@
+#include "daemon.h"
+#include "cli.h"
+#include "config.h"
+#include "conn.h"
+#include "consumer_setup.h"
+#include "embedded.h"
+#include "engine.h"
+#include "errors.h"
+#include "instance.h"
+#include "log.h"
+#include "plugin_loader.h"
+
+#include <glib-unix.h>
+#include <stdio.h>
+#include <unistd.h>
+
+typedef struct {
+    const JetBindingConfig *b;
+    JetPlugin *plugin;
+    JetInstance *inst;
+    JetConsumerFacts facts;
+    JetEngine *engine;
+} Binding;
+
+typedef struct {
+    JetConfig *cfg;
+    GPtrArray *bindings;       /* of Binding* */
+    GMainLoop *loop;
+    guint signals;
+    GThread *drainer;
+} Daemon;
+
+static void binding_free(gpointer data)
+{
+    Binding *bd = data;
+    jet_engine_free(bd->engine);
+    jet_instance_free(bd->inst);
+    g_free(bd);
+}
+
+/* Loads a binding's plugin and validates its options; starts it when asked. */
+static Binding *binding_prepare(const JetConfig *cfg, const JetBindingConfig *b, gboolean start,
+                                GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    JetPlugin *plugin = jet_plugin_load(b->plugin, cfg->host.plugin_dir, NULL, &local);
+    if (plugin == NULL) {
+        g_set_error(error, JET_ERROR, local->code, "%s: [binding %s] plugin: %s", b->file, b->name,
+                    local->message);
+        return NULL;
+    }
+    const jet_plugin *desc = jet_plugin_descriptor(plugin);
+    if (b->workers > 1 && !(desc->flags & JET_PLUGIN_THREAD_SAFE)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                    "%s: [binding %s] workers: %u workers need a thread-safe plugin, and %s (%s) does "
+                    "not declare JET_PLUGIN_THREAD_SAFE",
+                    b->file, b->name, b->workers, desc->name, jet_plugin_path(plugin));
+        return NULL;
+    }
+    JetInstance *inst = jet_instance_new(plugin, b->name, b->options, &local);
+    if (inst == NULL) {
+        g_set_error(error, JET_ERROR, local->code, "%s: [binding %s] %s", b->file, b->name, local->message);
+        return NULL;
+    }
+    if (start && !jet_instance_start(inst, &local)) {
+        g_set_error(error, JET_ERROR, local->code, "binding %s: %s", b->name, local->message);
+        jet_instance_free(inst);
+        return NULL;
+    }
+    Binding *bd = g_new0(Binding, 1);
+    bd->b = b;
+    bd->plugin = plugin;
+    bd->inst = inst;
+    return bd;
+}
+
+int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean verbose)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetConfig) cfg = jet_config_load(config_file, dropin_dir, &err);
+    if (cfg == NULL) {
+        fprintf(stderr, "jethost: %s\n", err->message);
+        return JET_EXIT_CONFIG;
+    }
+    int rc = JET_EXIT_OK;
+    for (guint i = 0; i < cfg->bindings->len; i++) {
+        const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, i);
+        g_autoptr(GError) local = NULL;
+        /* init() is not run: check has no side effects a plugin might have. */
+        Binding *bd = binding_prepare(cfg, b, FALSE, &local);
+        if (bd == NULL) {
+            fprintf(stderr, "jethost: %s\n", local->message);
+            rc = JET_EXIT_CONFIG;
+            continue;
+        }
+        if (verbose) {
+            const jet_plugin *d = jet_plugin_descriptor(bd->plugin);
+            printf("binding %s: plugin %s %s (%s) on %s/%s\n", b->name, d->name, d->version,
+                   jet_plugin_path(bd->plugin), b->stream, b->consumer);
+            for (const jet_option *o = d->options; o != NULL && o->name != NULL; o++)
+                printf("  option.%s = %s   # %s\n", o->name,
+                       jet__ctx_option(bd->inst, o->name) != NULL ? jet__ctx_option(bd->inst, o->name) : "(unset)",
+                       o->help != NULL ? o->help : "");
+        }
+        binding_free(bd);
+    }
+    if (rc == JET_EXIT_OK)
+        printf("%s: OK (%u binding%s)\n", config_file, cfg->bindings->len, cfg->bindings->len == 1 ? "" : "s");
+    return rc;
+}
+
+static gpointer drain_thread(gpointer data)
+{
+    Daemon *d = data;
+    for (guint i = 0; i < d->bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d->bindings, i);
+        if (bd->engine != NULL)
+            jet_engine_join(bd->engine);
+    }
+    g_main_loop_quit(d->loop);
+    return NULL;
+}
+
+static gboolean on_signal(gpointer data)
+{
+    Daemon *d = data;
+    d->signals++;
+    if (d->signals == 1) {
+        /* Stop first, then say so: a test may act on the log line. */
+        for (guint i = 0; i < d->bindings->len; i++) {
+            Binding *bd = g_ptr_array_index(d->bindings, i);
+            if (bd->engine != NULL)
+                jet_engine_stop(bd->engine);
+        }
+        jet_log(JET_LOG_INFO, NULL, "draining",
+                "stopping: finishing the messages in handlers, releasing the rest (a second signal exits at once)");
+        d->drainer = g_thread_new("jet-drain", drain_thread, d);
+    } else {
+        /* Prompt exit: whatever is unfinished stays unacknowledged and the
+         * server redelivers it.  Nothing is acked on this path. */
+        jet_log(JET_LOG_WARNING, NULL, "exit-now", "second signal: exiting now; unfinished messages will be redelivered");
+        _exit(JET_EXIT_FAILURE);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+int jet_daemon_run(const char *config_file, const char *dropin_dir)
+{
+    g_autoptr(GError) err = NULL;
+    Daemon d = { 0 };
+    JetEmbedded *embedded = NULL;
+    JetConn *conn = NULL;
+    int rc = JET_EXIT_OK;
+
+    d.cfg = jet_config_load(config_file, dropin_dir, &err);
+    if (d.cfg == NULL) {
+        jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);
+        return JET_EXIT_CONFIG;
+    }
+    d.bindings = g_ptr_array_new_with_free_func(binding_free);
+    d.loop = g_main_loop_new(NULL, FALSE);
+    guint sig_term = g_unix_signal_add(SIGTERM, on_signal, &d);
+    guint sig_int = g_unix_signal_add(SIGINT, on_signal, &d);
+
+    /* Every binding loads and starts, or the host exits naming it. */
+    for (guint i = 0; i < d.cfg->bindings->len; i++) {
+        const JetBindingConfig *b = g_ptr_array_index(d.cfg->bindings, i);
+        Binding *bd = binding_prepare(d.cfg, b, TRUE, &err);
+        if (bd == NULL) {
+            jet_log(JET_LOG_ERROR, b->name, "failed", "%s", err->message);
+            rc = JET_EXIT_CONFIG;
+            goto out;
+        }
+        g_ptr_array_add(d.bindings, bd);
+    }
+
+    g_auto(GStrv) urls = NULL;
+    if (d.cfg->host.embedded) {
+        embedded = jet_embedded_start(d.cfg->host.nats_server, d.cfg->host.state_dir, &err);
+        if (embedded == NULL) {
+            jet_log(JET_LOG_ERROR, NULL, "failed", "%s", err->message);
+            rc = JET_EXIT_FAILURE;
+            goto out;
+        }
+        urls = g_new0(char *, 2);
+        urls[0] = g_strdup(jet_embedded_url(embedded));
+    } else {
+        urls = g_strdupv(d.cfg->host.urls);
+    }
+    conn = jet_conn_open((const char *const *)urls, &d.cfg->host, d.cfg->host.connect_attempts, &err);
+    if (conn == NULL) {
+        jet_log(JET_LOG_ERROR, NULL, "failed", "%s", err->message);
+        rc = JET_EXIT_FAILURE;
+        goto out;
+    }
+    for (guint i = 0; i < d.bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d.bindings, i);
+        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 5, NULL, &bd->facts, &err)) {
+            jet_log(JET_LOG_ERROR, bd->b->name, "failed", "%s", err->message);
+            rc = JET_EXIT_FAILURE;
+            goto out;
+        }
+    }
+    for (guint i = 0; i < d.bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d.bindings, i);
+        bd->engine = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
+        jet_engine_start(bd->engine);
+    }
+    jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
+
+    g_main_loop_run(d.loop);
+    if (d.drainer != NULL)
+        g_thread_join(d.drainer);
+    for (guint i = 0; i < d.bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d.bindings, i);
+        JetEngineStats st;
+        jet_engine_stats(bd->engine, &st);
+        jet_log(JET_LOG_INFO, bd->b->name, "stopped",
+                "handled %" G_GUINT64_FORMAT ": acked %" G_GUINT64_FORMAT ", retried %" G_GUINT64_FORMAT
+                ", postponed %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT ", stranded %" G_GUINT64_FORMAT
+                "; %" G_GUINT64_FORMAT " pulls",
+                st.messages, st.acked, st.retried, st.postponed, st.released, st.stranded, st.pulls);
+    }
+
+out:
+    g_source_remove(sig_term);
+    g_source_remove(sig_int);
+    /* Engines first (they use the connection), then plugins' fini. */
+    for (guint i = 0; i < d.bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d.bindings, i);
+        jet_engine_free(bd->engine);
+        bd->engine = NULL;
+    }
+    g_ptr_array_unref(d.bindings);
+    jet_conn_close(conn);
+    jet_embedded_stop(embedded);
+    g_main_loop_unref(d.loop);
+    jet_config_free(d.cfg);
+    if (rc == JET_EXIT_OK)
+        jet_log(JET_LOG_INFO, NULL, "exit", "drained; exiting");
+    return rc;
+}

@@ -1,0 +1,740 @@
+#include "engine.h"
+#include "ack_subject.h"
+#include "jet_msg.h"
+#include "log.h"
+#include "pull_status.h"
+#include "settle.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A pull that ended early with nothing is followed by this pause, so a storm
+ * of terminal statuses cannot become a hot loop (seed 003). */
+#define GUARD_DELAY_US (500 * 1000)
+/* How long a worker waits for its queue before checking deadlines. */
+#define TAKE_STEP_US (100 * 1000)
+/* Pulls outstanding per worker: the live one and an early re-pull. */
+#define MAX_PULLS 4
+
+typedef enum { ITEM_MSG, ITEM_WAKE } ItemKind;
+
+/* One thing on a worker's queue, with when it arrived on the connection. */
+typedef struct {
+    ItemKind kind;
+    natsMsg *msg;
+    gint64 arrived_us;
+    /* lease state, guarded by the engine's lease lock while in the held set */
+    gint64 extended_us;        /* last +WPI (or arrival) */
+    gint64 handler_since_us;   /* 0: buffered */
+    gboolean stale;            /* lease lapsed: never NAK'd */
+    gboolean is_delivery;
+} Item;
+
+typedef struct {
+    guint id;
+    guint batch;
+    guint received;
+    gint64 issued_us;
+    gint64 deadline_us;
+    gboolean active;
+} Pull;
+
+typedef struct {
+    JetEngine *eng;
+    guint index;
+    GThread *thread;
+    natsSubscription *sub;
+    char *inbox;               /* the prefix; pull N replies to <inbox>.N */
+    GAsyncQueue *queue;        /* of Item* */
+    gint buffered;             /* atomic: deliveries queued, not yet taken */
+    gint64 last_heard_us;      /* atomic: anything arrived on the inbox */
+    Pull pulls[MAX_PULLS];
+    guint next_pull_id;
+    guint generation;
+    gboolean alone_next;       /* fetch one message without a byte budget */
+} Worker;
+
+struct JetEngine {
+    JetConn *conn;
+    const JetBindingConfig *b;
+    JetInstance *inst;
+    JetConsumerFacts facts;
+    JetSettlePolicy policy;
+    char *next_subject;        /* $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> */
+    Worker *workers;
+    guint n_workers;
+    gint stopping;             /* atomic */
+
+    GMutex stats_lock;
+    JetEngineStats stats;
+
+    /* The lease keeper and the set of messages the host holds. */
+    GThread *keeper;
+    GMutex lease_lock;
+    GCond lease_cond;
+    GHashTable *held;          /* Item* set */
+    gboolean keeper_quit;
+
+    JetEngineTakeHook take_hook;
+    gpointer take_hook_data;
+};
+
+#define STAT_ADD(e, field, n)                 \
+    do {                                      \
+        g_mutex_lock(&(e)->stats_lock);       \
+        (e)->stats.field += (n);              \
+        g_mutex_unlock(&(e)->stats_lock);     \
+    } while (0)
+
+static gint64 now_us(void)
+{
+    return g_get_monotonic_time();
+}
+
+static gboolean engine_stopping(JetEngine *e)
+{
+    return g_atomic_int_get(&e->stopping) != 0;
+}
+
+/* --- arrival, on nats.c's delivery thread ------------------------------ */
+
+static gboolean is_status(natsMsg *m, int *code, const char **desc)
+{
+    const char *v = NULL;
+    if (natsMsgHeader_Get(m, "Status", &v) != NATS_OK || v == NULL)
+        return FALSE;
+    *code = atoi(v);
+    *desc = NULL;
+    if (natsMsgHeader_Get(m, "Description", desc) != NATS_OK)
+        *desc = NULL;
+    return TRUE;
+}
+
+static void on_message(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    Worker *w = closure;
+    JetEngine *e = w->eng;
+    (void)nc;
+    (void)sub;
+    Item *it = g_new0(Item, 1);
+    it->kind = ITEM_MSG;
+    it->msg = m;
+    it->arrived_us = now_us();
+    it->extended_us = it->arrived_us;
+    __atomic_store_n(&w->last_heard_us, it->arrived_us, __ATOMIC_RELAXED);
+
+    const char *reply = natsMsg_GetReply(m);
+    if (reply != NULL && g_str_has_prefix(reply, "$JS.ACK.")) {
+        it->is_delivery = TRUE;
+        g_atomic_int_inc(&w->buffered);
+        /* Held from the moment it arrives: the lease covers the buffer too. */
+        g_mutex_lock(&e->lease_lock);
+        g_hash_table_add(e->held, it);
+        g_mutex_unlock(&e->lease_lock);
+    }
+    g_async_queue_push(w->queue, it);
+}
+
+static void wake_worker(Worker *w)
+{
+    Item *it = g_new0(Item, 1);
+    it->kind = ITEM_WAKE;
+    g_async_queue_push(w->queue, it);
+}
+
+static void on_reconnect(gpointer data)
+{
+    JetEngine *e = data;
+    for (guint i = 0; i < e->n_workers; i++)
+        wake_worker(&e->workers[i]);
+}
+
+/* --- settling ------------------------------------------------------------ */
+
+static void publish_ack(JetEngine *e, const char *reply, const char *body)
+{
+    natsStatus s = natsConnection_PublishString(jet_conn_nats(e->conn), reply, body);
+    if (s != NATS_OK)
+        jet_log(JET_LOG_WARNING, e->b->name, "settle-failed",
+                "could not send %s to %s: %s (the server will redeliver after AckWait)", body, reply,
+                natsStatus_GetText(s));
+}
+
+static void publish_nak_delay(JetEngine *e, const char *reply, guint64 delay_ms)
+{
+    char body[64];
+    snprintf(body, sizeof body, "-NAK {\"delay\": %" G_GUINT64_FORMAT "}", delay_ms * G_GUINT64_CONSTANT(1000000));
+    publish_ack(e, reply, body);
+}
+
+/* Removes the item from the held set; returns whether its lease lapsed. */
+static gboolean release_hold(JetEngine *e, Item *it)
+{
+    g_mutex_lock(&e->lease_lock);
+    g_hash_table_remove(e->held, it);
+    gboolean stale = it->stale;
+    g_mutex_unlock(&e->lease_lock);
+    return stale;
+}
+
+static void handle_delivery(Worker *w, Item *it, const JetAckMeta *meta)
+{
+    JetEngine *e = w->eng;
+    natsMsg *m = it->msg;
+    const char *reply = natsMsg_GetReply(m);
+    char stream[256], consumer[256];
+    g_strlcpy(stream, meta->stream, MIN(sizeof stream, meta->stream_len + 1));
+    g_strlcpy(consumer, meta->consumer, MIN(sizeof consumer, meta->consumer_len + 1));
+
+    jet_msg jm;
+    memset(&jm, 0, sizeof jm);
+    jm.nmsg = m;
+    jm.subject = natsMsg_GetSubject(m);
+    jm.data = natsMsg_GetData(m);
+    jm.len = (size_t)natsMsg_GetDataLength(m);
+    jm.stream = stream;
+    jm.consumer = consumer;
+    jm.stream_seq = meta->stream_seq;
+    jm.consumer_seq = meta->consumer_seq;
+    jm.deliveries = (uint32_t)MIN(meta->delivered, G_MAXUINT32);
+    jm.has_enqueued = meta->timestamp_ns > 0;
+    jm.enqueued_ns = meta->timestamp_ns;
+    /* Until the attempt ledger lands, the delivery count is all we know:
+     * every earlier delivery counts as a failure (the ledger's documented
+     * fallback), which can only dead-letter early, never late. */
+    jm.failures = jm.deliveries > 0 ? jm.deliveries - 1 : 0;
+    jet_msg_reset_verdict(&jm);
+
+    g_mutex_lock(&e->lease_lock);
+    it->handler_since_us = now_us();
+    g_mutex_unlock(&e->lease_lock);
+
+    int verdict = jet_instance_handle(e->inst, &jm);
+
+    JetSettleFacts f = {
+        .verdict = verdict,
+        .has_delay = jm.has_delay,
+        .delay_ms = jm.delay_ms,
+        .reason_too_long = jm.reason_too_long,
+        .reason = jm.has_reason ? jm.reason : NULL,
+        .deliveries = jm.deliveries,
+        .has_enqueued = jm.has_enqueued,
+        .enqueued_ns = jm.enqueued_ns,
+        .now_ns = jet_instance_now_ns(e->inst),
+        .failures = jm.failures,
+        .postpones = jm.postpones,
+    };
+    JetSettleAction a;
+    jet_settle_decide(&e->policy, &f, &a);
+    gboolean stale = release_hold(e, it);
+
+    switch (a.kind) {
+    case JET_ACTION_ACK:
+        publish_ack(e, reply, "+ACK");
+        STAT_ADD(e, acked, 1);
+        break;
+    case JET_ACTION_RETRY:
+    case JET_ACTION_POSTPONE:
+        if (a.kind == JET_ACTION_RETRY)
+            STAT_ADD(e, handler_failed, 1);
+        if (stale) {
+            /* The server has handed it to someone else by now: a NAK would
+             * release their delivery, so it is left to them (seed 002). */
+            jet_log(JET_LOG_WARNING, e->b->name, "stale-result",
+                    "stream seq %" G_GUINT64_FORMAT ": %s after the lease lapsed; not released",
+                    meta->stream_seq, jet_action_name(a.kind));
+            break;
+        }
+        publish_nak_delay(e, reply, a.delay_ms);
+        if (a.kind == JET_ACTION_RETRY)
+            STAT_ADD(e, retried, 1);
+        else
+            STAT_ADD(e, postponed, 1);
+        jet_log(JET_LOG_INFO, e->b->name, jet_action_name(a.kind),
+                "stream seq %" G_GUINT64_FORMAT " delivery %u: %s in %" G_GUINT64_FORMAT " ms%s%s",
+                meta->stream_seq, jm.deliveries, jet_action_name(a.kind), a.delay_ms,
+                a.reason[0] ? ": " : "", a.reason);
+        break;
+    case JET_ACTION_CAPTURE:
+        /* Capture-then-ack is not built yet: the message is kept for
+         * redelivery with the last rung's delay.  Never acked, never Term'd. */
+        if (!stale)
+            publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
+        STAT_ADD(e, stranded, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "capture-pending",
+                "stream seq %" G_GUINT64_FORMAT " delivery %u: would be dead-lettered (%s%s%s); "
+                "dead-lettering is not available yet, so it stays on the consumer",
+                meta->stream_seq, jm.deliveries, jet_cause_name(a.cause), a.reason[0] ? ": " : "", a.reason);
+        break;
+    }
+    STAT_ADD(e, messages, 1);
+}
+
+/* --- pulls --------------------------------------------------------------- */
+
+static guint owed(const Worker *w)
+{
+    guint n = 0;
+    for (guint i = 0; i < MAX_PULLS; i++)
+        if (w->pulls[i].active)
+            n += w->pulls[i].batch - w->pulls[i].received;
+    return n;
+}
+
+static guint active_pulls(const Worker *w)
+{
+    guint n = 0;
+    for (guint i = 0; i < MAX_PULLS; i++)
+        n += w->pulls[i].active ? 1 : 0;
+    return n;
+}
+
+static Pull *find_pull(Worker *w, guint id)
+{
+    for (guint i = 0; i < MAX_PULLS; i++)
+        if (w->pulls[i].active && w->pulls[i].id == id)
+            return &w->pulls[i];
+    return NULL;
+}
+
+static void end_all_pulls(Worker *w)
+{
+    for (guint i = 0; i < MAX_PULLS; i++)
+        w->pulls[i].active = FALSE;
+}
+
+static gboolean issue_pull(Worker *w, guint batch)
+{
+    JetEngine *e = w->eng;
+    Pull *slot = NULL;
+    for (guint i = 0; i < MAX_PULLS && slot == NULL; i++)
+        if (!w->pulls[i].active)
+            slot = &w->pulls[i];
+    if (slot == NULL || batch == 0)
+        return FALSE;
+
+    gboolean alone = w->alone_next;
+    w->alone_next = FALSE;
+    if (alone)
+        batch = 1;
+    guint64 expires_ns = e->b->expires_ms * G_GUINT64_CONSTANT(1000000);
+    guint64 hb_ns = e->b->idle_heartbeat_ms * G_GUINT64_CONSTANT(1000000);
+    char body[192];
+    if (e->b->max_bytes > 0 && !alone)
+        snprintf(body, sizeof body,
+                 "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT
+                 ",\"max_bytes\":%" G_GINT64_FORMAT "}",
+                 batch, expires_ns, hb_ns, e->b->max_bytes);
+    else
+        snprintf(body, sizeof body,
+                 "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT "}",
+                 batch, expires_ns, hb_ns);
+    char reply[128];
+    guint id = ++w->next_pull_id;
+    snprintf(reply, sizeof reply, "%s.%u", w->inbox, id);
+    natsStatus s = natsConnection_PublishRequestString(jet_conn_nats(e->conn), e->next_subject, reply, body);
+    if (s != NATS_OK) {
+        jet_log(JET_LOG_WARNING, e->b->name, "pull-failed", "worker %u: pull not sent: %s", w->index,
+                natsStatus_GetText(s));
+        return FALSE;
+    }
+    gint64 now = now_us();
+    slot->id = id;
+    slot->batch = batch;
+    slot->received = 0;
+    slot->issued_us = now;
+    /* The server answers 408 at expiry; this local deadline is the fallback
+     * for a pull whose answer never comes. */
+    slot->deadline_us = now + (gint64)(e->b->expires_ms + 2 * e->b->idle_heartbeat_ms) * 1000;
+    slot->active = TRUE;
+    /* A fresh pull starts its own heartbeat clock. */
+    __atomic_store_n(&w->last_heard_us, now, __ATOMIC_RELAXED);
+    STAT_ADD(e, pulls, 1);
+    jet_log(JET_LOG_DEBUG, e->b->name, "pull-issued", "worker %u pull %u batch %u", w->index, id, batch);
+    return TRUE;
+}
+
+static void guard_sleep(Worker *w)
+{
+    gint64 until = now_us() + GUARD_DELAY_US;
+    while (!engine_stopping(w->eng) && now_us() < until)
+        g_usleep(20000);
+}
+
+static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
+{
+    JetEngine *e = w->eng;
+    STAT_ADD(e, statuses, 1);
+    const char *subj = natsMsg_GetSubject(m);
+    const char *dot = subj != NULL ? strrchr(subj, '.') : NULL;
+    guint id = dot != NULL ? (guint)g_ascii_strtoull(dot + 1, NULL, 10) : 0;
+    Pull *p = find_pull(w, id);
+    if (p == NULL) {
+        /* It answers a pull that is already over (typically the server's
+         * expiry after our local deadline): it must not end the live one. */
+        STAT_ADD(e, stale_statuses, 1);
+        return;
+    }
+    JetPullStatusKind kind = jet_pull_status_classify(code, desc, p->received);
+    gboolean early = now_us() - p->issued_us < (gint64)e->b->expires_ms * 500;
+    switch (kind) {
+    case JET_PULL_HEARTBEAT:
+        return;
+    case JET_PULL_END:
+        p->active = FALSE;
+        if (p->received == 0 && early)
+            guard_sleep(w);
+        return;
+    case JET_PULL_END_GUARDED:
+    case JET_PULL_UNKNOWN:
+        p->active = FALSE;
+        jet_log(kind == JET_PULL_UNKNOWN ? JET_LOG_WARNING : JET_LOG_INFO, e->b->name, "pull-ended",
+                "worker %u pull %u: %d %s", w->index, id, code, desc != NULL ? desc : "");
+        if (p->received == 0)
+            guard_sleep(w);
+        return;
+    case JET_PULL_END_TOO_LARGE:
+        p->active = FALSE;
+        w->alone_next = TRUE;
+        jet_log(JET_LOG_WARNING, e->b->name, "message-too-large",
+                "worker %u: the next message exceeds max_bytes %" G_GINT64_FORMAT "; fetching it alone",
+                w->index, e->b->max_bytes);
+        return;
+    case JET_PULL_CONSUMER_GONE:
+    case JET_PULL_INVALID:
+        p->active = FALSE;
+        jet_log(JET_LOG_ERROR, e->b->name, "pull-refused", "worker %u: the server said %d %s",
+                w->index, code, desc != NULL ? desc : "");
+        {
+            /* Re-check the consumer (re-create it in managed mode) with
+             * backoff; never a hot loop, never taking other bindings down. */
+            g_autoptr(GError) err = NULL;
+            STAT_ADD(e, resubscribes, 1);
+            if (!jet_consumer_ensure_retrying(jet_conn_js(e->conn), e->b, 0, &e->stopping, NULL, &err))
+                jet_log(JET_LOG_ERROR, e->b->name, "failed", "%s", err->message);
+            if (kind == JET_PULL_INVALID)
+                guard_sleep(w);
+        }
+        return;
+    }
+}
+
+static void release_item(Worker *w, Item *it)
+{
+    JetEngine *e = w->eng;
+    if (it->kind == ITEM_MSG && it->is_delivery) {
+        gboolean stale = release_hold(e, it);
+        if (!stale) {
+            publish_ack(e, natsMsg_GetReply(it->msg), "-NAK");
+            STAT_ADD(e, released, 1);
+        }
+    }
+    if (it->msg != NULL)
+        natsMsg_Destroy(it->msg);
+    g_free(it);
+}
+
+static void take_one(Worker *w, Item *it)
+{
+    JetEngine *e = w->eng;
+    if (it->kind == ITEM_WAKE) {
+        g_free(it);
+        return;
+    }
+    natsMsg *m = it->msg;
+    int code;
+    const char *desc;
+    if (!it->is_delivery) {
+        if (is_status(m, &code, &desc))
+            on_status(w, m, code, desc);
+        else
+            STAT_ADD(e, not_jetstream, 1);
+        natsMsg_Destroy(m);
+        g_free(it);
+        return;
+    }
+
+    guint held = (guint)g_atomic_int_add(&w->buffered, -1);   /* before: includes this one */
+    g_mutex_lock(&e->stats_lock);
+    if (held > e->stats.max_held)
+        e->stats.max_held = held;
+    g_mutex_unlock(&e->stats_lock);
+
+    JetAckMeta meta;
+    if (!jet_ack_subject_parse(natsMsg_GetReply(m), &meta)) {
+        release_hold(e, it);
+        STAT_ADD(e, not_jetstream, 1);
+        jet_log(JET_LOG_WARNING, e->b->name, "not-a-delivery", "reply subject '%s' is not a JetStream ack subject",
+                natsMsg_GetReply(m));
+        natsMsg_Destroy(m);
+        g_free(it);
+        return;
+    }
+    /* Count it against the oldest pull still owed messages. */
+    Pull *p = NULL;
+    for (guint i = 0; i < MAX_PULLS; i++) {
+        Pull *q = &w->pulls[i];
+        if (q->active && q->received < q->batch && (p == NULL || q->id < p->id))
+            p = q;
+    }
+    if (p != NULL) {
+        if (++p->received == p->batch)
+            p->active = FALSE;
+    } else {
+        STAT_ADD(e, late_messages, 1);
+    }
+    if (e->take_hook != NULL)
+        e->take_hook(w->index, held, e->take_hook_data);
+    handle_delivery(w, it, &meta);
+    natsMsg_Destroy(m);
+    g_free(it);
+}
+
+static void check_deadlines(Worker *w)
+{
+    JetEngine *e = w->eng;
+    gint64 now = now_us();
+    gint64 heard = __atomic_load_n(&w->last_heard_us, __ATOMIC_RELAXED);
+    gint64 hb_us = (gint64)e->b->idle_heartbeat_ms * 1000;
+    for (guint i = 0; i < MAX_PULLS; i++) {
+        Pull *p = &w->pulls[i];
+        if (!p->active)
+            continue;
+        if (now > p->deadline_us) {
+            p->active = FALSE;
+            continue;
+        }
+        /* Two heartbeats with nothing at all from the server: the pull died
+         * silently (a reconnect, a killed server). */
+        if (hb_us > 0 && now - heard > 2 * hb_us && now - p->issued_us > 2 * hb_us) {
+            p->active = FALSE;
+            STAT_ADD(e, missed_heartbeats, 1);
+            jet_log(JET_LOG_WARNING, e->b->name, "missed-heartbeats",
+                    "worker %u pull %u: nothing from the server for %" G_GINT64_FORMAT " ms; re-pulling",
+                    w->index, p->id, (now - heard) / 1000);
+        }
+    }
+}
+
+static gpointer worker_main(gpointer data)
+{
+    Worker *w = data;
+    JetEngine *e = w->eng;
+    const guint batch = e->b->batch;
+    const guint threshold = e->b->threshold;
+
+    w->generation = jet_conn_generation(e->conn);
+    while (!engine_stopping(e)) {
+        guint gen = jet_conn_generation(e->conn);
+        if (gen != w->generation) {
+            /* A reconnect voids the server's waiting pulls: re-pull now. */
+            w->generation = gen;
+            end_all_pulls(w);
+        }
+        guint buffered = (guint)g_atomic_int_get(&w->buffered);
+        guint n_active = active_pulls(w);
+        if (n_active == 0 && buffered == 0) {
+            issue_pull(w, batch);
+        } else if (threshold > 0 && n_active == 1) {
+            guint left = owed(w) + buffered;
+            if (left <= threshold)
+                issue_pull(w, batch - owed(w));
+        }
+
+        Item *it = g_async_queue_timeout_pop(w->queue, TAKE_STEP_US);
+        if (it != NULL)
+            take_one(w, it);
+        check_deadlines(w);
+    }
+
+    /* Drain: stop the inbox (the server drops the pulls' interest), then
+     * release everything that arrived and was not handled. */
+    natsSubscription_Drain(w->sub);
+    natsSubscription_WaitForDrainCompletion(w->sub, 5000);
+    Item *it;
+    while ((it = g_async_queue_try_pop(w->queue)) != NULL)
+        release_item(w, it);
+    natsConnection_FlushTimeout(jet_conn_nats(e->conn), 2000);
+    return NULL;
+}
+
+/* --- the lease keeper ---------------------------------------------------- */
+
+static gpointer keeper_main(gpointer data)
+{
+    JetEngine *e = data;
+    gint64 ack_wait_us = MAX(e->facts.ack_wait_ms, 300) * 1000;
+    gint64 every_us = ack_wait_us / 3;
+    gint64 limit_us = (gint64)e->b->handler_timeout_ms * 1000;
+
+    g_mutex_lock(&e->lease_lock);
+    while (!e->keeper_quit) {
+        gint64 until = g_get_monotonic_time() + every_us / 2;
+        g_cond_wait_until(&e->lease_cond, &e->lease_lock, until);
+        if (e->keeper_quit)
+            break;
+        gint64 now = now_us();
+        GHashTableIter iter;
+        gpointer key;
+        g_hash_table_iter_init(&iter, e->held);
+        while (g_hash_table_iter_next(&iter, &key, NULL)) {
+            Item *it = key;
+            if (it->stale)
+                continue;
+            if (limit_us > 0 && it->handler_since_us > 0 && now - it->handler_since_us > limit_us) {
+                it->stale = TRUE;
+                STAT_ADD(e, lease_lapsed, 1);
+                jet_log(JET_LOG_ERROR, e->b->name, "lease-lapsed",
+                        "a handler has run for %" G_GINT64_FORMAT " ms, past handler_timeout %" G_GUINT64_FORMAT
+                        " ms: its lease is no longer extended; the worker is stuck",
+                        (now - it->handler_since_us) / 1000, e->b->handler_timeout_ms);
+                continue;
+            }
+            if (now - it->extended_us >= every_us) {
+                natsConnection_PublishString(jet_conn_nats(e->conn), natsMsg_GetReply(it->msg), "+WPI");
+                it->extended_us = now;
+                STAT_ADD(e, lease_extensions, 1);
+            }
+        }
+    }
+    g_mutex_unlock(&e->lease_lock);
+    return NULL;
+}
+
+/* --- lifecycle ------------------------------------------------------------ */
+
+JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance *inst,
+                          const JetConsumerFacts *facts)
+{
+    JetEngine *e = g_new0(JetEngine, 1);
+    e->conn = conn;
+    e->b = b;
+    e->inst = inst;
+    if (facts != NULL)
+        e->facts = *facts;
+    else
+        e->facts.ack_wait_ms = (gint64)b->ack_wait_ms;
+    e->policy = (JetSettlePolicy){
+        .rungs_ms = b->rungs_ms,
+        .n_rungs = b->n_rungs,
+        .max_attempts = b->max_attempts,
+        .postpone_horizon_ms = b->postpone_horizon_ms,
+        .max_postpone_delay_ms = b->max_postpone_delay_ms,
+        .capture_reserve = b->capture_reserve,
+        .max_deliver = e->facts.max_deliver != 0 ? e->facts.max_deliver : b->max_deliver,
+        .crash_limit = b->crash_limit,
+    };
+    e->next_subject = g_strdup_printf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", b->stream, b->consumer);
+    g_mutex_init(&e->stats_lock);
+    g_mutex_init(&e->lease_lock);
+    g_cond_init(&e->lease_cond);
+    e->held = g_hash_table_new(g_direct_hash, g_direct_equal);
+    e->n_workers = MAX(b->workers, 1);
+    e->workers = g_new0(Worker, e->n_workers);
+    for (guint i = 0; i < e->n_workers; i++) {
+        Worker *w = &e->workers[i];
+        w->eng = e;
+        w->index = i;
+        w->queue = g_async_queue_new();
+    }
+    jet_conn_on_reconnect(conn, on_reconnect, e);
+    return e;
+}
+
+void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data)
+{
+    e->take_hook = fn;
+    e->take_hook_data = data;
+}
+
+void jet_engine_start(JetEngine *e)
+{
+    natsConnection *nc = jet_conn_nats(e->conn);
+    for (guint i = 0; i < e->n_workers; i++) {
+        Worker *w = &e->workers[i];
+        char *inbox = NULL;
+        natsInbox_Create((natsInbox **)&inbox);
+        w->inbox = g_strdup(inbox);
+        natsInbox_Destroy((natsInbox *)inbox);
+        g_autofree char *subject = g_strdup_printf("%s.*", w->inbox);
+        natsStatus s = natsConnection_Subscribe(&w->sub, nc, subject, on_message, w);
+        if (s == NATS_OK)
+            /* Unlimited: boundedness comes from the pull, never from a drop. */
+            s = natsSubscription_SetPendingLimits(w->sub, -1, -1);
+        if (s != NATS_OK)
+            g_error("binding %s: cannot subscribe to its inbox: %s", e->b->name, natsStatus_GetText(s));
+        g_autofree char *name = g_strdup_printf("jet-%s-%u", e->b->name, i);
+        w->thread = g_thread_new(name, worker_main, w);
+    }
+    jet_log(JET_LOG_INFO, e->b->name, "subscribed", "%u worker(s) on %s/%s, batch %u", e->n_workers,
+            e->b->stream, e->b->consumer, e->b->batch);
+    g_autofree char *kname = g_strdup_printf("jet-%s-lease", e->b->name);
+    e->keeper = g_thread_new(kname, keeper_main, e);
+}
+
+void jet_engine_stop(JetEngine *e)
+{
+    g_atomic_int_set(&e->stopping, 1);
+    jet_instance_set_stopping(e->inst);
+    for (guint i = 0; i < e->n_workers; i++)
+        wake_worker(&e->workers[i]);
+}
+
+void jet_engine_join(JetEngine *e)
+{
+    for (guint i = 0; i < e->n_workers; i++) {
+        Worker *w = &e->workers[i];
+        if (w->thread != NULL) {
+            g_thread_join(w->thread);
+            w->thread = NULL;
+        }
+    }
+    if (e->keeper != NULL) {
+        g_mutex_lock(&e->lease_lock);
+        e->keeper_quit = TRUE;
+        g_cond_signal(&e->lease_cond);
+        g_mutex_unlock(&e->lease_lock);
+        g_thread_join(e->keeper);
+        e->keeper = NULL;
+    }
+}
+
+void jet_engine_free(JetEngine *e)
+{
+    if (e == NULL)
+        return;
+    jet_engine_stop(e);
+    jet_engine_join(e);
+    for (guint i = 0; i < e->n_workers; i++) {
+        Worker *w = &e->workers[i];
+        if (w->sub != NULL)
+            natsSubscription_Destroy(w->sub);
+        Item *it;
+        while ((it = g_async_queue_try_pop(w->queue)) != NULL) {
+            if (it->msg != NULL)
+                natsMsg_Destroy(it->msg);
+            g_free(it);
+        }
+        g_async_queue_unref(w->queue);
+        g_free(w->inbox);
+    }
+    g_free(e->workers);
+    g_hash_table_unref(e->held);
+    g_mutex_clear(&e->stats_lock);
+    g_mutex_clear(&e->lease_lock);
+    g_cond_clear(&e->lease_cond);
+    g_free(e->next_subject);
+    g_free(e);
+}
+
+void jet_engine_stats(JetEngine *e, JetEngineStats *out)
+{
+    g_mutex_lock(&e->stats_lock);
+    *out = e->stats;
+    g_mutex_unlock(&e->stats_lock);
+}
+
+const char *jet_engine_binding(const JetEngine *e)
+{
+    return e->b->name;
+}

@@ -1,0 +1,65 @@
+/* The paced pull engine: one binding's workers pulling from its durable
+ * consumer, handing each message to the plugin and settling it.
+ *
+ * Pacing: each worker has at most one pull outstanding (two with an early
+ * re-pull threshold), and issues the next only after every message of the
+ * previous one was handled and settled, so the client never holds more than
+ * batch (+ threshold) messages.  Subscriptions have no pending limits:
+ * boundedness comes from the pull, never from a drop.
+ *
+ * Lease: a keeper thread sends in-progress acks for every message the host
+ * holds longer than a third of AckWait, buffered or in a handler, until the
+ * handler passes the binding's time limit; then the delivery is stale and is
+ * never released with a NAK. */
+#ifndef JET_ENGINE_H
+#define JET_ENGINE_H
+
+#include <glib.h>
+#include "config.h"
+#include "conn.h"
+#include "consumer_setup.h"
+#include "instance.h"
+
+typedef struct JetEngine JetEngine;
+
+/* Counters, per binding.  Read with jet_engine_stats(). */
+typedef struct {
+    guint64 pulls;             /* pull requests issued */
+    guint64 messages;          /* deliveries handed to the plugin */
+    guint64 acked, retried, postponed, released, dead_lettered, stranded, uncertain;
+    guint64 handler_failed;    /* plugin errors and RETRY verdicts */
+    guint64 statuses;          /* status messages received (heartbeats included) */
+    guint64 stale_statuses;    /* statuses answering a pull already over */
+    guint64 late_messages;     /* deliveries for a pull already over (handled all the same) */
+    guint64 missed_heartbeats; /* pulls ended because the server went quiet */
+    guint64 resubscribes;
+    guint64 lease_extensions;  /* +WPI sent */
+    guint64 lease_lapsed;      /* handlers past the time limit */
+    guint64 max_held;          /* most messages held by one worker at a take */
+    guint64 not_jetstream;     /* messages on the inbox that were not deliveries */
+} JetEngineStats;
+
+/* Called by a worker with each message it takes, before the handler runs
+ * (tests use it to hold a handshake with the fixture plugin). */
+typedef void (*JetEngineTakeHook)(guint worker, guint held, gpointer data);
+
+/* binding and inst must outlive the engine.  facts: what setup learnt of
+ * the consumer. */
+JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *binding, JetInstance *inst,
+                          const JetConsumerFacts *facts);
+void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data);
+
+/* Starts the workers and the lease keeper. */
+void jet_engine_start(JetEngine *e);
+
+/* Asks the workers to drain: the message in a handler finishes and is
+ * settled, messages pulled but not handled are released at once, no new
+ * pull is issued.  Returns at once; jet_engine_join() waits. */
+void jet_engine_stop(JetEngine *e);
+void jet_engine_join(JetEngine *e);
+void jet_engine_free(JetEngine *e);
+
+void jet_engine_stats(JetEngine *e, JetEngineStats *out);
+const char *jet_engine_binding(const JetEngine *e);
+
+#endif

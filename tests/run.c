@@ -1,0 +1,213 @@
+/* `jethost run` end to end against a real nats-server: the template plugin
+ * acks 1,000 messages once each, in order; SIGTERM while a message is in the
+ * handler acks it and leaves the rest; the embedded server handles a
+ * published message and leaves no process behind. */
+#include "harness.h"
+
+#include <signal.h>
+#include <string.h>
+
+typedef struct {
+    jsCtx *js;
+    const char *stream, *consumer;
+    guint64 floor;
+} FloorWait;
+
+static gboolean floor_reached(gpointer data)
+{
+    FloorWait *fw = data;
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, fw->js, fw->stream, fw->consumer, NULL, NULL) != NATS_OK)
+        return FALSE;
+    gboolean ok = ci->AckFloor.Stream >= fw->floor && ci->NumAckPending == 0 && ci->NumPending == 0;
+    jsConsumerInfo_Destroy(ci);
+    return ok;
+}
+
+static char *config_for(const char *url, const char *plugin, const char *extra)
+{
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "state", NULL);
+    return g_strdup_printf("[host]\nserver = %s\nstate_dir = %s\n\n"
+                           "[binding orders]\nplugin = %s\nstream = ORDERS\nconsumer = billing\n%s",
+                           url, state, plugin, extra);
+}
+
+static void test_thousand_acked_in_order(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    jet_test_publish_n(js, "orders.new", 1000);
+
+    g_autofree char *plugin = jet_test_plugin_copy("template");
+    g_autofree char *text = config_for(jet_test_server_url(srv), plugin, "option.log_every = 1\nbatch = 10\n");
+    g_autofree char *conf = jet_test_write_file("thousand.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "thousand.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+
+    FloorWait fw = { js, "ORDERS", "billing", 1000 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+
+    /* The template logged every message: each seq once, in stream order. */
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
+    guint64 expect = 1;
+    for (char **l = lines; *l != NULL; l++) {
+        const char *p = strstr(*l, "orders.new seq ");
+        if (p == NULL)
+            continue;
+        guint64 seq = g_ascii_strtoull(p + strlen("orders.new seq "), NULL, 10);
+        g_assert_cmpuint(seq, ==, expect);
+        g_assert_nonnull(strstr(p, "delivery 1"));
+        expect++;
+    }
+    g_assert_cmpuint(expect, ==, 1001);
+    jsConsumerInfo *ci = jet_test_consumer_info(js, "ORDERS", "billing");
+    g_assert_cmpuint(ci->AckFloor.Stream, ==, 1000);
+    g_assert_cmpint(ci->NumRedelivered, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    jet_test_js_close(nc, js);
+}
+
+static guint count_lines(const char *path)
+{
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return 0;
+    guint n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    return n;
+}
+
+static gboolean log_says_draining(gpointer data)
+{
+    g_autofree char *text = NULL;
+    return g_file_get_contents(data, &text, NULL, NULL) && strstr(text, "event=draining") != NULL;
+}
+
+static void test_sigterm_mid_stream(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    jet_test_publish_n(js, "orders.new", 100);
+
+    g_autofree char *dir = g_build_filename(jet_test_private_dir(), "gate", NULL);
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *extra = g_strdup_printf("batch = 10\noption.dir = %s\noption.block_seq = 37\n", dir);
+    g_autofree char *text = config_for(jet_test_server_url(srv), plugin, extra);
+    g_autofree char *conf = jet_test_write_file("sigterm.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "sigterm.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+
+    /* Message 37 is in the handler: stop the host, then let it finish. */
+    g_autofree char *inflight = g_build_filename(dir, "inflight-37", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 30000));
+    g_subprocess_send_signal(host, SIGTERM);
+    /* The host says it is draining before the handler is let go. */
+    g_assert_true(jet_test_wait_until(log_says_draining, errlog, 20000));
+    g_autofree char *go = g_build_filename(dir, "go-37", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+
+    g_autofree char *handled = g_build_filename(dir, "handled.log", NULL);
+    g_assert_cmpuint(count_lines(handled), ==, 37);
+    jsConsumerInfo *ci = jet_test_consumer_info(js, "ORDERS", "billing");
+    g_test_message("after drain: floor %" G_GUINT64_FORMAT ", ack pending %" G_GINT64_FORMAT ", pending %" G_GUINT64_FORMAT,
+                   ci->AckFloor.Stream, ci->NumAckPending, ci->NumPending);
+    g_assert_cmpuint(ci->AckFloor.Stream, ==, 37);
+    jsConsumerInfo_Destroy(ci);
+
+    /* The released messages and the rest are all handled after a restart. */
+    g_autofree char *extra2 = g_strdup_printf("batch = 10\noption.dir = %s\n", dir);
+    g_autofree char *text2 = config_for(jet_test_server_url(srv), plugin, extra2);
+    g_autofree char *conf2 = jet_test_write_file("sigterm2.conf", text2);
+    const char *args2[] = { "run", "-c", conf2, NULL };
+    g_autoptr(GSubprocess) host2 = jet_test_jethost_spawn(errlog, args2);
+    FloorWait fw = { js, "ORDERS", "billing", 100 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    g_subprocess_send_signal(host2, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host2, 20000), ==, 0);
+    g_assert_cmpuint(count_lines(handled), ==, 100);
+    jet_test_js_close(nc, js);
+}
+
+static gboolean server_on_store(const char *store)
+{
+    g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
+    const char *n;
+    while ((n = g_dir_read_name(proc)) != NULL) {
+        if (!g_ascii_isdigit(n[0]))
+            continue;
+        g_autofree char *path = g_strdup_printf("/proc/%s/cmdline", n);
+        g_autofree char *cmd = NULL;
+        gsize len = 0;
+        if (!g_file_get_contents(path, &cmd, &len, NULL))
+            continue;
+        for (gsize i = 0; i < len; i++)
+            if (cmd[i] == '\0')
+                cmd[i] = ' ';
+        if (strstr(cmd, "nats-server") != NULL && strstr(cmd, store) != NULL)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static void test_embedded(void)
+{
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "embedded-state", NULL);
+    g_autofree char *dir = g_build_filename(jet_test_private_dir(), "embedded", NULL);
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = embedded\nstate_dir = %s\n\n"
+        "[binding orders]\nplugin = %s\nstream = ORDERS\nconsumer = billing\nsubjects = orders.>\n"
+        "option.dir = %s\n", state, plugin, dir);
+    g_autofree char *conf = jet_test_write_file("embedded.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "embedded.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+
+    g_autofree char *url_file = g_build_filename(state, "nats", "url", NULL);
+    g_assert_true(jet_test_wait_file(url_file, 30000));
+    g_assert_true(server_on_store(state));
+    /* The stream is created by the binding; publish once it exists. */
+    int rc = -1;
+    for (int i = 0; i < 100 && rc != 0; i++) {
+        const char *pub[] = { "pub", "-c", conf, "orders.new", "--data", "hello", NULL };
+        g_autoptr(GSubprocess) p = jet_test_jethost_spawn(NULL, pub);
+        rc = jet_test_jethost_wait(p, 20000);
+        if (rc != 0)
+            g_usleep(100000);
+    }
+    g_assert_cmpint(rc, ==, 0);
+    g_autofree char *handled = g_build_filename(dir, "handled.log", NULL);
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (count_lines(handled) < 1 && g_get_monotonic_time() < deadline)
+        g_usleep(20000);
+    g_assert_cmpuint(count_lines(handled), ==, 1);
+
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+    g_assert_false(server_on_store(state));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/run/thousand-acked-in-order", test_thousand_acked_in_order);
+    g_test_add_func("/run/sigterm-mid-stream", test_sigterm_mid_stream);
+    g_test_add_func("/run/embedded", test_embedded);
+    int rc = g_test_run();
+    nats_Close();
+    return rc;
+}
