@@ -63,24 +63,61 @@ typedef struct {
 typedef struct {
     JetActionKind kind;
     guint64 delay_ms;              /* RETRY and POSTPONE */
-    JetCaptureCause cause;         /* CAPTURE */
-    gboolean is_failure;           /* a failure is recorded (failure number below) */
+    JetCaptureCause cause;         /* CAPTURE; JET_CAUSE_NONE otherwise */
+    gboolean is_failure;           /* this delivery is a failed attempt: RETRY, and any
+                                      capture of a failure (EXHAUSTED, and BUDGET when the
+                                      outcome was a failure).  Never for ACK, POSTPONE,
+                                      REJECTED, POISON, BREAKER. */
     guint32 failure_number;        /* k: failures including this one, when is_failure */
     gboolean plugin_error;         /* the plugin broke a rule; reason names which */
-    char reason[320];              /* the plugin's reason, or the rule it broke */
+    char reason[320];              /* the plugin's reason, or the rule it broke; always
+                                      NUL-terminated, "" when none */
 } JetSettleAction;
 
-/* Before the handler runs: a suspect at its crash limit, or a breaker claim,
- * is captured without calling the plugin.  Returns TRUE and fills out when
- * so; FALSE when the handler should run. */
+/* Defaults a binding gets when its config says nothing (docs/settlement.md). */
+#define JET_SETTLE_DEFAULT_MAX_ATTEMPTS          6u
+#define JET_SETTLE_DEFAULT_POSTPONE_HORIZON_MS   (60u * 60u * 1000u)     /* 1h */
+#define JET_SETTLE_DEFAULT_MAX_POSTPONE_DELAY_MS (15u * 60u * 1000u)     /* 15m */
+#define JET_SETTLE_DEFAULT_CAPTURE_RESERVE       1u
+#define JET_SETTLE_DEFAULT_CRASH_LIMIT           3u
+/* The default ladder: 1s, 10s, 1m, 5m (the last rung repeats). */
+extern const guint64 jet_settle_default_rungs_ms[];
+extern const gsize jet_settle_default_n_rungs;
+
+/* Fills p with the defaults above, the default ladder and max_deliver -1. */
+void jet_settle_policy_init_default(JetSettlePolicy *p);
+
+/* Before the handler runs: a suspect at its crash limit (strikes >=
+ * crash_limit, crash_limit >= 1; 0 turns poison off), or a breaker claim, is
+ * captured without calling the plugin.  Returns TRUE and fills out when so;
+ * FALSE when the handler should run (out is then left as an empty, non-ACK
+ * action: kind RETRY, delay 0, no cause; do not act on it). */
 gboolean jet_settle_before_handle(const JetSettlePolicy *policy, const JetSettleFacts *facts,
                                   JetSettleAction *out);
 
-/* After the handler: exactly one action.  Pure. */
+/* After the handler: exactly one action.  Pure.  When the facts would have
+ * made jet_settle_before_handle() capture, decide returns that same capture
+ * whatever the verdict (the handler should not have run).  A policy with no
+ * rungs is a programmer error: it logs a critical and returns RETRY with
+ * delay 0, never an ACK. */
 void jet_settle_decide(const JetSettlePolicy *policy, const JetSettleFacts *facts,
                        JetSettleAction *out);
 
+/* "ack", "retry", "postpone", "capture"; "none", "rejected", "poison",
+ * "breaker", "budget", "exhausted".  "unknown" for a value outside the enum. */
 const char *jet_action_name(JetActionKind kind);
 const char *jet_cause_name(JetCaptureCause cause);
+
+/* The rung served after failure k (k >= 1): rungs[min(k - 1, n_rungs - 1)],
+ * i.e. the delay before the attempt k + 1.  The last rung repeats. */
+guint64 jet_settle_rung_ms(const JetSettlePolicy *p, guint32 k);
+
+/* The ladder term of the schedule envelope (DESIGN section 5): the sum of the
+ * rungs served before the last attempt, i.e. max_attempts - 1 rungs with the
+ * repeating tail; 0 when max_attempts is 1; G_MAXUINT64 when max_attempts is
+ * 0 (unlimited).  Saturates at G_MAXUINT64.  It reads the ladder alone: a
+ * finite MaxDeliver (the budget capture) can end the walk earlier, and
+ * postpones and crash redeliveries add time the ladder does not show. */
+guint64 jet_settle_ladder_total_ms(const JetSettlePolicy *p);
 
 #endif
