@@ -91,4 +91,17 @@ const JetBindingConfig *jet_config_binding(const JetConfig *cfg, const char *nam
 /* Refuses a secret file that group or others can read (as ssh does). */
 gboolean jet_secret_file_check(const char *path, GError **error);
 
+/* The declared keys of a group ("host" or "binding"), for documentation and
+ * `jethost check`: fills *out with key i and returns TRUE, or returns FALSE
+ * past the last key.  The strings are static. */
+typedef struct {
+    const char *key;
+    const char *type;          /* as documented: string, path, int, duration, ... */
+    const char *default_text;  /* as documented; NULL when required or unset by default */
+    gboolean required;
+    const char *help;
+} JetConfigKeyInfo;
+
+gboolean jet_config_key_info(const char *group, gsize i, JetConfigKeyInfo *out);
+
 #endif

@@ -1,0 +1,1026 @@
+/* The config: a main key file plus a drop-in directory, read through one
+ * declarative table per group (Fluent Bit's config_map).  Each table row
+ * names the key, its kind, its default (written as an op would write it and
+ * parsed by the same code), its bounds, where it lands in the struct, and
+ * its help.  docs/configuration.md lists the same rows (tests/config.c
+ * checks that). */
+#include "config.h"
+#include "duration.h"
+#include "errors.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef JET_PLUGIN_DIR
+#define PLUGIN_DIR_DEFAULT JET_PLUGIN_DIR
+#else
+#define PLUGIN_DIR_DEFAULT "/usr/lib/jethost/plugins"
+#endif
+
+/* The longest duration whose nanoseconds still fit in an int64 (nats.c). */
+#define DURATION_MAX_MS ((gint64)(G_MAXINT64 / 1000000))
+
+#define OPTION_PREFIX "option."
+#define BINDING_PREFIX "binding "
+
+typedef enum {
+    K_STRING,          /* non-empty text */
+    K_NAME,            /* a stream or consumer name */
+    K_SUBJECT,         /* a NATS subject; wildcards allowed */
+    K_SUBJECT_LITERAL, /* a NATS subject without wildcards */
+    K_SUBJECTS,        /* comma-separated subjects -> char ** */
+    K_ABSPATH,         /* an absolute path */
+    K_FILE,            /* an absolute path to an existing regular file */
+    K_SECRET,          /* K_FILE that group and others cannot access */
+    K_SERVER,          /* embedded, or nats:// / tls:// URLs */
+    K_UINT,            /* guint within [min, max] */
+    K_INT64,           /* gint64 within [min, max] */
+    K_DURATION,        /* guint64 milliseconds within [min, max] */
+    K_RUNGS,           /* comma-separated durations -> guint64 * + count */
+    K_MANAGE,          /* create | bind */
+} KeyKind;
+
+static const char *const kind_names[] = {
+    [K_STRING] = "string",
+    [K_NAME] = "name",
+    [K_SUBJECT] = "subject",
+    [K_SUBJECT_LITERAL] = "subject",
+    [K_SUBJECTS] = "subject list",
+    [K_ABSPATH] = "path",
+    [K_FILE] = "file",
+    [K_SECRET] = "secret file",
+    [K_SERVER] = "server",
+    [K_UINT] = "int",
+    [K_INT64] = "int",
+    [K_DURATION] = "duration",
+    [K_RUNGS] = "duration list",
+    [K_MANAGE] = "create or bind",
+};
+
+typedef struct {
+    const char *key;
+    KeyKind kind;
+    const char *def;     /* default as written, parsed like a value; NULL: none or computed */
+    const char *def_doc; /* the default as documented when it is computed */
+    gboolean required;
+    gint64 min, max;     /* ints: the value; durations: milliseconds */
+    gsize offset;
+    const char *help;
+} KeyDef;
+
+#define H(f) offsetof(JetHostConfig, f)
+#define B(f) offsetof(JetBindingConfig, f)
+#define NOB 0, 0
+
+static const KeyDef host_keys[] = {
+    { "server", K_SERVER, NULL, NULL, TRUE, NOB, H(server),
+      "`embedded` (start and supervise a private nats-server on loopback) or comma-separated "
+      "`nats://` or `tls://` URLs" },
+    { "state_dir", K_ABSPATH, "/var/lib/jethost", NULL, FALSE, NOB, H(state_dir),
+      "absolute directory for the host's state (the embedded server's JetStream store)" },
+    { "plugin_dir", K_ABSPATH, PLUGIN_DIR_DEFAULT, "JET_PLUGIN_DIR", FALSE, NOB, H(plugin_dir),
+      "absolute directory that bare plugin names are resolved against" },
+    { "name", K_STRING, NULL, "the hostname", FALSE, NOB, H(name),
+      "this host's name in provenance headers" },
+    { "nats_server", K_STRING, "nats-server", NULL, FALSE, NOB, H(nats_server),
+      "the nats-server binary started for `server = embedded`" },
+    { "creds_file", K_SECRET, NULL, NULL, FALSE, NOB, H(creds_file),
+      "NATS credentials file (JWT and nkey seed)" },
+    { "nkey_seed_file", K_SECRET, NULL, NULL, FALSE, NOB, H(nkey_seed_file),
+      "file holding an nkey seed" },
+    { "user", K_STRING, NULL, NULL, FALSE, NOB, H(user),
+      "user name; needs `password_file`" },
+    { "password_file", K_SECRET, NULL, NULL, FALSE, NOB, H(password_file),
+      "file holding the password of `user`" },
+    { "token_file", K_SECRET, NULL, NULL, FALSE, NOB, H(token_file),
+      "file holding an authentication token; not with `user`" },
+    { "tls_ca", K_FILE, NULL, NULL, FALSE, NOB, H(tls_ca),
+      "CA certificates to verify the server with" },
+    { "tls_cert", K_FILE, NULL, NULL, FALSE, NOB, H(tls_cert),
+      "client certificate; needs `tls_key`" },
+    { "tls_key", K_SECRET, NULL, NULL, FALSE, NOB, H(tls_key),
+      "private key of `tls_cert`" },
+    { "connect_attempts", K_UINT, "5", NULL, FALSE, 1, 100, H(connect_attempts),
+      "attempts of the first connection before giving up (later reconnects never give up)" },
+    { "connect_timeout", K_DURATION, "2s", NULL, FALSE, 1, DURATION_MAX_MS, H(connect_timeout_ms),
+      "timeout of one connection attempt" },
+    { "drain_timeout", K_DURATION, "30s", NULL, FALSE, 0, DURATION_MAX_MS, H(drain_timeout_ms),
+      "how long a drain (SIGTERM) may take before unfinished work is left to redelivery" },
+};
+
+static const KeyDef binding_keys[] = {
+    { "plugin", K_STRING, NULL, NULL, TRUE, NOB, B(plugin),
+      "the plugin: an absolute path, or a bare name resolved against `plugin_dir`" },
+    { "stream", K_NAME, NULL, NULL, TRUE, NOB, B(stream),
+      "the stream" },
+    { "consumer", K_NAME, NULL, NULL, TRUE, NOB, B(consumer),
+      "the durable consumer's name" },
+    { "manage", K_MANAGE, "create", NULL, FALSE, NOB, B(manage),
+      "`create`: create or update the consumer (and the stream when `subjects` is set); "
+      "`bind`: only check that they exist and fit" },
+    { "subjects", K_SUBJECTS, NULL, NULL, FALSE, NOB, B(subjects),
+      "comma-separated subjects of the stream, created or updated with it; only with "
+      "`manage = create`" },
+    { "filter_subject", K_SUBJECT, NULL, NULL, FALSE, NOB, B(filter_subject),
+      "the consumer's filter subject; unset: the whole stream" },
+    { "workers", K_UINT, "1", NULL, FALSE, 1, 64, B(workers),
+      "handler threads of this binding" },
+    { "batch", K_UINT, "10", NULL, FALSE, 1, 10000, B(batch),
+      "messages asked for by one pull" },
+    { "threshold", K_UINT, "0", NULL, FALSE, 0, 9999, B(threshold),
+      "re-pull early when this many of the batch are left; 0 = strictly paced; less than `batch`" },
+    { "max_bytes", K_INT64, "0", NULL, FALSE, 0, G_MAXINT64, B(max_bytes),
+      "byte limit of one pull; 0 = none" },
+    { "expires", K_DURATION, "30s", NULL, FALSE, 1000, DURATION_MAX_MS, B(expires_ms),
+      "how long one pull waits on the server; at least 1s" },
+    { "idle_heartbeat", K_DURATION, "5s", NULL, FALSE, 1, DURATION_MAX_MS, B(idle_heartbeat_ms),
+      "heartbeat of a waiting pull; more than 0 and at most half of `expires` (the server "
+      "requires 2 x heartbeat <= expires)" },
+    { "handler_timeout", K_DURATION, "5m", NULL, FALSE, 0, DURATION_MAX_MS, B(handler_timeout_ms),
+      "lease limit of one handler call; 0 = none" },
+    { "ack_wait", K_DURATION, "30s", NULL, FALSE, 1000, DURATION_MAX_MS, B(ack_wait_ms),
+      "the consumer's AckWait (managed mode): the crash fallback; at least 1s" },
+    { "max_deliver", K_INT64, "-1", NULL, FALSE, -1, G_MAXINT32, B(max_deliver),
+      "the consumer's MaxDeliver (managed mode): -1 = unlimited, else at least 1 and more "
+      "than `capture_reserve`" },
+    { "max_ack_pending", K_INT64, "1000", NULL, FALSE, 1, G_MAXINT32, B(max_ack_pending),
+      "the consumer's MaxAckPending (managed mode)" },
+    { "rungs", K_RUNGS, "1s, 5s, 30s, 2m, 10m", NULL, FALSE, 1, DURATION_MAX_MS, B(rungs_ms),
+      "the retry ladder: delay before retry k is rung k (the last rung repeats); each more "
+      "than 0; never empty" },
+    { "max_attempts", K_UINT, "5", NULL, FALSE, 0, G_MAXINT32, B(max_attempts),
+      "failures before a message is dead-lettered (`exhausted`); 0 = unlimited" },
+    { "postpone_horizon", K_DURATION, "1h", NULL, FALSE, 0, DURATION_MAX_MS, B(postpone_horizon_ms),
+      "a postpone within this age of the message (its stream timestamp) is free; past it, a "
+      "postpone counts as a failure" },
+    { "max_postpone_delay", K_DURATION, "15m", NULL, FALSE, 1, DURATION_MAX_MS,
+      B(max_postpone_delay_ms),
+      "the longest delay a plugin may postpone by; more than 0" },
+    { "capture_reserve", K_UINT, "1", NULL, FALSE, 0, G_MAXINT32, B(capture_reserve),
+      "deliveries kept back from a finite `max_deliver` to retry a failed capture" },
+    { "crash_limit", K_UINT, "3", NULL, FALSE, 1, G_MAXINT32, B(crash_limit),
+      "strikes (host deaths while handling the message alone) before it is captured as `poison`" },
+    { "dlq_stream", K_NAME, "JETHOST_DLQ", NULL, FALSE, NOB, B(dlq_stream),
+      "the dead-letter stream" },
+    { "dlq_subject", K_SUBJECT_LITERAL, NULL, "jethost.dlq.<binding name>", FALSE, NOB,
+      B(dlq_subject),
+      "the subject captures are published to" },
+};
+
+/* --- the merged view of all files ---------------------------------------- */
+
+typedef struct {
+    char *value;        /* stripped */
+    const char *file;   /* where it was last set (owned by Loader.files) */
+} Setting;
+
+typedef struct {
+    char *group;        /* as written: "host" or "binding NAME" */
+    char *name;         /* binding name; NULL for [host] */
+    const char *file;   /* the last file that touched the group */
+    GHashTable *settings; /* key -> Setting* */
+} Section;
+
+typedef struct {
+    GPtrArray *files;     /* char *, every file read */
+    Section *host;
+    GHashTable *bindings; /* name -> Section* */
+} Loader;
+
+static void setting_free(gpointer p)
+{
+    Setting *s = p;
+    g_free(s->value);
+    g_free(s);
+}
+
+static Section *section_new(const char *group, const char *name)
+{
+    Section *s = g_new0(Section, 1);
+    s->group = g_strdup(group);
+    s->name = g_strdup(name);
+    s->settings = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, setting_free);
+    return s;
+}
+
+static void section_free(gpointer p)
+{
+    Section *s = p;
+    if (s == NULL)
+        return;
+    g_free(s->group);
+    g_free(s->name);
+    g_hash_table_unref(s->settings);
+    g_free(s);
+}
+
+static void loader_clear(Loader *l)
+{
+    g_clear_pointer(&l->files, g_ptr_array_unref);
+    g_clear_pointer(&l->host, section_free);
+    g_clear_pointer(&l->bindings, g_hash_table_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Loader, loader_clear)
+
+/* --- errors --------------------------------------------------------------- */
+
+static void key_error(GError **error, gint code, const char *file, const char *group,
+                      const char *key, const char *fmt, ...) G_GNUC_PRINTF(6, 7);
+
+/* One line: "FILE: [GROUP] KEY: why". */
+static void key_error(GError **error, gint code, const char *file, const char *group,
+                      const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *why = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, JET_ERROR, code, "%s: [%s] %s: %s", file, group, key, why);
+}
+
+/* --- value checks --------------------------------------------------------- */
+
+static const KeyDef *find_key(const KeyDef *table, gsize n, const char *key)
+{
+    for (gsize i = 0; i < n; i++)
+        if (strcmp(table[i].key, key) == 0)
+            return &table[i];
+    return NULL;
+}
+
+static gboolean name_chars_ok(const char *s, gboolean lower_only)
+{
+    if (*s == '\0')
+        return FALSE;
+    for (const char *p = s; *p; p++) {
+        gboolean ok = g_ascii_isdigit(*p) || *p == '_' || *p == '-' ||
+                      (lower_only ? g_ascii_islower(*p) : g_ascii_isalpha(*p));
+        if (!ok)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* A stream or consumer name: what the server accepts in API subjects. */
+static const char *stream_name_problem(const char *s)
+{
+    if (*s == '\0')
+        return "must not be empty";
+    for (const char *p = s; *p; p++) {
+        if (g_ascii_isspace(*p) || g_ascii_iscntrl(*p))
+            return "must not contain white space";
+        if (strchr(".*>/\\", *p) != NULL)
+            return "must not contain '.', '*', '>', '/' or '\\'";
+    }
+    return NULL;
+}
+
+static const char *subject_problem(const char *s, gboolean wildcards)
+{
+    if (*s == '\0')
+        return "is empty";
+    g_auto(GStrv) tokens = g_strsplit(s, ".", -1);
+    for (gsize i = 0; tokens[i] != NULL; i++) {
+        const char *t = tokens[i];
+        if (*t == '\0')
+            return "has an empty token";
+        for (const char *p = t; *p; p++)
+            if (g_ascii_isspace(*p) || g_ascii_iscntrl(*p))
+                return "must not contain white space";
+        gboolean wild = strchr(t, '*') != NULL || strchr(t, '>') != NULL;
+        if (!wild)
+            continue;
+        if (!wildcards)
+            return "must not contain wildcards";
+        if (strcmp(t, "*") != 0 && strcmp(t, ">") != 0)
+            return "has a wildcard inside a token";
+        if (strcmp(t, ">") == 0 && tokens[i + 1] != NULL)
+            return "has '>' before its last token";
+    }
+    return NULL;
+}
+
+/* Splits a comma-separated list into stripped items; an empty item is an
+ * error.  Returns NULL on error (why set). */
+static GStrv split_list(const char *value, const char **why)
+{
+    g_auto(GStrv) items = g_strsplit(value, ",", -1);
+    for (gsize i = 0; items[i] != NULL; i++) {
+        g_strstrip(items[i]);
+        if (items[i][0] == '\0') {
+            *why = "has an empty item";
+            return NULL;
+        }
+    }
+    return g_steal_pointer(&items);
+}
+
+static gboolean check_server(const char *value, const char *file, const char *group,
+                             const char *key, GError **error)
+{
+    if (strcmp(value, "embedded") == 0)
+        return TRUE;
+    const char *why = NULL;
+    g_auto(GStrv) urls = split_list(value, &why);
+    if (urls == NULL) {
+        key_error(error, JET_ERROR_INVALID, file, group, key, "'%s' %s", value, why);
+        return FALSE;
+    }
+    for (gsize i = 0; urls[i] != NULL; i++) {
+        const char *u = urls[i];
+        if (strcmp(u, "embedded") == 0) {
+            key_error(error, JET_ERROR_INVALID, file, group, key,
+                      "'embedded' cannot be mixed with URLs");
+            return FALSE;
+        }
+        if (!g_str_has_prefix(u, "nats://") && !g_str_has_prefix(u, "tls://")) {
+            key_error(error, JET_ERROR_INVALID, file, group, key,
+                      "'%s' is not a nats:// or tls:// URL (or write: embedded)", u);
+            return FALSE;
+        }
+        g_autoptr(GError) local = NULL;
+        g_autoptr(GUri) uri = g_uri_parse(u, G_URI_FLAGS_NONE, &local);
+        if (uri == NULL || g_uri_get_host(uri) == NULL || *g_uri_get_host(uri) == '\0') {
+            key_error(error, JET_ERROR_INVALID, file, group, key, "'%s' is not a valid URL%s%s", u,
+                      local != NULL ? ": " : " (no host)", local != NULL ? local->message : "");
+            return FALSE;
+        }
+        if (g_uri_get_userinfo(uri) != NULL) {
+            /* The URLs are logged; secrets come from files. */
+            key_error(error, JET_ERROR_INVALID, file, group, key,
+                      "a URL must not carry credentials; use user + password_file, "
+                      "token_file, creds_file or nkey_seed_file");
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean parse_int(const KeyDef *d, const char *value, gint64 *out, const char *file,
+                          const char *group, GError **error)
+{
+    gint64 v = 0;
+    g_autoptr(GError) local = NULL;
+    if (!g_ascii_string_to_signed(value, 10, G_MININT64, G_MAXINT64, &v, &local)) {
+        if (g_error_matches(local, G_NUMBER_PARSER_ERROR, G_NUMBER_PARSER_ERROR_OUT_OF_BOUNDS))
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is out of range", value);
+        else
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not an integer",
+                      value);
+        return FALSE;
+    }
+    if (v < d->min || v > d->max) {
+        if (d->max >= G_MAXINT32)
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "%" G_GINT64_FORMAT " is out of range (at least %" G_GINT64_FORMAT ")", v,
+                      d->min);
+        else
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "%" G_GINT64_FORMAT " is out of range (%" G_GINT64_FORMAT "..%"
+                      G_GINT64_FORMAT ")", v, d->min, d->max);
+        return FALSE;
+    }
+    *out = v;
+    return TRUE;
+}
+
+static gboolean parse_duration(const KeyDef *d, const char *value, guint64 *out,
+                               const char *file, const char *group, GError **error)
+{
+    guint64 ms = 0;
+    g_autoptr(GError) local = NULL;
+    if (!jet_duration_parse_ms(value, &ms, &local)) {
+        key_error(error, JET_ERROR_INVALID, file, group, d->key, "%s", local->message);
+        return FALSE;
+    }
+    if (ms < (guint64)d->min) {
+        g_autofree char *min = jet_duration_format_ms((guint64)d->min);
+        if (d->min == 1)
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "'%s' must be more than 0", value);
+        else
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "'%s' is too short (at least %s)", value, min);
+        return FALSE;
+    }
+    if (ms > (guint64)d->max) {
+        key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is too long", value);
+        return FALSE;
+    }
+    *out = ms;
+    return TRUE;
+}
+
+static gboolean check_file(const char *path, GError **error)
+{
+    GStatBuf st;
+    if (g_stat(path, &st) != 0) {
+        int e = errno;
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "%s: %s", path, g_strerror(e));
+        return FALSE;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "%s is not a regular file", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean jet_secret_file_check(const char *path, GError **error)
+{
+    g_return_val_if_fail(path != NULL, FALSE);
+
+    GStatBuf st;
+    if (g_stat(path, &st) != 0) {
+        int e = errno;
+        g_set_error(error, JET_ERROR, e == EACCES ? JET_ERROR_PERMISSION : JET_ERROR_INVALID,
+                    "secret file %s: %s", path, g_strerror(e));
+        return FALSE;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "secret file %s is not a regular file",
+                    path);
+        return FALSE;
+    }
+    if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION,
+                    "secret file %s is accessible by group or others (mode %04o); "
+                    "refused: chmod 600 it", path, (unsigned)(st.st_mode & 07777));
+        return FALSE;
+    }
+    if (g_access(path, R_OK) != 0) {
+        int e = errno;
+        g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION, "secret file %s: %s", path,
+                    g_strerror(e));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Parses one value (from a file, or a default) into base + d->offset. */
+static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, const char *file,
+                            const char *group, GError **error)
+{
+    gpointer field = (char *)base + d->offset;
+    const char *why = NULL;
+    gint64 v = 0;
+
+    switch (d->kind) {
+    case K_STRING:
+        if (*value == '\0') {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "must not be empty");
+            return FALSE;
+        }
+        break;
+    case K_NAME:
+        why = stream_name_problem(value);
+        if (why != NULL) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' %s", value, why);
+            return FALSE;
+        }
+        break;
+    case K_SUBJECT:
+    case K_SUBJECT_LITERAL:
+        why = subject_problem(value, d->kind == K_SUBJECT);
+        if (why != NULL) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "subject '%s' %s", value, why);
+            return FALSE;
+        }
+        break;
+    case K_SUBJECTS: {
+        g_auto(GStrv) items = split_list(value, &why);
+        if (items == NULL) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' %s", value, why);
+            return FALSE;
+        }
+        for (gsize i = 0; items[i] != NULL; i++) {
+            why = subject_problem(items[i], TRUE);
+            if (why != NULL) {
+                key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                          "subject '%s' %s", items[i], why);
+                return FALSE;
+            }
+        }
+        *(char ***)field = g_steal_pointer(&items);
+        return TRUE;
+    }
+    case K_ABSPATH:
+    case K_FILE:
+    case K_SECRET:
+        if (!g_path_is_absolute(value)) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "'%s' is not an absolute path", value);
+            return FALSE;
+        }
+        if (d->kind != K_ABSPATH) {
+            g_autoptr(GError) local = NULL;
+            gboolean ok = d->kind == K_SECRET ? jet_secret_file_check(value, &local)
+                                              : check_file(value, &local);
+            if (!ok) {
+                key_error(error, local->code, file, group, d->key, "%s", local->message);
+                return FALSE;
+            }
+        }
+        break;
+    case K_SERVER:
+        if (!check_server(value, file, group, d->key, error))
+            return FALSE;
+        break;
+    case K_UINT:
+        if (!parse_int(d, value, &v, file, group, error))
+            return FALSE;
+        *(guint *)field = (guint)v;
+        return TRUE;
+    case K_INT64:
+        if (!parse_int(d, value, &v, file, group, error))
+            return FALSE;
+        *(gint64 *)field = v;
+        return TRUE;
+    case K_DURATION:
+        return parse_duration(d, value, (guint64 *)field, file, group, error);
+    case K_RUNGS: {
+        if (*value == '\0') {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "the retry ladder needs at least one rung (like 1s, 5s, 30s)");
+            return FALSE;
+        }
+        g_auto(GStrv) items = split_list(value, &why);
+        if (items == NULL) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' %s", value, why);
+            return FALSE;
+        }
+        gsize n = g_strv_length(items);
+        g_autofree guint64 *rungs = g_new0(guint64, n);
+        for (gsize i = 0; i < n; i++)
+            if (!parse_duration(d, items[i], &rungs[i], file, group, error))
+                return FALSE;
+        JetBindingConfig *b = base;
+        g_free(b->rungs_ms);
+        b->rungs_ms = g_steal_pointer(&rungs);
+        b->n_rungs = n;
+        return TRUE;
+    }
+    case K_MANAGE:
+        if (strcmp(value, "create") == 0) {
+            *(JetManage *)field = JET_MANAGE_CREATE;
+        } else if (strcmp(value, "bind") == 0) {
+            *(JetManage *)field = JET_MANAGE_BIND;
+        } else {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "'%s' is not create or bind", value);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    /* The string kinds land here. */
+    char **slot = field;
+    g_free(*slot);
+    *slot = g_strdup(value);
+    return TRUE;
+}
+
+/* Fills base from the section through the table: set keys, else defaults. */
+static gboolean fill(const KeyDef *table, gsize n, const Section *sec, gpointer base,
+                     GError **error)
+{
+    for (gsize i = 0; i < n; i++) {
+        const KeyDef *d = &table[i];
+        const Setting *s = g_hash_table_lookup(sec->settings, d->key);
+        gboolean has_default = d->def != NULL || d->def_doc != NULL;
+        if (s != NULL && (*s->value != '\0' || d->required || has_default)) {
+            if (d->required && *s->value == '\0') {
+                key_error(error, JET_ERROR_INVALID, s->file, sec->group, d->key,
+                          "required, must not be empty");
+                return FALSE;
+            }
+            if (!parse_value(d, s->value, base, s->file, sec->group, error))
+                return FALSE;
+        } else if (s == NULL && d->required) {
+            key_error(error, JET_ERROR_INVALID, sec->file, sec->group, d->key,
+                      "required key is missing");
+            return FALSE;
+        } else if (s == NULL && d->def != NULL) {
+            /* A default is parsed like a value, so a bad one cannot slip in. */
+            if (!parse_value(d, d->def, base, sec->file, sec->group, error))
+                return FALSE;
+        }
+        /* Else: an optional key without a default stays unset (NULL); an
+         * empty value of such a key means the same. */
+    }
+    return TRUE;
+}
+
+/* The file to blame for KEY: where it was set, else where the group was. */
+static const char *blame(const Section *sec, const char *key)
+{
+    const Setting *s = g_hash_table_lookup(sec->settings, key);
+    return s != NULL ? s->file : sec->file;
+}
+
+static gboolean is_set(const Section *sec, const char *key)
+{
+    const Setting *s = g_hash_table_lookup(sec->settings, key);
+    return s != NULL && *s->value != '\0';
+}
+
+/* --- [host] --------------------------------------------------------------- */
+
+static void host_clear(JetHostConfig *h)
+{
+    g_free(h->file);
+    g_free(h->server);
+    g_strfreev(h->urls);
+    g_free(h->state_dir);
+    g_free(h->plugin_dir);
+    g_free(h->name);
+    g_free(h->nats_server);
+    g_free(h->creds_file);
+    g_free(h->nkey_seed_file);
+    g_free(h->user);
+    g_free(h->password_file);
+    g_free(h->token_file);
+    g_free(h->tls_ca);
+    g_free(h->tls_cert);
+    g_free(h->tls_key);
+    memset(h, 0, sizeof *h);
+}
+
+static gboolean host_build(const Section *sec, JetHostConfig *h, GError **error)
+{
+    h->file = g_strdup(sec->file);
+    if (!fill(host_keys, G_N_ELEMENTS(host_keys), sec, h, error))
+        return FALSE;
+
+    if (strcmp(h->server, "embedded") == 0) {
+        h->embedded = TRUE;
+    } else {
+        const char *why = NULL;
+        h->urls = split_list(h->server, &why);
+        g_assert(h->urls != NULL); /* check_server accepted it */
+    }
+    if (h->name == NULL)
+        h->name = g_strdup(g_get_host_name());
+
+    if (h->user != NULL && h->password_file == NULL) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "user"), sec->group, "user",
+                  "needs password_file");
+        return FALSE;
+    }
+    if (h->password_file != NULL && h->user == NULL) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "password_file"), sec->group,
+                  "password_file", "needs user");
+        return FALSE;
+    }
+    if (h->token_file != NULL && h->user != NULL) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "token_file"), sec->group, "token_file",
+                  "cannot be used with user (a token or a user and password, not both)");
+        return FALSE;
+    }
+    if ((h->tls_cert == NULL) != (h->tls_key == NULL)) {
+        const char *key = h->tls_cert != NULL ? "tls_cert" : "tls_key";
+        key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
+                  "tls_cert and tls_key go together");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* --- [binding NAME] ------------------------------------------------------- */
+
+static void binding_free(gpointer p)
+{
+    JetBindingConfig *b = p;
+    if (b == NULL)
+        return;
+    g_free(b->name);
+    g_free(b->file);
+    g_free(b->plugin);
+    g_free(b->stream);
+    g_free(b->consumer);
+    g_strfreev(b->subjects);
+    g_free(b->filter_subject);
+    g_free(b->rungs_ms);
+    g_free(b->dlq_stream);
+    g_free(b->dlq_subject);
+    g_clear_pointer(&b->options, g_hash_table_unref);
+    g_free(b);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetBindingConfig, binding_free)
+
+static JetBindingConfig *binding_build(const Section *sec, GError **error)
+{
+    g_autoptr(JetBindingConfig) b = g_new0(JetBindingConfig, 1);
+    b->name = g_strdup(sec->name);
+    b->file = g_strdup(sec->file);
+    b->options = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    if (!fill(binding_keys, G_N_ELEMENTS(binding_keys), sec, b, error))
+        return NULL;
+    if (b->dlq_subject == NULL)
+        b->dlq_subject = g_strconcat("jethost.dlq.", b->name, NULL);
+
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, sec->settings);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const char *key = k;
+        const Setting *s = v;
+        if (g_str_has_prefix(key, OPTION_PREFIX))
+            g_hash_table_insert(b->options, g_strdup(key + strlen(OPTION_PREFIX)),
+                                g_strdup(s->value));
+    }
+
+    /* Cross-key checks. */
+    if (b->threshold >= b->batch) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "threshold"), sec->group, "threshold",
+                  "%u must be less than batch (%u)", b->threshold, b->batch);
+        return NULL;
+    }
+    if (b->idle_heartbeat_ms > b->expires_ms / 2) {
+        const char *key = is_set(sec, "idle_heartbeat") ? "idle_heartbeat" : "expires";
+        g_autofree char *hb = jet_duration_format_ms(b->idle_heartbeat_ms);
+        g_autofree char *ex = jet_duration_format_ms(b->expires_ms);
+        key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
+                  "idle_heartbeat (%s) must be at most half of expires (%s): the server "
+                  "requires 2 x heartbeat <= expires", hb, ex);
+        return NULL;
+    }
+    if (b->max_deliver == 0) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "max_deliver"), sec->group, "max_deliver",
+                  "0 is not allowed: -1 (unlimited) or at least 1");
+        return NULL;
+    }
+    if (b->max_deliver > 0 && b->max_deliver <= (gint64)b->capture_reserve) {
+        const char *key = is_set(sec, "max_deliver") ? "max_deliver" : "capture_reserve";
+        key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
+                  "max_deliver (%" G_GINT64_FORMAT ") must be more than capture_reserve (%u): "
+                  "the host keeps that many deliveries back to capture a message",
+                  b->max_deliver, b->capture_reserve);
+        return NULL;
+    }
+    if (b->subjects != NULL && b->manage != JET_MANAGE_CREATE) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "subjects"), sec->group, "subjects",
+                  "only with manage = create (a bound stream is not changed)");
+        return NULL;
+    }
+    return g_steal_pointer(&b);
+}
+
+/* --- reading files -------------------------------------------------------- */
+
+/* GKeyFile hides localized keys (KEY[locale]) from g_key_file_get_keys, so
+ * "plugin[fr] = x" would be ignored without a word: find them in the text. */
+static gboolean refuse_locale_keys(const char *file, const char *data, GError **error)
+{
+    g_auto(GStrv) lines = g_strsplit(data, "\n", -1);
+    g_autofree char *group = g_strdup("");
+    for (gsize i = 0; lines[i] != NULL; i++) {
+        const char *line = lines[i];
+        while (g_ascii_isspace(*line))
+            line++;
+        if (*line == '#' || *line == '\0')
+            continue;
+        if (*line == '[') {
+            const char *end = strrchr(line, ']');
+            g_free(group);
+            group = end != NULL ? g_strndup(line + 1, (gsize)(end - line - 1)) : g_strdup("");
+            continue;
+        }
+        const char *eq = strchr(line, '=');
+        if (eq == NULL)
+            continue;
+        g_autofree char *key = g_strstrip(g_strndup(line, (gsize)(eq - line)));
+        if (strchr(key, '[') != NULL) {
+            key_error(error, JET_ERROR_INVALID, file, group, key,
+                      "localized keys (KEY[locale]) are not supported");
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean read_file(Loader *l, const char *path, GError **error)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GError) local = NULL;
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &data, &len, &local) ||
+        !g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "%s: %s", path, local->message);
+        return FALSE;
+    }
+    if (!refuse_locale_keys(path, data, error))
+        return FALSE;
+    g_ptr_array_add(l->files, g_strdup(path));
+    const char *file = g_ptr_array_index(l->files, l->files->len - 1);
+
+    g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+    for (gsize gi = 0; groups[gi] != NULL; gi++) {
+        const char *group = groups[gi];
+        Section *sec = NULL;
+        const KeyDef *table = NULL;
+        gsize n = 0;
+        if (strcmp(group, "host") == 0) {
+            if (l->host == NULL)
+                l->host = section_new(group, NULL);
+            sec = l->host;
+            table = host_keys;
+            n = G_N_ELEMENTS(host_keys);
+        } else if (g_str_has_prefix(group, BINDING_PREFIX) || strcmp(group, "binding") == 0) {
+            const char *name = group + strlen("binding");
+            name += *name == ' ';
+            if (!name_chars_ok(name, FALSE)) {
+                g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                            "%s: [%s]: a binding name is one or more of A-Z a-z 0-9 _ - "
+                            "(write [binding NAME])", file, group);
+                return FALSE;
+            }
+            sec = g_hash_table_lookup(l->bindings, name);
+            if (sec == NULL) {
+                sec = section_new(group, name);
+                g_hash_table_insert(l->bindings, sec->name, sec);
+            }
+            table = binding_keys;
+            n = G_N_ELEMENTS(binding_keys);
+        } else {
+            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                        "%s: [%s]: unknown group (expected [host] or [binding NAME])", file,
+                        group);
+            return FALSE;
+        }
+        sec->file = file;
+
+        g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
+        for (gsize ki = 0; keys != NULL && keys[ki] != NULL; ki++) {
+            const char *key = keys[ki];
+            if (table == binding_keys && g_str_has_prefix(key, OPTION_PREFIX)) {
+                if (!name_chars_ok(key + strlen(OPTION_PREFIX), TRUE)) {
+                    key_error(error, JET_ERROR_INVALID, file, group, key,
+                              "an option name is one or more of a-z 0-9 _ - "
+                              "(write option.NAME)");
+                    return FALSE;
+                }
+            } else if (find_key(table, n, key) == NULL) {
+                key_error(error, JET_ERROR_INVALID, file, group, key, "unknown key");
+                return FALSE;
+            }
+            g_autoptr(GError) kerr = NULL;
+            g_autofree char *value = g_key_file_get_string(kf, group, key, &kerr);
+            if (value == NULL) {
+                key_error(error, JET_ERROR_INVALID, file, group, key, "%s", kerr->message);
+                return FALSE;
+            }
+            Setting *s = g_new0(Setting, 1);
+            s->value = g_strstrip(g_steal_pointer(&value));
+            s->file = file;
+            g_hash_table_replace(sec->settings, g_strdup(key), s);
+        }
+    }
+    return TRUE;
+}
+
+static gint cmp_str(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* dir/\*.conf in byte order of their names; dot files are skipped, as a
+ * shell glob would. */
+static gboolean read_dropins(Loader *l, const char *dir, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GDir) d = g_dir_open(dir, 0, &local);
+    if (d == NULL) {
+        if (g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+            return TRUE;
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "%s: %s", dir, local->message);
+        return FALSE;
+    }
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+    while ((name = g_dir_read_name(d)) != NULL)
+        if (name[0] != '.' && g_str_has_suffix(name, ".conf"))
+            g_ptr_array_add(names, g_strdup(name));
+    g_ptr_array_sort(names, cmp_str);
+    for (guint i = 0; i < names->len; i++) {
+        g_autofree char *path = g_build_filename(dir, g_ptr_array_index(names, i), NULL);
+        if (!read_file(l, path, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gint cmp_section(gconstpointer a, gconstpointer b)
+{
+    const Section *x = *(const Section *const *)a;
+    const Section *y = *(const Section *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError **error)
+{
+    g_return_val_if_fail(main_file != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+    g_auto(Loader) l = { 0 };
+    l.files = g_ptr_array_new_with_free_func(g_free);
+    l.bindings = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, section_free);
+
+    if (!read_file(&l, main_file, error))
+        return NULL;
+    if (dropin_dir != NULL && !read_dropins(&l, dropin_dir, error))
+        return NULL;
+
+    g_autoptr(JetConfig) cfg = g_new0(JetConfig, 1);
+    cfg->main_file = g_strdup(main_file);
+    cfg->dropin_dir = g_strdup(dropin_dir);
+    cfg->bindings = g_ptr_array_new_with_free_func(binding_free);
+
+    if (l.host == NULL) {
+        l.host = section_new("host", NULL);
+        l.host->file = main_file;
+    }
+    if (!host_build(l.host, &cfg->host, error))
+        return NULL;
+
+    if (g_hash_table_size(l.bindings) == 0) {
+        if (dropin_dir != NULL)
+            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                        "%s: no [binding NAME] group (nor in %s/*.conf): at least one binding "
+                        "is required", main_file, dropin_dir);
+        else
+            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                        "%s: no [binding NAME] group: at least one binding is required",
+                        main_file);
+        return NULL;
+    }
+    /* In name order, so the first error is the same on every run. */
+    g_autoptr(GPtrArray) sections = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, l.bindings);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        g_ptr_array_add(sections, v);
+    g_ptr_array_sort(sections, cmp_section);
+    for (guint i = 0; i < sections->len; i++) {
+        JetBindingConfig *b = binding_build(g_ptr_array_index(sections, i), error);
+        if (b == NULL)
+            return NULL;
+        g_ptr_array_add(cfg->bindings, b);
+    }
+    return g_steal_pointer(&cfg);
+}
+
+void jet_config_free(JetConfig *cfg)
+{
+    if (cfg == NULL)
+        return;
+    g_free(cfg->main_file);
+    g_free(cfg->dropin_dir);
+    host_clear(&cfg->host);
+    g_clear_pointer(&cfg->bindings, g_ptr_array_unref);
+    g_free(cfg);
+}
+
+const JetBindingConfig *jet_config_binding(const JetConfig *cfg, const char *name)
+{
+    g_return_val_if_fail(cfg != NULL && name != NULL, NULL);
+    for (guint i = 0; i < cfg->bindings->len; i++) {
+        const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, i);
+        if (strcmp(b->name, name) == 0)
+            return b;
+    }
+    return NULL;
+}
+
+gboolean jet_config_key_info(const char *group, gsize i, JetConfigKeyInfo *out)
+{
+    g_return_val_if_fail(group != NULL && out != NULL, FALSE);
+    const KeyDef *table;
+    gsize n;
+    if (strcmp(group, "host") == 0) {
+        table = host_keys;
+        n = G_N_ELEMENTS(host_keys);
+    } else if (strcmp(group, "binding") == 0) {
+        table = binding_keys;
+        n = G_N_ELEMENTS(binding_keys);
+    } else {
+        g_return_val_if_reached(FALSE);
+    }
+    if (i >= n)
+        return FALSE;
+    const KeyDef *d = &table[i];
+    out->key = d->key;
+    out->type = kind_names[d->kind];
+    out->default_text = d->def_doc != NULL ? d->def_doc : d->def;
+    out->required = d->required;
+    out->help = d->help;
+    return TRUE;
+}

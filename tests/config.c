@@ -1,0 +1,673 @@
+/* The config loader: every error class, drop-in order, defaults, and the
+ * documentation against the key tables. */
+#include "config.h"
+#include "errors.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define HOST "[host]\nserver = nats://127.0.0.1:4222\n"
+#define BIND "[binding orders]\nplugin = orders\nstream = ORDERS\nconsumer = billing\n"
+
+typedef struct {
+    char *dir;       /* private temporary directory */
+    char *main;      /* dir/jethost.conf */
+    char *dropins;   /* dir/jethost.d (not created) */
+} Fixture;
+
+static void rm_rf(const char *path)
+{
+    if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+        g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+        const char *name;
+        while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+            g_autofree char *child = g_build_filename(path, name, NULL);
+            rm_rf(child);
+        }
+        g_rmdir(path);
+    } else {
+        g_unlink(path);
+    }
+}
+
+static void fx_setup(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) err = NULL;
+    fx->dir = g_dir_make_tmp("jet-config-XXXXXX", &err);
+    g_assert_no_error(err);
+    fx->main = g_build_filename(fx->dir, "jethost.conf", NULL);
+    fx->dropins = g_build_filename(fx->dir, "jethost.d", NULL);
+}
+
+static void fx_teardown(Fixture *fx, gconstpointer data)
+{
+    rm_rf(fx->dir);
+    g_free(fx->dir);
+    g_free(fx->main);
+    g_free(fx->dropins);
+}
+
+static char *write_file(const char *dir, const char *name, const char *text, int mode)
+{
+    g_autoptr(GError) err = NULL;
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+    char *path = g_build_filename(dir, name, NULL);
+    g_assert_true(g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, mode, &err));
+    g_assert_no_error(err);
+    g_assert_cmpint(g_chmod(path, mode), ==, 0);  /* whatever the umask */
+    return path;
+}
+
+static void write_main(Fixture *fx, const char *text)
+{
+    g_free(write_file(fx->dir, "jethost.conf", text, 0644));
+}
+
+static JetConfig *load_ok(Fixture *fx, const char *dropins)
+{
+    g_autoptr(GError) err = NULL;
+    JetConfig *cfg = jet_config_load(fx->main, dropins, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(cfg);
+    return cfg;
+}
+
+/* The load fails with one line that starts with "FILE: " + expect. */
+static void assert_load_error(const char *main, const char *dropins, const char *file,
+                              const char *expect)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetConfig) cfg = jet_config_load(main, dropins, &err);
+    g_assert_null(cfg);
+    g_assert_nonnull(err);
+    g_test_message("error: %s", err->message);
+    g_assert_true(err->domain == JET_ERROR);
+    g_assert_null(strchr(err->message, '\n'));
+    g_autofree char *want = g_strdup_printf("%s: %s", file, expect);
+    if (!g_str_has_prefix(err->message, want))
+        g_error("expected '%s...', got '%s'", want, err->message);
+}
+
+/* --- error classes -------------------------------------------------------- */
+
+static const struct {
+    const char *text;
+    const char *expect;   /* after "MAIN: " */
+} bad_configs[] = {
+    /* groups */
+    { HOST BIND "[hots]\nx = 1\n", "[hots]: unknown group" },
+    { HOST BIND "[binding]\nplugin = x\n", "[binding]: a binding name is" },
+    { HOST BIND "[binding a.b]\nplugin = x\n", "[binding a.b]: a binding name is" },
+    { HOST BIND "[bindings x]\n", "[bindings x]: unknown group" },
+    /* unknown keys */
+    { HOST "sever = nats://x:1\n" BIND, "[host] sever: unknown key" },
+    { HOST BIND "bacth = 10\n", "[binding orders] bacth: unknown key" },
+    { HOST BIND "plugin[fr] = x\n", "[binding orders] plugin[fr]: localized keys (KEY[locale]) are not supported" },
+    /* required keys */
+    { "[host]\nstate_dir = /x\n" BIND, "[host] server: required key is missing" },
+    { BIND, "[host] server: required key is missing" },
+    { HOST "[binding orders]\nplugin = p\nstream = S\n",
+      "[binding orders] consumer: required key is missing" },
+    { HOST "[binding orders]\nstream = S\nconsumer = c\n",
+      "[binding orders] plugin: required key is missing" },
+    { HOST "[binding orders]\nplugin =\nstream = S\nconsumer = c\n",
+      "[binding orders] plugin: required, must not be empty" },
+    { HOST, "no [binding NAME] group" },
+    /* integers */
+    { HOST BIND "batch = ten\n", "[binding orders] batch: 'ten' is not an integer" },
+    { HOST BIND "batch = 1.5\n", "[binding orders] batch: '1.5' is not an integer" },
+    { HOST BIND "batch = 0\n", "[binding orders] batch: 0 is out of range (1..10000)" },
+    { HOST BIND "batch = 10001\n", "[binding orders] batch: 10001 is out of range (1..10000)" },
+    { HOST BIND "batch = 99999999999999999999\n", "[binding orders] batch: '99999999999999999999' is out of range" },
+    { HOST BIND "workers = 65\n", "[binding orders] workers: 65 is out of range (1..64)" },
+    { HOST BIND "workers = -1\n", "[binding orders] workers: -1 is out of range (1..64)" },
+    { HOST BIND "max_bytes = -1\n", "[binding orders] max_bytes: -1 is out of range (at least 0)" },
+    { HOST BIND "max_ack_pending = 0\n",
+      "[binding orders] max_ack_pending: 0 is out of range (at least 1)" },
+    { HOST BIND "max_deliver = -2\n", "[binding orders] max_deliver: -2 is out of range" },
+    { HOST BIND "crash_limit = 0\n", "[binding orders] crash_limit: 0 is out of range (at least 1)" },
+    { HOST BIND "max_attempts = many\n", "[binding orders] max_attempts: 'many' is not an integer" },
+    { HOST "connect_attempts = 0\n" BIND, "[host] connect_attempts: 0 is out of range (1..100)" },
+    { HOST "connect_attempts = 101\n" BIND, "[host] connect_attempts: 101 is out of range (1..100)" },
+    /* durations */
+    { HOST BIND "expires = 30\n", "[binding orders] expires: duration '30' has no unit" },
+    { HOST BIND "expires = soon\n", "[binding orders] expires: 'soon' is not a duration" },
+    { HOST BIND "expires = 500ms\n", "[binding orders] expires: '500ms' is too short (at least 1s)" },
+    { HOST BIND "ack_wait = 999ms\n", "[binding orders] ack_wait: '999ms' is too short (at least 1s)" },
+    { HOST BIND "max_postpone_delay = 0\n", "[binding orders] max_postpone_delay: '0' must be more than 0" },
+    { HOST BIND "idle_heartbeat = 0\n", "[binding orders] idle_heartbeat: '0' must be more than 0" },
+    { HOST BIND "handler_timeout = 5 minutes\n", "[binding orders] handler_timeout: duration '5 minutes' has an unknown unit" },
+    { HOST "connect_timeout = 2\n" BIND, "[host] connect_timeout: duration '2' has no unit" },
+    { HOST "drain_timeout = 1y\n" BIND, "[host] drain_timeout: duration '1y' has an unknown unit" },
+    /* manage */
+    { HOST BIND "manage = maybe\n", "[binding orders] manage: 'maybe' is not create or bind" },
+    /* server */
+    { "[host]\nserver = http://127.0.0.1:4222\n" BIND,
+      "[host] server: 'http://127.0.0.1:4222' is not a nats:// or tls:// URL" },
+    { "[host]\nserver = nats://a:4222, 127.0.0.1:4222\n" BIND,
+      "[host] server: '127.0.0.1:4222' is not a nats:// or tls:// URL" },
+    { "[host]\nserver = nats://a:4222,,nats://b:4222\n" BIND, "[host] server: 'nats://a:4222,,nats://b:4222' has an empty item" },
+    { "[host]\nserver = nats://\n" BIND, "[host] server: 'nats://' is not a valid URL" },
+    { "[host]\nserver = nats://bob:secret@a:4222\n" BIND, "[host] server: a URL must not carry credentials" },
+    { "[host]\nserver = embedded, nats://a:4222\n" BIND, "[host] server: 'embedded' cannot be mixed with URLs" },
+    { "[host]\nserver =\n" BIND, "[host] server: required, must not be empty" },
+    /* paths */
+    { HOST "state_dir = var/lib/jethost\n" BIND, "[host] state_dir: 'var/lib/jethost' is not an absolute path" },
+    { HOST "plugin_dir = plugins\n" BIND, "[host] plugin_dir: 'plugins' is not an absolute path" },
+    { HOST "tls_ca = /nonexistent/ca.pem\n" BIND, "[host] tls_ca: /nonexistent/ca.pem: No such file or directory" },
+    { HOST "creds_file = /nonexistent/x.creds\n" BIND, "[host] creds_file: secret file /nonexistent/x.creds: No such file or directory" },
+    { HOST "token_file = token\n" BIND, "[host] token_file: 'token' is not an absolute path" },
+    /* credentials */
+    { HOST "user = bob\n" BIND, "[host] user: needs password_file" },
+    /* names and subjects */
+    { HOST "[binding orders]\nplugin = p\nstream = OR.DERS\nconsumer = c\n",
+      "[binding orders] stream: 'OR.DERS' must not contain" },
+    { HOST "[binding orders]\nplugin = p\nstream = S\nconsumer = bill ing\n",
+      "[binding orders] consumer: 'bill ing' must not contain white space" },
+    { HOST BIND "dlq_stream = DLQ.*\n", "[binding orders] dlq_stream: 'DLQ.*' must not contain" },
+    { HOST BIND "filter_subject = orders.>.x\n", "[binding orders] filter_subject: subject 'orders.>.x' has '>' before its last token" },
+    { HOST BIND "filter_subject = orders..x\n", "[binding orders] filter_subject: subject 'orders..x' has an empty token" },
+    { HOST BIND "dlq_subject = dlq.*\n", "[binding orders] dlq_subject: subject 'dlq.*' must not contain wildcards" },
+    { HOST BIND "subjects = orders.*, a b\n", "[binding orders] subjects: subject 'a b' must not contain white space" },
+    { HOST BIND "subjects = orders.*,\n", "[binding orders] subjects: 'orders.*,' has an empty item" },
+    /* cross-key checks */
+    { HOST BIND "threshold = 10\n", "[binding orders] threshold: 10 must be less than batch (10)" },
+    { HOST BIND "batch = 5\nthreshold = 7\n", "[binding orders] threshold: 7 must be less than batch (5)" },
+    { HOST BIND "idle_heartbeat = 16s\n",
+      "[binding orders] idle_heartbeat: idle_heartbeat (16s) must be at most half of expires (30s)" },
+    { HOST BIND "expires = 9s\n",
+      "[binding orders] expires: idle_heartbeat (5s) must be at most half of expires (9s)" },
+    { HOST BIND "max_deliver = 0\n", "[binding orders] max_deliver: 0 is not allowed" },
+    { HOST BIND "max_deliver = 1\n",
+      "[binding orders] max_deliver: max_deliver (1) must be more than capture_reserve (1)" },
+    { HOST BIND "max_deliver = 3\ncapture_reserve = 3\n",
+      "[binding orders] max_deliver: max_deliver (3) must be more than capture_reserve (3)" },
+    { HOST BIND "manage = bind\nsubjects = orders.>\n",
+      "[binding orders] subjects: only with manage = create" },
+    /* rungs */
+    { HOST BIND "rungs =\n", "[binding orders] rungs: the retry ladder needs at least one rung" },
+    { HOST BIND "rungs = 1s,,5s\n", "[binding orders] rungs: '1s,,5s' has an empty item" },
+    { HOST BIND "rungs = 1s, 0, 5s\n", "[binding orders] rungs: '0' must be more than 0" },
+    { HOST BIND "rungs = 1s, 5\n", "[binding orders] rungs: duration '5' has no unit" },
+    /* options */
+    { HOST BIND "option.Path = /x\n", "[binding orders] option.Path: an option name is" },
+    { HOST BIND "option. = 1\n", "[binding orders] option.: an option name is" },
+    { HOST BIND "option.a.b = 1\n", "[binding orders] option.a.b: an option name is" },
+    { HOST BIND "options.path = /x\n", "[binding orders] options.path: unknown key" },
+};
+
+static void test_errors(Fixture *fx, gconstpointer data)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(bad_configs); i++) {
+        write_main(fx, bad_configs[i].text);
+        assert_load_error(fx->main, NULL, fx->main, bad_configs[i].expect);
+    }
+}
+
+static void test_file_errors(Fixture *fx, gconstpointer data)
+{
+    /* A missing main file, and a file GKeyFile cannot parse: the file is named. */
+    assert_load_error(fx->main, NULL, fx->main, "");
+    write_main(fx, HOST BIND "this line is not a key\n");
+    assert_load_error(fx->main, NULL, fx->main, "");
+    write_main(fx, "server = embedded\n" HOST BIND);
+    assert_load_error(fx->main, NULL, fx->main, "");
+
+    /* A drop-in directory that is a file. */
+    write_main(fx, HOST BIND);
+    g_autofree char *notdir = write_file(fx->dir, "notdir", "", 0644);
+    assert_load_error(fx->main, notdir, notdir, "");
+}
+
+/* --- secrets -------------------------------------------------------------- */
+
+static void test_secret_files(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *creds = write_file(fx->dir, "nats.creds", "creds\n", 0644);
+    g_autofree char *text = g_strdup_printf(HOST "creds_file = %s\n" BIND, creds);
+    write_main(fx, text);
+    g_autofree char *want = g_strdup_printf(
+        "[host] creds_file: secret file %s is accessible by group or others (mode 0644)", creds);
+    assert_load_error(fx->main, NULL, fx->main, want);
+
+    g_autoptr(GError) err = NULL;
+    g_assert_false(jet_secret_file_check(creds, &err));
+    g_assert_error(err, JET_ERROR, JET_ERROR_PERMISSION);
+    g_clear_error(&err);
+
+    g_assert_cmpint(g_chmod(creds, 0604), ==, 0);
+    assert_load_error(fx->main, NULL, fx->main, "[host] creds_file: secret file");
+    g_assert_cmpint(g_chmod(creds, 0620), ==, 0);
+    assert_load_error(fx->main, NULL, fx->main, "[host] creds_file: secret file");
+
+    g_assert_cmpint(g_chmod(creds, 0600), ==, 0);
+    g_assert_true(jet_secret_file_check(creds, &err));
+    g_assert_no_error(err);
+    g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+    g_assert_cmpstr(cfg->host.creds_file, ==, creds);
+
+    /* A directory is not a secret file. */
+    g_assert_false(jet_secret_file_check(fx->dir, &err));
+    g_assert_nonnull(err);
+}
+
+static void test_credentials(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *pw = write_file(fx->dir, "pw", "secret\n", 0600);
+    g_autofree char *tok = write_file(fx->dir, "token", "t\n", 0600);
+    g_autofree char *key = write_file(fx->dir, "key.pem", "k\n", 0600);
+    g_autofree char *cert = write_file(fx->dir, "cert.pem", "c\n", 0644);
+
+    g_autofree char *t1 = g_strdup_printf(HOST "user = bob\npassword_file = %s\ntoken_file = %s\n" BIND,
+                                          pw, tok);
+    write_main(fx, t1);
+    assert_load_error(fx->main, NULL, fx->main, "[host] token_file: cannot be used with user");
+
+    g_autofree char *t2 = g_strdup_printf(HOST "password_file = %s\n" BIND, pw);
+    write_main(fx, t2);
+    assert_load_error(fx->main, NULL, fx->main, "[host] password_file: needs user");
+
+    g_autofree char *t3 = g_strdup_printf(HOST "tls_cert = %s\n" BIND, cert);
+    write_main(fx, t3);
+    assert_load_error(fx->main, NULL, fx->main, "[host] tls_cert: tls_cert and tls_key go together");
+
+    /* The key is a secret; the certificate is not. */
+    g_autofree char *t4 = g_strdup_printf(HOST "tls_cert = %s\ntls_key = %s\n" BIND, cert, cert);
+    write_main(fx, t4);
+    assert_load_error(fx->main, NULL, fx->main, "[host] tls_key: secret file");
+
+    g_autofree char *t5 = g_strdup_printf(
+        "[host]\nserver = tls://nats.example:4443\nuser = bob\npassword_file = %s\n"
+        "tls_ca = %s\ntls_cert = %s\ntls_key = %s\n" BIND, pw, cert, cert, key);
+    write_main(fx, t5);
+    g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+    g_assert_cmpstr(cfg->host.user, ==, "bob");
+    g_assert_cmpstr(cfg->host.password_file, ==, pw);
+    g_assert_cmpstr(cfg->host.tls_ca, ==, cert);
+    g_assert_cmpstr(cfg->host.tls_cert, ==, cert);
+    g_assert_cmpstr(cfg->host.tls_key, ==, key);
+    g_assert_null(cfg->host.token_file);
+}
+
+/* --- defaults and values -------------------------------------------------- */
+
+static void test_defaults(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST BIND);
+    g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+    g_assert_cmpstr(cfg->main_file, ==, fx->main);
+    g_assert_null(cfg->dropin_dir);
+
+    const JetHostConfig *h = &cfg->host;
+    g_assert_cmpstr(h->file, ==, fx->main);
+    g_assert_cmpstr(h->server, ==, "nats://127.0.0.1:4222");
+    g_assert_false(h->embedded);
+    g_assert_cmpuint(g_strv_length(h->urls), ==, 1);
+    g_assert_cmpstr(h->urls[0], ==, "nats://127.0.0.1:4222");
+    g_assert_cmpstr(h->state_dir, ==, "/var/lib/jethost");
+#ifdef JET_PLUGIN_DIR
+    g_assert_cmpstr(h->plugin_dir, ==, JET_PLUGIN_DIR);
+#else
+    g_assert_cmpstr(h->plugin_dir, ==, "/usr/lib/jethost/plugins");
+#endif
+    g_assert_cmpstr(h->name, ==, g_get_host_name());
+    g_assert_cmpstr(h->nats_server, ==, "nats-server");
+    g_assert_null(h->creds_file);
+    g_assert_null(h->nkey_seed_file);
+    g_assert_null(h->user);
+    g_assert_null(h->password_file);
+    g_assert_null(h->token_file);
+    g_assert_null(h->tls_ca);
+    g_assert_null(h->tls_cert);
+    g_assert_null(h->tls_key);
+    g_assert_cmpuint(h->connect_attempts, ==, 5);
+    g_assert_cmpuint(h->connect_timeout_ms, ==, 2000);
+    g_assert_cmpuint(h->drain_timeout_ms, ==, 30000);
+
+    g_assert_cmpuint(cfg->bindings->len, ==, 1);
+    const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, 0);
+    g_assert_true(jet_config_binding(cfg, "orders") == b);
+    g_assert_null(jet_config_binding(cfg, "nope"));
+    g_assert_cmpstr(b->name, ==, "orders");
+    g_assert_cmpstr(b->file, ==, fx->main);
+    g_assert_cmpstr(b->plugin, ==, "orders");
+    g_assert_cmpstr(b->stream, ==, "ORDERS");
+    g_assert_cmpstr(b->consumer, ==, "billing");
+    g_assert_cmpint(b->manage, ==, JET_MANAGE_CREATE);
+    g_assert_null(b->subjects);
+    g_assert_null(b->filter_subject);
+    g_assert_cmpuint(b->workers, ==, 1);
+    g_assert_cmpuint(b->batch, ==, 10);
+    g_assert_cmpuint(b->threshold, ==, 0);
+    g_assert_cmpint(b->max_bytes, ==, 0);
+    g_assert_cmpuint(b->expires_ms, ==, 30000);
+    g_assert_cmpuint(b->idle_heartbeat_ms, ==, 5000);
+    g_assert_cmpuint(b->handler_timeout_ms, ==, 300000);
+    g_assert_cmpuint(b->ack_wait_ms, ==, 30000);
+    g_assert_cmpint(b->max_deliver, ==, -1);
+    g_assert_cmpint(b->max_ack_pending, ==, 1000);
+    static const guint64 ladder[] = { 1000, 5000, 30000, 120000, 600000 };
+    g_assert_cmpuint(b->n_rungs, ==, G_N_ELEMENTS(ladder));
+    for (gsize i = 0; i < G_N_ELEMENTS(ladder); i++)
+        g_assert_cmpuint(b->rungs_ms[i], ==, ladder[i]);
+    g_assert_cmpuint(b->max_attempts, ==, 5);
+    g_assert_cmpuint(b->postpone_horizon_ms, ==, 3600000);
+    g_assert_cmpuint(b->max_postpone_delay_ms, ==, 900000);
+    g_assert_cmpuint(b->capture_reserve, ==, 1);
+    g_assert_cmpuint(b->crash_limit, ==, 3);
+    g_assert_cmpstr(b->dlq_stream, ==, "JETHOST_DLQ");
+    g_assert_cmpstr(b->dlq_subject, ==, "jethost.dlq.orders");
+    g_assert_nonnull(b->options);
+    g_assert_cmpuint(g_hash_table_size(b->options), ==, 0);
+}
+
+static void test_values(Fixture *fx, gconstpointer data)
+{
+    write_main(fx,
+        "# comments are fine\n"
+        "[host]\n"
+        "server = nats://a.example:4222 ,tls://b.example:4443\n"
+        "state_dir = /srv/jethost\n"
+        "plugin_dir = /opt/jethost/plugins\n"
+        "name = worker-7\n"
+        "nats_server = /usr/sbin/nats-server\n"
+        "connect_attempts = 100\n"
+        "connect_timeout = 250ms\n"
+        "drain_timeout = 0\n"
+        "[binding orders]\n"
+        "plugin = /opt/jethost/orders.so\n"
+        "stream = ORDERS\n"
+        "consumer = billing\n"
+        "subjects = orders.*, orders.eu.>\n"
+        "filter_subject = orders.eu.>\n"
+        "workers = 64\n"
+        "batch = 10000\n"
+        "threshold = 9999\n"
+        "max_bytes = 1048576\n"
+        "expires = 1m\n"
+        "idle_heartbeat = 30s\n"
+        "handler_timeout = 0\n"
+        "ack_wait = 2h\n"
+        "max_deliver = 2\n"
+        "max_ack_pending = 1\n"
+        "rungs =   250ms ,2s,1m  \n"
+        "max_attempts = 0\n"
+        "postpone_horizon = 1d\n"
+        "max_postpone_delay = 1ms\n"
+        "capture_reserve = 1\n"
+        "crash_limit = 1\n"
+        "dlq_stream = DLQ\n"
+        "dlq_subject = dlq.orders\n"
+        "option.path = /var/spool/orders\n"
+        "option.max_rows = 10\n"
+        "option.with-dash =  a b  \n"
+        "[binding audit]\n"
+        "plugin = audit\n"
+        "stream = AUDIT\n"
+        "consumer = audit\n"
+        "manage = bind\n"
+        "max_deliver = 1\n"
+        "capture_reserve = 0\n"
+        "filter_subject =\n");
+    g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+    const JetHostConfig *h = &cfg->host;
+    g_assert_cmpstr(h->server, ==, "nats://a.example:4222 ,tls://b.example:4443");
+    g_assert_cmpuint(g_strv_length(h->urls), ==, 2);
+    g_assert_cmpstr(h->urls[0], ==, "nats://a.example:4222");
+    g_assert_cmpstr(h->urls[1], ==, "tls://b.example:4443");
+    g_assert_cmpstr(h->state_dir, ==, "/srv/jethost");
+    g_assert_cmpstr(h->plugin_dir, ==, "/opt/jethost/plugins");
+    g_assert_cmpstr(h->name, ==, "worker-7");
+    g_assert_cmpstr(h->nats_server, ==, "/usr/sbin/nats-server");
+    g_assert_cmpuint(h->connect_attempts, ==, 100);
+    g_assert_cmpuint(h->connect_timeout_ms, ==, 250);
+    g_assert_cmpuint(h->drain_timeout_ms, ==, 0);
+
+    /* Sorted by name. */
+    g_assert_cmpuint(cfg->bindings->len, ==, 2);
+    const JetBindingConfig *a = g_ptr_array_index(cfg->bindings, 0);
+    const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, 1);
+    g_assert_cmpstr(a->name, ==, "audit");
+    g_assert_cmpstr(b->name, ==, "orders");
+
+    g_assert_cmpint(a->manage, ==, JET_MANAGE_BIND);
+    g_assert_cmpint(a->max_deliver, ==, 1);
+    g_assert_null(a->filter_subject);   /* empty: unset */
+    g_assert_cmpstr(a->dlq_subject, ==, "jethost.dlq.audit");
+
+    g_assert_cmpstr(b->plugin, ==, "/opt/jethost/orders.so");
+    g_assert_cmpuint(g_strv_length(b->subjects), ==, 2);
+    g_assert_cmpstr(b->subjects[0], ==, "orders.*");
+    g_assert_cmpstr(b->subjects[1], ==, "orders.eu.>");
+    g_assert_cmpstr(b->filter_subject, ==, "orders.eu.>");
+    g_assert_cmpuint(b->workers, ==, 64);
+    g_assert_cmpuint(b->batch, ==, 10000);
+    g_assert_cmpuint(b->threshold, ==, 9999);
+    g_assert_cmpint(b->max_bytes, ==, 1048576);
+    g_assert_cmpuint(b->expires_ms, ==, 60000);
+    g_assert_cmpuint(b->idle_heartbeat_ms, ==, 30000);
+    g_assert_cmpuint(b->handler_timeout_ms, ==, 0);
+    g_assert_cmpuint(b->ack_wait_ms, ==, 7200000);
+    g_assert_cmpint(b->max_deliver, ==, 2);
+    g_assert_cmpint(b->max_ack_pending, ==, 1);
+    g_assert_cmpuint(b->n_rungs, ==, 3);
+    g_assert_cmpuint(b->rungs_ms[0], ==, 250);
+    g_assert_cmpuint(b->rungs_ms[1], ==, 2000);
+    g_assert_cmpuint(b->rungs_ms[2], ==, 60000);
+    g_assert_cmpuint(b->max_attempts, ==, 0);
+    g_assert_cmpuint(b->postpone_horizon_ms, ==, 86400000);
+    g_assert_cmpuint(b->max_postpone_delay_ms, ==, 1);
+    g_assert_cmpuint(b->capture_reserve, ==, 1);
+    g_assert_cmpuint(b->crash_limit, ==, 1);
+    g_assert_cmpstr(b->dlq_stream, ==, "DLQ");
+    g_assert_cmpstr(b->dlq_subject, ==, "dlq.orders");
+
+    g_assert_cmpuint(g_hash_table_size(b->options), ==, 3);
+    g_assert_cmpstr(g_hash_table_lookup(b->options, "path"), ==, "/var/spool/orders");
+    g_assert_cmpstr(g_hash_table_lookup(b->options, "max_rows"), ==, "10");
+    g_assert_cmpstr(g_hash_table_lookup(b->options, "with-dash"), ==, "a b");
+    g_assert_null(g_hash_table_lookup(b->options, "option.path"));
+    g_assert_cmpuint(g_hash_table_size(a->options), ==, 0);
+}
+
+static void test_embedded(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, "[host]\nserver = embedded\n" BIND);
+    g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+    g_assert_true(cfg->host.embedded);
+    g_assert_null(cfg->host.urls);
+    g_assert_cmpstr(cfg->host.server, ==, "embedded");
+}
+
+/* --- drop-ins ------------------------------------------------------------- */
+
+static void test_dropin_order(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST BIND "batch = 20\noption.level = main\noption.keep = yes\n");
+    /* Created in reverse, so the directory's own order is not the answer. */
+    g_autofree char *b20 = write_file(fx->dropins, "20-b.conf",
+                                      "[binding orders]\nbatch = 40\noption.level = b\n", 0644);
+    g_autofree char *a10 = write_file(fx->dropins, "10-a.conf",
+                                      "[binding orders]\nbatch = 30\nworkers = 4\n"
+                                      "option.level = a\n", 0644);
+    /* Not *.conf, or hidden: never read (each would be an error if it were). */
+    g_free(write_file(fx->dropins, "30-c.conf.disabled", "[nonsense]\n", 0644));
+    g_free(write_file(fx->dropins, "README", "not a key file\n", 0644));
+    g_free(write_file(fx->dropins, ".99-editor.conf", "[nonsense]\n", 0644));
+    g_free(write_file(fx->dropins, "40-d.conf~", "[nonsense]\n", 0644));
+
+    g_autoptr(JetConfig) cfg = load_ok(fx, fx->dropins);
+    g_assert_cmpstr(cfg->dropin_dir, ==, fx->dropins);
+    const JetBindingConfig *b = jet_config_binding(cfg, "orders");
+    g_assert_nonnull(b);
+    g_assert_cmpuint(b->batch, ==, 40);           /* 20-b.conf is read last */
+    g_assert_cmpuint(b->workers, ==, 4);          /* 10-a.conf, not overridden */
+    g_assert_cmpstr(b->plugin, ==, "orders");     /* main file, not overridden */
+    g_assert_cmpstr(b->file, ==, b20);            /* the last file to touch it */
+    g_assert_cmpstr(g_hash_table_lookup(b->options, "level"), ==, "b");
+    g_assert_cmpstr(g_hash_table_lookup(b->options, "keep"), ==, "yes");
+    g_assert_cmpstr(cfg->host.file, ==, fx->main);
+}
+
+static void test_dropin_adds(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST BIND);
+    g_autofree char *add = write_file(fx->dropins, "audit.conf",
+                                      "[binding audit]\nplugin = audit\nstream = AUDIT\n"
+                                      "consumer = audit\n"
+                                      "[host]\nname = from-dropin\n", 0644);
+    g_autoptr(JetConfig) cfg = load_ok(fx, fx->dropins);
+    g_assert_cmpuint(cfg->bindings->len, ==, 2);
+    const JetBindingConfig *a = g_ptr_array_index(cfg->bindings, 0);
+    g_assert_cmpstr(a->name, ==, "audit");
+    g_assert_cmpstr(a->file, ==, add);
+    const JetBindingConfig *o = g_ptr_array_index(cfg->bindings, 1);
+    g_assert_cmpstr(o->name, ==, "orders");
+    g_assert_cmpstr(o->file, ==, fx->main);
+    g_assert_cmpstr(cfg->host.name, ==, "from-dropin");
+    g_assert_cmpstr(cfg->host.file, ==, add);
+}
+
+static void test_dropin_only_bindings(Fixture *fx, gconstpointer data)
+{
+    /* The bindings may all come from drop-ins. */
+    write_main(fx, HOST);
+    g_free(write_file(fx->dropins, "orders.conf", BIND, 0644));
+    g_autoptr(JetConfig) cfg = load_ok(fx, fx->dropins);
+    g_assert_cmpuint(cfg->bindings->len, ==, 1);
+
+    /* A missing drop-in directory is fine; then no binding is an error. */
+    g_autofree char *missing = g_build_filename(fx->dir, "absent.d", NULL);
+    assert_load_error(fx->main, missing, fx->main, "no [binding NAME] group");
+}
+
+static void test_dropin_errors(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST BIND);
+    /* The error names the drop-in that set the bad value ... */
+    g_autofree char *bad = write_file(fx->dropins, "50-bad.conf",
+                                      "[binding orders]\nbatch = ten\n", 0644);
+    assert_load_error(fx->main, fx->dropins, bad, "[binding orders] batch: 'ten' is not an integer");
+
+    /* ... and a later drop-in overrides it (only the value in effect counts). */
+    g_autofree char *fix = write_file(fx->dropins, "60-fix.conf",
+                                      "[binding orders]\nbatch = 12\n", 0644);
+    g_autoptr(JetConfig) cfg = load_ok(fx, fx->dropins);
+    g_assert_cmpuint(jet_config_binding(cfg, "orders")->batch, ==, 12);
+
+    /* A cross-key check names the file of the key it blames. */
+    g_autofree char *thr = write_file(fx->dropins, "70-thr.conf",
+                                      "[binding orders]\nthreshold = 12\n", 0644);
+    assert_load_error(fx->main, fx->dropins, thr,
+                      "[binding orders] threshold: 12 must be less than batch (12)");
+    g_unlink(thr);
+
+    /* Unknown groups and keys in a drop-in name the drop-in. */
+    g_autofree char *grp = write_file(fx->dropins, "80-grp.conf", "[hosts]\n", 0644);
+    assert_load_error(fx->main, fx->dropins, grp, "[hosts]: unknown group");
+    g_unlink(grp);
+    g_autofree char *key = write_file(fx->dropins, "80-key.conf", "[host]\nsevrer = embedded\n", 0644);
+    assert_load_error(fx->main, fx->dropins, key, "[host] sevrer: unknown key");
+    g_unlink(key);
+    g_autofree char *syn = write_file(fx->dropins, "80-syn.conf", "[host\n", 0644);
+    assert_load_error(fx->main, fx->dropins, syn, "");
+    g_unlink(syn);
+
+    /* A missing required key is blamed on the last file of the group. */
+    g_autofree char *nb = write_file(fx->dropins, "90-new.conf",
+                                     "[binding zeta]\nplugin = z\nstream = Z\n", 0644);
+    assert_load_error(fx->main, fx->dropins, nb, "[binding zeta] consumer: required key is missing");
+}
+
+/* --- documentation -------------------------------------------------------- */
+
+static char *srcdir_file(const char *rel)
+{
+    const char *srcdir = g_getenv("JET_SRCDIR");
+    if (srcdir == NULL)
+        return NULL;
+    return g_build_filename(srcdir, rel, NULL);
+}
+
+static void test_doc_matches_tables(void)
+{
+    g_autofree char *path = srcdir_file("docs/configuration.md");
+    if (path == NULL)
+        g_error("JET_SRCDIR is not set: run the tests through make check");
+    g_autofree char *doc = NULL;
+    g_autoptr(GError) err = NULL;
+    g_assert_true(g_file_get_contents(path, &doc, NULL, &err));
+    g_assert_no_error(err);
+    g_auto(GStrv) lines = g_strsplit(doc, "\n", -1);
+
+    g_autoptr(GHashTable) known = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_add(known, (gpointer)"option.NAME");
+    static const char *const groups[] = { "host", "binding" };
+    for (gsize g = 0; g < G_N_ELEMENTS(groups); g++) {
+        JetConfigKeyInfo info;
+        for (gsize i = 0; jet_config_key_info(groups[g], i, &info); i++) {
+            g_hash_table_add(known, (gpointer)info.key);
+            /* A table row "| `key` | type | default | meaning |". */
+            g_autofree char *head = g_strdup_printf("| `%s` |", info.key);
+            const char *row = NULL;
+            for (gsize l = 0; lines[l] != NULL && row == NULL; l++)
+                if (g_str_has_prefix(lines[l], head))
+                    row = lines[l];
+            if (row == NULL)
+                g_error("docs/configuration.md has no row for [%s] %s", groups[g], info.key);
+            g_autofree char *type = g_strdup_printf("| %s |", info.type);
+            if (strstr(row, type) == NULL)
+                g_error("docs/configuration.md: %s: type should be %s: %s", info.key, info.type, row);
+            const char *def = info.required ? "required" : info.default_text;
+            if (def != NULL && strstr(row, def) == NULL)
+                g_error("docs/configuration.md: %s: default should be %s: %s", info.key, def, row);
+        }
+    }
+    /* And no row for a key the tables do not have. */
+    for (gsize l = 0; lines[l] != NULL; l++) {
+        if (!g_str_has_prefix(lines[l], "| `"))
+            continue;
+        const char *start = lines[l] + 3;
+        const char *end = strchr(start, '`');
+        g_assert_nonnull(end);
+        g_autofree char *key = g_strndup(start, (gsize)(end - start));
+        if (!g_hash_table_contains(known, key))
+            g_error("docs/configuration.md documents '%s', which no table declares", key);
+    }
+}
+
+static void test_examples_load(void)
+{
+    static const char *const examples[] = { "docs/examples/demo.conf", "docs/examples/orders.conf" };
+    for (gsize i = 0; i < G_N_ELEMENTS(examples); i++) {
+        g_autofree char *path = srcdir_file(examples[i]);
+        if (path == NULL)
+            g_error("JET_SRCDIR is not set: run the tests through make check");
+        g_autoptr(GError) err = NULL;
+        g_autoptr(JetConfig) cfg = jet_config_load(path, NULL, &err);
+        g_assert_no_error(err);
+        g_assert_cmpuint(cfg->bindings->len, >=, 1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
+#define ADD(path, fn) g_test_add(path, Fixture, NULL, fx_setup, fn, fx_teardown)
+    ADD("/config/errors", test_errors);
+    ADD("/config/file-errors", test_file_errors);
+    ADD("/config/secret-files", test_secret_files);
+    ADD("/config/credentials", test_credentials);
+    ADD("/config/defaults", test_defaults);
+    ADD("/config/values", test_values);
+    ADD("/config/embedded", test_embedded);
+    ADD("/config/dropin/order", test_dropin_order);
+    ADD("/config/dropin/adds", test_dropin_adds);
+    ADD("/config/dropin/only-bindings", test_dropin_only_bindings);
+    ADD("/config/dropin/errors", test_dropin_errors);
+#undef ADD
+    g_test_add_func("/config/doc-matches-tables", test_doc_matches_tables);
+    g_test_add_func("/config/examples-load", test_examples_load);
+    return g_test_run();
+}
