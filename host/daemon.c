@@ -150,6 +150,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     Daemon d = { 0 };
     JetEmbedded *embedded = NULL;
     JetConn *conn = NULL;
+    g_auto(GStrv) urls = NULL;
     int rc = JET_EXIT_OK;
 
     d.cfg = jet_config_load(config_file, dropin_dir, &err);
@@ -174,7 +175,6 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         g_ptr_array_add(d.bindings, bd);
     }
 
-    g_auto(GStrv) urls = NULL;
     if (d.cfg->host.embedded) {
         embedded = jet_embedded_start(d.cfg->host.nats_server, d.cfg->host.state_dir, &err);
         if (embedded == NULL) {

@@ -3,6 +3,8 @@
 #ifndef JET_DAEMON_H
 #define JET_DAEMON_H
 
+#include <glib.h>
+
 /* Returns the process exit code (cli.h). */
 int jet_daemon_run(const char *config_file, const char *dropin_dir);
 

@@ -4,6 +4,7 @@
  * published message and leaves no process behind. */
 #include "harness.h"
 
+#include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
 
