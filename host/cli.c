@@ -74,12 +74,12 @@ static int cmd_check(int argc, char **argv)
     return jet_daemon_check(config, dropin, verbose);
 }
 
-static char *pub_server_url(const char *server, const char *config, GError **error)
+static char *pub_server_url(const char *server, const char *config, const char *dropin, GError **error)
 {
     if (server != NULL)
         return g_strdup(server);
     if (config != NULL) {
-        g_autoptr(JetConfig) cfg = jet_config_load(config, NULL, error);
+        g_autoptr(JetConfig) cfg = jet_config_load(config, dropin, error);
         if (cfg == NULL)
             return NULL;
         if (cfg->host.embedded)
@@ -94,6 +94,7 @@ static int cmd_pub(int argc, char **argv)
 {
     g_autofree char *server = NULL;
     g_autofree char *config = NULL;
+    g_autofree char *dropin = NULL;
     g_autofree char *data = NULL;
     g_autofree char *msg_id = NULL;
     g_auto(GStrv) headers = NULL;
@@ -101,6 +102,7 @@ static int cmd_pub(int argc, char **argv)
     GOptionEntry entries[] = {
         { "server", 's', 0, G_OPTION_ARG_STRING, &server, "the server URL (default: $NATS_URL, or nats://127.0.0.1:4222)", "URL" },
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "take the server from this config (embedded included)", "FILE" },
+        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "the config's drop-in directory", "DIR" },
         { "data", 0, 0, G_OPTION_ARG_STRING, &data, "the payload (default: standard input)", "TEXT" },
         { "header", 'H', 0, G_OPTION_ARG_STRING_ARRAY, &headers, "a header, repeatable", "NAME=VALUE" },
         { "msg-id", 0, 0, G_OPTION_ARG_STRING, &msg_id, "set Nats-Msg-Id (de-duplication)", "ID" },
@@ -128,7 +130,7 @@ static int cmd_pub(int argc, char **argv)
     } else {
         len = strlen(data);
     }
-    g_autofree char *url = pub_server_url(server, config, &err);
+    g_autofree char *url = pub_server_url(server, config, dropin, &err);
     if (url == NULL) {
         fprintf(stderr, "jethost pub: %s\n", err->message);
         return JET_EXIT_FAILURE;
