@@ -57,7 +57,9 @@ static int cmd_check(int argc, char **argv)
     g_autofree char *config = NULL;
     g_autofree char *dropin = NULL;
     gboolean verbose = FALSE;
+    g_autofree char *server = NULL;
     GOptionEntry entries[] = {
+        { "server", 's', 0, G_OPTION_ARG_STRING, &server, "also check against the stream and consumer on this server", "URL" },
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file", "FILE" },
         { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files", "DIR" },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "print each binding and its plugin options", NULL },
@@ -71,7 +73,7 @@ static int cmd_check(int argc, char **argv)
         fprintf(stderr, "jethost check: give the config with -c FILE\n");
         return JET_EXIT_USAGE;
     }
-    return jet_daemon_check(config, dropin, verbose);
+    return jet_daemon_check(config, dropin, verbose, server);
 }
 
 static char *pub_server_url(const char *server, const char *config, const char *dropin, GError **error)

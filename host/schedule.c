@@ -35,6 +35,7 @@ void jet_schedule_input_from_binding(const JetBindingConfig *b, JetScheduleInput
     in->workers = b->workers;
     in->batch = b->batch;
     in->threshold = b->threshold;
+    in->max_time_to_dead_letter_ms = b->max_time_to_dead_letter_ms;
 }
 
 /* --- durations as people read them ---------------------------------------- */
