@@ -244,13 +244,16 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     }
     conn = jet_conn_open((const char *const *)urls, &d.cfg->host, d.cfg->host.connect_attempts, &err);
     if (conn == NULL) {
-        jet_log(JET_LOG_ERROR, NULL, "failed", "%s", err->message);
+        for (guint i = 0; i < d.bindings->len; i++) {
+            Binding *bd = g_ptr_array_index(d.bindings, i);
+            jet_log(JET_LOG_ERROR, bd->b->name, "failed", "binding %s: cannot bind: %s", bd->b->name, err->message);
+        }
         rc = JET_EXIT_FAILURE;
         goto out;
     }
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
-        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 5, NULL, &bd->facts, &err)) {
+        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &err)) {
             jet_log(JET_LOG_ERROR, bd->b->name, "failed", "%s", err->message);
             rc = JET_EXIT_FAILURE;
             goto out;
