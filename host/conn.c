@@ -27,8 +27,9 @@ char *jet_nats_error(natsStatus s)
 static void on_disconnected(natsConnection *nc, void *closure)
 {
     JetConn *c = closure;
-    (void)nc;
     g_atomic_int_set(&c->connected, 0);
+    if (natsConnection_IsClosed(nc))
+        return;   /* our own close */
     jet_log(JET_LOG_WARNING, NULL, "disconnected", "lost the connection to the NATS server; reconnecting");
 }
 

@@ -86,6 +86,15 @@ static gboolean check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, 
     return TRUE;
 }
 
+static void stream_facts(jsCtx *js, const JetBindingConfig *b, JetConsumerFacts *facts)
+{
+    jsStreamInfo *si = NULL;
+    if (facts != NULL && js_GetStreamInfo(&si, js, b->stream, NULL, NULL) == NATS_OK) {
+        facts->stream_max_age_ms = si->Config->MaxAge / 1000000;
+        jsStreamInfo_Destroy(si);
+    }
+}
+
 gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, JetConsumerFacts *facts,
                              GError **error)
 {
@@ -95,6 +104,7 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, JetConsumerFa
 
     if (b->manage == JET_MANAGE_CREATE && !ensure_stream(js, b, error))
         return FALSE;
+    stream_facts(js, b, facts);
 
     s = js_GetConsumerInfo(&ci, js, b->stream, b->consumer, NULL, &jerr);
     gboolean exists = (s == NATS_OK);

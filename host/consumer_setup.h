@@ -13,6 +13,7 @@ typedef struct {
     gint64 max_deliver;        /* <= 0: unlimited */
     gint64 max_ack_pending;
     guint64 ack_floor_stream;  /* as observed at setup */
+    gint64 stream_max_age_ms;  /* 0 = unlimited */
 } JetConsumerFacts;
 
 /* One attempt.  On success fills facts (may be NULL). */

@@ -268,6 +268,11 @@ static void handle_delivery(Worker *w, Item *it, const JetAckMeta *meta)
         break;
     }
     STAT_ADD(e, messages, 1);
+    if (jet_log_enabled(JET_LOG_DEBUG))
+        jet_log(JET_LOG_DEBUG, e->b->name, "settled", "seq %" G_GUINT64_FORMAT " %s delivery %u: %s%s%s%s",
+                meta->stream_seq, jm.subject, jm.deliveries, jet_action_name(a.kind),
+                a.kind == JET_ACTION_CAPTURE ? " " : "", a.kind == JET_ACTION_CAPTURE ? jet_cause_name(a.cause) : "",
+                stale ? " (stale)" : "");
 }
 
 /* --- pulls --------------------------------------------------------------- */
