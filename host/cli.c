@@ -57,7 +57,9 @@ static int cmd_check(int argc, char **argv)
     g_autofree char *config = NULL;
     g_autofree char *dropin = NULL;
     gboolean verbose = FALSE;
+    g_autofree char *server = NULL;
     GOptionEntry entries[] = {
+        { "server", 's', 0, G_OPTION_ARG_STRING, &server, "also check against the stream and consumer on this server", "URL" },
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file", "FILE" },
         { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files", "DIR" },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "print each binding and its plugin options", NULL },
@@ -71,15 +73,15 @@ static int cmd_check(int argc, char **argv)
         fprintf(stderr, "jethost check: give the config with -c FILE\n");
         return JET_EXIT_USAGE;
     }
-    return jet_daemon_check(config, dropin, verbose);
+    return jet_daemon_check(config, dropin, verbose, server);
 }
 
-static char *pub_server_url(const char *server, const char *config, GError **error)
+static char *pub_server_url(const char *server, const char *config, const char *dropin, GError **error)
 {
     if (server != NULL)
         return g_strdup(server);
     if (config != NULL) {
-        g_autoptr(JetConfig) cfg = jet_config_load(config, NULL, error);
+        g_autoptr(JetConfig) cfg = jet_config_load(config, dropin, error);
         if (cfg == NULL)
             return NULL;
         if (cfg->host.embedded)
@@ -94,6 +96,7 @@ static int cmd_pub(int argc, char **argv)
 {
     g_autofree char *server = NULL;
     g_autofree char *config = NULL;
+    g_autofree char *dropin = NULL;
     g_autofree char *data = NULL;
     g_autofree char *msg_id = NULL;
     g_auto(GStrv) headers = NULL;
@@ -101,6 +104,7 @@ static int cmd_pub(int argc, char **argv)
     GOptionEntry entries[] = {
         { "server", 's', 0, G_OPTION_ARG_STRING, &server, "the server URL (default: $NATS_URL, or nats://127.0.0.1:4222)", "URL" },
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "take the server from this config (embedded included)", "FILE" },
+        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "the config's drop-in directory", "DIR" },
         { "data", 0, 0, G_OPTION_ARG_STRING, &data, "the payload (default: standard input)", "TEXT" },
         { "header", 'H', 0, G_OPTION_ARG_STRING_ARRAY, &headers, "a header, repeatable", "NAME=VALUE" },
         { "msg-id", 0, 0, G_OPTION_ARG_STRING, &msg_id, "set Nats-Msg-Id (de-duplication)", "ID" },
@@ -128,7 +132,7 @@ static int cmd_pub(int argc, char **argv)
     } else {
         len = strlen(data);
     }
-    g_autofree char *url = pub_server_url(server, config, &err);
+    g_autofree char *url = pub_server_url(server, config, dropin, &err);
     if (url == NULL) {
         fprintf(stderr, "jethost pub: %s\n", err->message);
         return JET_EXIT_FAILURE;

@@ -64,6 +64,7 @@ typedef struct {
     guint64 max_postpone_delay_ms;
     guint capture_reserve;
     guint crash_limit;
+    guint64 max_time_to_dead_letter_ms;   /* a bound the schedule check enforces; 0 = none */
     char *dlq_stream;
     char *dlq_subject;
 

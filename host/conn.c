@@ -27,8 +27,9 @@ char *jet_nats_error(natsStatus s)
 static void on_disconnected(natsConnection *nc, void *closure)
 {
     JetConn *c = closure;
-    (void)nc;
     g_atomic_int_set(&c->connected, 0);
+    if (natsConnection_IsClosed(nc))
+        return;   /* our own close */
     jet_log(JET_LOG_WARNING, NULL, "disconnected", "lost the connection to the NATS server; reconnecting");
 }
 
@@ -158,7 +159,7 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
 
     /* First connect: our own bounded attempts (nats.c 3.4.1 with
      * RetryOnFailedConnect and MaxReconnect -1 would loop for ever). */
-    guint64 wait_ms = 200;
+    guint64 wait_ms = 100;   /* doubling: 5 attempts take about 1.5 s */
     if (attempts == 0)
         attempts = 1;
     for (guint i = 1; i <= attempts; i++) {
@@ -176,7 +177,7 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
             return NULL;
         }
         g_usleep(wait_ms * 1000);
-        wait_ms = MIN(wait_ms * 2, 2000);
+        wait_ms = MIN(wait_ms * 2, 5000);
     }
     natsOptions_Destroy(o);
     g_atomic_int_set(&c->connected, 1);

@@ -109,7 +109,7 @@ static void replace_orphan(JetEmbedded *e)
         g_usleep(20000);
 }
 
-static void on_exit(GObject *source, GAsyncResult *res, gpointer data);
+static void on_server_exit(GObject *source, GAsyncResult *res, gpointer data);
 
 static gboolean spawn(JetEmbedded *e, GError **error)
 {
@@ -143,7 +143,7 @@ static gboolean spawn(JetEmbedded *e, GError **error)
                 e->port = colon != NULL ? atoi(colon + 1) : 0;
             }
             g_file_set_contents(e->url_file, e->url, -1, NULL);
-            g_subprocess_wait_async(e->proc, e->cancel, on_exit, e);
+            g_subprocess_wait_async(e->proc, e->cancel, on_server_exit, e);
             return TRUE;
         }
         g_usleep(20000);
@@ -170,7 +170,7 @@ static gboolean respawn(gpointer data)
     return G_SOURCE_REMOVE;
 }
 
-static void on_exit(GObject *source, GAsyncResult *res, gpointer data)
+static void on_server_exit(GObject *source, GAsyncResult *res, gpointer data)
 {
     GSubprocess *proc = G_SUBPROCESS(source);
     if (!g_subprocess_wait_finish(proc, res, NULL))

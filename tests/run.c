@@ -4,6 +4,7 @@
  * published message and leaves no process behind. */
 #include "harness.h"
 
+#include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
 
@@ -201,12 +202,182 @@ static void test_embedded(void)
     g_assert_false(server_on_store(state));
 }
 
+/* Two jethost processes on one consumer, two workers each: every message
+ * handled exactly once, and each process takes a fair share. */
+typedef struct {
+    jsCtx *js;
+    gint64 waiting;
+} WaitingPulls;
+
+static gboolean pulls_waiting(gpointer data)
+{
+    WaitingPulls *wp = data;
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, wp->js, "ORDERS", "billing", NULL, NULL) != NATS_OK)
+        return FALSE;
+    gboolean ok = ci->NumWaiting >= wp->waiting;
+    jsConsumerInfo_Destroy(ci);
+    return ok;
+}
+
+static GHashTable *read_handled(const char *dir, guint *count)
+{
+    g_autofree char *path = g_build_filename(dir, "handled.log", NULL);
+    g_autofree char *text = NULL;
+    GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+    *count = 0;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return seen;
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l != NULL && **l; l++) {
+        guint64 seq = g_ascii_strtoull(*l, NULL, 10);
+        g_hash_table_add(seen, GSIZE_TO_POINTER(seq));
+        (*count)++;
+    }
+    return seen;
+}
+
+static void test_two_hosts(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    GSubprocess *hosts[2];
+    char *dirs[2];
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("two-%d", i);
+        dirs[i] = g_build_filename(jet_test_private_dir(), name, NULL);
+        g_assert_cmpint(g_mkdir(dirs[i], 0700), ==, 0);
+        g_autofree char *extra = g_strdup_printf("workers = 2\nbatch = 10\noption.dir = %s\n", dirs[i]);
+        g_autofree char *text = config_for(jet_test_server_url(srv), plugin, extra);
+        g_autofree char *file = g_strdup_printf("two-%d.conf", i);
+        g_autofree char *conf = jet_test_write_file(file, text);
+        g_autofree char *errfile = g_strdup_printf("two-%d.stderr", i);
+        g_autofree char *errlog = g_build_filename(jet_test_private_dir(), errfile, NULL);
+        const char *args[] = { "run", "-c", conf, NULL };
+        hosts[i] = jet_test_jethost_spawn(errlog, args);
+    }
+    /* Publish only once all four workers have a pull waiting. */
+    WaitingPulls wp = { js, 4 };
+    g_assert_true(jet_test_wait_until(pulls_waiting, &wp, 30000));
+    jet_test_publish_n(js, "orders.new", 10000);
+    FloorWait fw = { js, "ORDERS", "billing", 10000 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 120000));
+    for (int i = 0; i < 2; i++) {
+        g_subprocess_send_signal(hosts[i], SIGTERM);
+        g_assert_cmpint(jet_test_jethost_wait(hosts[i], 20000), ==, 0);
+        g_object_unref(hosts[i]);
+    }
+    guint n[2];
+    g_autoptr(GHashTable) a = read_handled(dirs[0], &n[0]);
+    g_autoptr(GHashTable) b = read_handled(dirs[1], &n[1]);
+    g_test_message("host 0 handled %u, host 1 handled %u", n[0], n[1]);
+    g_assert_cmpuint(n[0] + n[1], ==, 10000);
+    g_assert_cmpuint(g_hash_table_size(a) + g_hash_table_size(b), ==, 10000);
+    for (guint64 s = 1; s <= 10000; s++)
+        g_assert_true(g_hash_table_contains(a, GSIZE_TO_POINTER(s)) != g_hash_table_contains(b, GSIZE_TO_POINTER(s)));
+    g_assert_cmpuint(n[0], >=, 2000);
+    g_assert_cmpuint(n[1], >=, 2000);
+    jsConsumerInfo *ci = jet_test_consumer_info(js, "ORDERS", "billing");
+    g_assert_cmpint(ci->NumRedelivered, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    g_free(dirs[0]);
+    g_free(dirs[1]);
+    jet_test_js_close(nc, js);
+}
+
+/* Any binding that cannot start stops the host at start-up, naming it. */
+static void test_failing_binding_exits(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    g_autofree char *plugin = jet_test_plugin_copy("template");
+    /* manage = bind on a consumer that does not exist. */
+    g_autofree char *text = config_for(jet_test_server_url(srv), plugin, "manage = bind\n");
+    g_autofree char *conf = jet_test_write_file("bind-missing.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "bind-missing.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    g_assert_cmpint(jet_test_jethost_wait(host, 30000), ==, 1);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "binding orders: consumer ORDERS/billing does not exist"));
+
+    /* A plugin whose init fails: exit 3, the binding and the plugin's words named. */
+    g_autofree char *fx = jet_test_plugin_copy("fx_ok");
+    g_autofree char *text2 = config_for(jet_test_server_url(srv), fx, "option.fail_init = true\n");
+    g_autofree char *conf2 = jet_test_write_file("init-fails.conf", text2);
+    const char *args2[] = { "run", "-c", conf2, NULL };
+    g_autoptr(GSubprocess) host2 = jet_test_jethost_spawn(errlog, args2);
+    g_assert_cmpint(jet_test_jethost_wait(host2, 30000), ==, 3);
+    g_free(log);
+    log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "binding orders"));
+    g_assert_nonnull(strstr(log, "init failed: fixture asked to fail"));
+    jet_test_js_close(nc, js);
+}
+
+/* Live schedule: a stream that would expire messages still being retried. */
+static void test_schedule_live(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = "ORDERS";
+    const char *subjects[] = { "orders.>" };
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.MaxAge = (int64_t)10 * 60 * 1000000000LL;
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_AddStream(&si, js, &sc, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(si);
+
+    g_autofree char *plugin = jet_test_plugin_copy("template");
+    g_autofree char *text = config_for(jet_test_server_url(srv), plugin,
+                                       "rungs = 5m, 5m, 5m\nmax_attempts = 4\npostpone_horizon = 0\n");
+    g_autofree char *conf = jet_test_write_file("schedule.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "schedule.stderr", NULL);
+
+    /* Without a server the config alone is fine... */
+    const char *check[] = { "check", "-c", conf, NULL };
+    g_autoptr(GSubprocess) c0 = jet_test_jethost_spawn(errlog, check);
+    g_assert_cmpint(jet_test_jethost_wait(c0, 20000), ==, 0);
+    /* ...against the stream it is not, and run refuses to start. */
+    const char *check_live[] = { "check", "-c", conf, "--server", jet_test_server_url(srv), NULL };
+    g_autoptr(GSubprocess) c1 = jet_test_jethost_spawn(errlog, check_live);
+    g_assert_cmpint(jet_test_jethost_wait(c1, 20000), ==, 3);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "stream-max-age-short"));
+    const char *run[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) r1 = jet_test_jethost_spawn(errlog, run);
+    g_assert_cmpint(jet_test_jethost_wait(r1, 20000), ==, 3);
+
+    /* Fix max_age: both pass. */
+    sc.MaxAge = (int64_t)60 * 60 * 1000000000LL;
+    g_assert_cmpint(js_UpdateStream(&si, js, &sc, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(si);
+    g_autoptr(GSubprocess) c2 = jet_test_jethost_spawn(errlog, check_live);
+    g_assert_cmpint(jet_test_jethost_wait(c2, 20000), ==, 0);
+    jet_test_js_close(nc, js);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/run/thousand-acked-in-order", test_thousand_acked_in_order);
     g_test_add_func("/run/sigterm-mid-stream", test_sigterm_mid_stream);
     g_test_add_func("/run/embedded", test_embedded);
+    g_test_add_func("/run/two-hosts", test_two_hosts);
+    g_test_add_func("/run/schedule-live", test_schedule_live);
+    g_test_add_func("/run/failing-binding-exits", test_failing_binding_exits);
     int rc = g_test_run();
     nats_Close();
     return rc;

@@ -1,0 +1,281 @@
+/* The paced pull engine against a real nats-server, in process: pacing and
+ * the buffer bound, the lease, the byte budget, and the lease fence. */
+#include "harness.h"
+#include "config.h"
+#include "conn.h"
+#include "consumer_setup.h"
+#include "engine.h"
+#include "instance.h"
+#include "plugin_loader.h"
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#include "rig.h"
+
+static void count_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    g_atomic_int_inc((gint *)closure);
+    natsMsg_Destroy(m);
+}
+
+/* A 5 ms handler over 5,000 messages, batch 10: no drops, stream order,
+ * never more than batch held, and pulls counted on the wire by an
+ * independent subscriber. */
+static void test_paced_bounded(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    gint pulls_seen = 0;
+    natsSubscription *spy = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&spy, r.nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c", count_msg,
+                                             &pulls_seen), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
+    jet_test_publish_n(r.js, "orders.new", 5000);
+    gint64 t0 = g_get_monotonic_time();
+    rig_engine(&r, "batch = 10\nexpires = 30s\noption.sleep = 5ms\n");
+
+    FloorWait fw = { &r, 5000 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 120000));
+    gint64 elapsed_ms = (g_get_monotonic_time() - t0) / 1000;
+    rig_stop(&r);
+    natsConnection_Flush(r.nc);
+
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_autoptr(GArray) d = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &d);
+    g_assert_cmpuint(seqs->len, ==, 5000);
+    for (guint i = 0; i < seqs->len; i++) {
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, i + 1);
+        g_assert_cmpuint(g_array_index(d, guint, i), ==, 1);
+    }
+    g_assert_cmpint(g_atomic_int_get(&r.over_bound), ==, 0);
+    g_assert_cmpuint(st.max_held, <=, 10);
+    g_assert_cmpuint(st.max_held, >=, 2);   /* the bound was actually reached for */
+    guint idle_windows = (guint)(elapsed_ms / 30000);
+    g_test_message("%" G_GUINT64_FORMAT " pulls by the engine, %d seen on the wire, %" G_GINT64_FORMAT
+                   " ms, max held %" G_GUINT64_FORMAT,
+                   st.pulls, g_atomic_int_get(&pulls_seen), elapsed_ms, st.max_held);
+    g_assert_cmpint(g_atomic_int_get(&pulls_seen), <=, 5000 / 10 + idle_windows + 1);
+    g_assert_cmpuint(st.pulls, ==, (guint64)g_atomic_int_get(&pulls_seen));
+    g_assert_cmpuint(st.acked, ==, 5000);
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpint(ci->NumRedelivered, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    natsSubscription_Destroy(spy);
+    rig_free(&r);
+}
+
+/* With an early re-pull threshold the buffer stays within batch + threshold. */
+static void test_threshold_bounded(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 2000);
+    rig_engine(&r, "batch = 10\nthreshold = 4\n");
+    FloorWait fw = { &r, 2000 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    g_assert_cmpuint(seqs->len, ==, 2000);
+    for (guint i = 0; i < seqs->len; i++)
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, i + 1);
+    g_test_message("max held %" G_GUINT64_FORMAT ", pulls %" G_GUINT64_FORMAT, st.max_held, st.pulls);
+    g_assert_cmpint(g_atomic_int_get(&r.over_bound), ==, 0);
+    g_assert_cmpuint(st.max_held, <=, 14);
+    /* Early re-pulls are smaller than a batch, so there are more of them. */
+    g_assert_cmpuint(st.pulls, >, 2000 / 10);
+    rig_free(&r);
+}
+
+/* A raw pull kept waiting on the consumer by the test: it receives a
+ * delivery only if the server redelivers one the engine holds. */
+typedef struct {
+    natsSubscription *sub;
+    gint deliveries;
+} RawPull;
+
+static void raw_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    RawPull *rp = closure;
+    (void)nc;
+    (void)sub;
+    const char *reply = natsMsg_GetReply(m);
+    if (reply != NULL && g_str_has_prefix(reply, "$JS.ACK."))
+        g_atomic_int_inc(&rp->deliveries);
+    natsMsg_Destroy(m);
+}
+
+static void raw_pull_start(Rig *r, RawPull *rp, guint expires_s)
+{
+    g_assert_cmpint(natsConnection_Subscribe(&rp->sub, r->nc, "_RAW.pull", raw_on_msg, rp), ==, NATS_OK);
+    g_autofree char *body = g_strdup_printf("{\"batch\":1,\"expires\":%" G_GUINT64_FORMAT "}",
+                                            (guint64)expires_s * G_GUINT64_CONSTANT(1000000000));
+    g_assert_cmpint(natsConnection_PublishRequestString(r->nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c", "_RAW.pull",
+                                                        body), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(r->nc), ==, NATS_OK);
+}
+
+static void test_lease_slow_handler(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 1);
+    rig_engine(&r, "batch = 1\nack_wait = 2s\noption.block_seq = 1\n");
+    g_autofree char *inflight = g_build_filename(r.dir, "inflight-1", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 20000));
+
+    /* The handler holds message 1 for 5 s, past AckWait 2 s. */
+    RawPull rp = { 0 };
+    raw_pull_start(&r, &rp, 8);
+    g_usleep(5 * G_USEC_PER_SEC);
+    g_assert_cmpint(g_atomic_int_get(&rp.deliveries), ==, 0);
+    g_autofree char *go = g_build_filename(r.dir, "go-1", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    FloorWait fw = { &r, 1 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 10000));
+    g_assert_cmpint(g_atomic_int_get(&rp.deliveries), ==, 0);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.lease_extensions, >=, 3);
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpint(ci->NumRedelivered, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    natsSubscription_Destroy(rp.sub);
+    rig_free(&r);
+}
+
+static void test_lease_buffered(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 10);
+    /* Ten messages, one second each, AckWait 2 s: the last waits 9 s in the buffer. */
+    rig_engine(&r, "batch = 10\nack_wait = 2s\noption.sleep = 1s\noption.block_seq = 1\n");
+    /* Message 1 in the handler means the engine's pull took the batch: only
+     * then may the raw pull wait, or it would take messages first. */
+    g_autofree char *inflight = g_build_filename(r.dir, "inflight-1", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 20000));
+    RawPull rp = { 0 };
+    raw_pull_start(&r, &rp, 15);
+    g_autofree char *go = g_build_filename(r.dir, "go-1", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    FloorWait fw = { &r, 10 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    g_assert_cmpint(g_atomic_int_get(&rp.deliveries), ==, 0);
+    g_autoptr(GArray) d = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &d);
+    g_assert_cmpuint(seqs->len, ==, 10);
+    for (guint i = 0; i < d->len; i++)
+        g_assert_cmpuint(g_array_index(d, guint, i), ==, 1);
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpint(ci->NumRedelivered, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    natsSubscription_Destroy(rp.sub);
+    rig_free(&r);
+}
+
+/* Past handler_timeout the lease lapses: the late RETRY is not NAK'd. */
+typedef struct {
+    gint first_delivery;   /* NAK advisories for delivery 1 */
+    gint later;            /* for later deliveries */
+} NakCount;
+
+static void count_nak(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    NakCount *n = closure;
+    (void)nc;
+    (void)sub;
+    g_autoptr(JsonParser) p = json_parser_new();
+    if (json_parser_load_from_data(p, natsMsg_GetData(m), natsMsg_GetDataLength(m), NULL)) {
+        JsonObject *o = json_node_get_object(json_parser_get_root(p));
+        if (json_object_get_int_member_with_default(o, "deliveries", 0) == 1)
+            g_atomic_int_inc(&n->first_delivery);
+        else
+            g_atomic_int_inc(&n->later);
+    }
+    natsMsg_Destroy(m);
+}
+
+static gboolean later_nak_seen(gpointer data)
+{
+    return g_atomic_int_get(&((NakCount *)data)->later) > 0;
+}
+
+static void test_lease_lapses(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    NakCount naks = { 0 };
+    natsSubscription *adv = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&adv, r.nc, "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.ORDERS.c",
+                                             count_nak, &naks), ==, NATS_OK);
+    natsConnection_Flush(r.nc);
+    jet_test_publish_n(r.js, "orders.new", 1);
+    rig_engine(&r, "batch = 1\nack_wait = 2s\nhandler_timeout = 1s\noption.block_seq = 1\noption.verdict = retry\n");
+    g_autofree char *inflight = g_build_filename(r.dir, "inflight-1", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 20000));
+    g_usleep(3500 * 1000);   /* past the 1 s limit, and past AckWait after the last extension */
+    g_autofree char *go = g_build_filename(r.dir, "go-1", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    /* The redelivery (delivery 2) is NAK'd as usual: that proves the advisory
+     * subscription sees NAKs, so the silence for delivery 1 means something. */
+    g_assert_true(jet_test_wait_until(later_nak_seen, &naks, 15000));
+    rig_stop(&r);
+    natsConnection_Flush(r.nc);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.lease_lapsed, ==, 1);
+    g_assert_cmpint(g_atomic_int_get(&naks.first_delivery), ==, 0);
+    g_autoptr(GArray) d = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &d);
+    g_assert_cmpuint(d->len, >=, 2);
+    g_assert_cmpuint(g_array_index(d, guint, 0), ==, 1);
+    g_assert_cmpuint(g_array_index(d, guint, 1), ==, 2);
+    natsSubscription_Destroy(adv);
+    rig_free(&r);
+}
+
+/* A message larger than the binding's max_bytes among small ones. */
+static void test_max_bytes(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    char big[1500];
+    memset(big, 'x', sizeof big);
+    for (int i = 0; i < 5; i++)
+        g_assert_cmpint(js_Publish(NULL, r.js, "orders.small", "s", 1, NULL, NULL), ==, NATS_OK);
+    g_assert_cmpint(js_Publish(NULL, r.js, "orders.big", big, sizeof big, NULL, NULL), ==, NATS_OK);
+    for (int i = 0; i < 5; i++)
+        g_assert_cmpint(js_Publish(NULL, r.js, "orders.small", "s", 1, NULL, NULL), ==, NATS_OK);
+    rig_engine(&r, "batch = 4\nmax_bytes = 600\n");
+    FloorWait fw = { &r, 11 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    g_assert_cmpuint(seqs->len, ==, 11);
+    /* and it keeps running */
+    g_assert_cmpint(js_Publish(NULL, r.js, "orders.small", "s", 1, NULL, NULL), ==, NATS_OK);
+    fw.floor = 12;
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    rig_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/engine/paced-bounded", test_paced_bounded);
+    g_test_add_func("/engine/threshold-bounded", test_threshold_bounded);
+    g_test_add_func("/engine/lease-slow-handler", test_lease_slow_handler);
+    g_test_add_func("/engine/lease-buffered", test_lease_buffered);
+    g_test_add_func("/engine/lease-lapses", test_lease_lapses);
+    g_test_add_func("/engine/max-bytes", test_max_bytes);
+    int rc = g_test_run();
+    nats_Close();
+    return rc;
+}
