@@ -36,6 +36,10 @@ void jet_schedule_input_from_binding(const JetBindingConfig *b, JetScheduleInput
     in->batch = b->batch;
     in->threshold = b->threshold;
     in->max_time_to_dead_letter_ms = b->max_time_to_dead_letter_ms;
+    in->breaker = b->breaker;
+    in->floor_age_ms = b->floor_age_ms;
+    in->min_deliveries = b->min_deliveries;
+    in->ledger_off = !b->ledger;
 }
 
 /* --- durations as people read them ---------------------------------------- */
@@ -292,6 +296,38 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
         }
     }
 
+    /* --- the breaker's room (DESIGN 6; floor_monitor.h) ---------------------- */
+    out->breaker = in->breaker;
+    out->floor_age_ms = in->floor_age_ms;
+    jet_breaker_room(in->breaker, in->floor_age_ms, in->min_deliveries, in->rungs_ms,
+                     in->n_rungs, in->max_attempts, &out->breaker_room);
+    gboolean enforce = in->breaker == JET_BREAKER_MODE_ENFORCE;
+    if (out->breaker_room.applies && out->breaker_room.never_fires) {
+        /* The settlement weighs a claim ahead of exhaustion, so a floor_age
+         * equal to the ladder's reach still fires, on the last attempt:
+         * only more than the reach (`>`) never does. */
+        Dur fa = dur(in->floor_age_ms), reach = dur(out->breaker_room.reach_ms);
+        if (in->floor_age_ms > out->breaker_room.reach_ms)
+            add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-room",
+                "floor_age %s is more than the ladder's reach %s (the rungs served before "
+                "attempt %u): the ladder dead-letters a failing message before it has failed "
+                "for floor_age, so the breaker (%s) can never claim one; lower floor_age to at "
+                "most %s, lengthen the ladder, or set breaker = off",
+                fa.s, reach.s, in->max_attempts, enforce ? "enforce" : "observe", reach.s);
+        else
+            add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-room",
+                "min_deliveries %u is more than max_attempts %u: the ladder dead-letters a "
+                "failing message before its delivery %u, so the breaker (%s) can never claim "
+                "one; lower min_deliveries or set breaker = off",
+                in->min_deliveries, in->max_attempts, in->min_deliveries,
+                enforce ? "enforce" : "observe");
+    }
+    if (in->breaker != JET_BREAKER_MODE_OFF && in->floor_age_ms > 0 && in->ledger_off)
+        add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-ledger",
+            "the breaker (%s) needs the ledger's first-failure time and the binding keeps no "
+            "ledger (ledger = false): it can never claim a message; set ledger = true or "
+            "breaker = off", enforce ? "enforce" : "observe");
+
     /* --- crashes with poison detection off --------------------------------- */
     if (in->crash_limit == 0) {
         Dur aw = dur(out->ack_wait_ms);
@@ -382,6 +418,24 @@ char *jet_schedule_report_format(const JetScheduleReport *r)
     term(s, "crash fallback", crash.s, why);
     term(s, "worst case", unlimited_or(r, &worst), "the sum: the longest a message can take "
                                                    "to be dead-lettered");
+
+    if (r->breaker_room.applies) {
+        Dur fa = dur(r->floor_age_ms);
+        const char *mode = r->breaker == JET_BREAKER_MODE_ENFORCE ? "enforce" : "observe";
+        g_free(why);
+        if (r->breaker_room.never_fires)
+            why = g_strdup_printf("floor_age (breaker %s): never claims, the ladder dead-letters "
+                                  "first", mode);
+        else if (r->breaker_room.only_at_exhaustion)
+            why = g_strdup_printf("floor_age (breaker %s): can claim only at the last attempt "
+                                  "(failure %" G_GUINT64_FORMAT "), where exhaustion would "
+                                  "dead-letter anyway", mode, r->breaker_room.first_failure_k);
+        else
+            why = g_strdup_printf("floor_age (breaker %s): can claim from failure %"
+                                  G_GUINT64_FORMAT "%s", mode, r->breaker_room.first_failure_k,
+                                  r->unlimited ? "" : ", before the ladder ends");
+        term(s, "breaker", fa.s, why);
+    }
 
     Dur md = count_or_unlimited(r->max_deliver), map = count_or_unlimited(r->max_ack_pending);
     g_string_append_printf(s, "  checked with AckWait %s, MaxDeliver %s, MaxAckPending %s (%s), "

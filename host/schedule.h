@@ -19,6 +19,7 @@
 #define JET_SCHEDULE_H
 
 #include "config.h"
+#include "floor_monitor.h"
 
 #include <glib.h>
 
@@ -35,6 +36,12 @@ typedef struct {
     guint capture_reserve;
     guint crash_limit;                /* strikes before poison; 0 = poison off */
     guint workers, batch, threshold;  /* the pull engine: what one binding holds in hand */
+
+    /* The breaker (floor_monitor.h): its room check. */
+    JetBreakerMode breaker;           /* observe (0), enforce, off */
+    guint64 floor_age_ms;             /* 0 = monitor and breaker off */
+    guint min_deliveries;
+    gboolean ledger_off;              /* the binding keeps no ledger (ledger = false) */
 
     /* --- Optional bound --------------------------------------------------- */
     guint64 max_time_to_dead_letter_ms;   /* 0 = no bound */
@@ -90,6 +97,12 @@ typedef struct {
     gint64 max_deliver;               /* <= 0 = unlimited */
     gint64 max_ack_pending;           /* <= 0 = unlimited */
     guint64 in_hand;                  /* workers x (batch + threshold) */
+
+    /* Where on the ladder the breaker can first claim (room.applies FALSE:
+     * breaker off, floor_age 0 or unlimited attempts). */
+    JetBreakerMode breaker;
+    guint64 floor_age_ms;
+    JetBreakerRoom breaker_room;
 
     guint n_errors, n_warnings;
     gsize n_violations;

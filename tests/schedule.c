@@ -620,6 +620,10 @@ static void test_from_binding(void)
     b.workers = 3;
     b.batch = 20;
     b.threshold = 5;
+    b.ledger = TRUE;
+    b.floor_age_ms = 5 * M;
+    b.breaker = JET_BREAKER_MODE_ENFORCE;
+    b.min_deliveries = 3;
 
     JetScheduleInput in;
     memset(&in, 0x5a, sizeof in);   /* everything not from the binding must be zeroed */
@@ -643,13 +647,136 @@ static void test_from_binding(void)
     g_assert_false(in.has_ledger);
     g_assert_null(in.backoff_ms);
     g_assert_cmpuint(in.n_backoff, ==, 0);
+    g_assert_cmpint(in.breaker, ==, JET_BREAKER_MODE_ENFORCE);
+    g_assert_cmpuint(in.floor_age_ms, ==, 5 * M);
+    g_assert_cmpuint(in.min_deliveries, ==, 3);
+    g_assert_false(in.ledger_off);
 
     JetScheduleReport r = check(&in);
+    /* 5m is reached after 2 + 7 + 60 x 5 s = 309 s, before failure 8 of 9. */
+    g_assert_true(r.breaker_room.applies);
+    g_assert_cmpuint(r.breaker_room.first_failure_k, ==, 8);
     /* 2 + 7 + 60 x 6 s */
     g_assert_cmpuint(r.ladder_ms, ==, 369 * S);
     g_assert_cmpuint(r.crash_fallback_ms, ==, 180 * S);
     g_assert_cmpuint(r.in_hand, ==, 75);
     assert_codes(&r, NONE);   /* MaxDeliver 12 >= 9 + 2; 500 >= 150 */
+}
+
+/* --- the breaker's room (DESIGN 6) ------------------------------------------ */
+
+static void assert_contains(const char *text, const char *needle);
+
+/* Rungs 5m, 4 attempts: the ladder reaches 15m before the last attempt.  A
+ * claim is weighed ahead of exhaustion, so floor_age 15m can still fire
+ * (on the last attempt); 15m + 1ms never does (`>` is the never-fires line):
+ * a warning in observe, an error in enforce. */
+static const guint64 rung_5m[] = { 5 * M };
+
+static JetScheduleInput breaker_base(JetBreakerMode mode, guint64 floor_age)
+{
+    JetScheduleInput in = base();
+    in.rungs_ms = rung_5m;
+    in.n_rungs = 1;
+    in.max_attempts = 4;
+    in.breaker = mode;
+    in.floor_age_ms = floor_age;
+    in.min_deliveries = 2;
+    return in;
+}
+
+static void test_breaker_room(void)
+{
+    JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OBSERVE, 15 * M);
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_cmpuint(r.ladder_ms, ==, 15 * M);
+    g_assert_true(r.breaker_room.applies);
+    g_assert_true(r.breaker_room.only_at_exhaustion);
+    g_assert_false(r.breaker_room.never_fires);
+    g_assert_cmpuint(r.breaker_room.first_failure_k, ==, 4);
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    in = breaker_base(JET_BREAKER_MODE_OBSERVE, 15 * M + 1);
+    r = check(&in);
+    assert_codes(&r, CODES("breaker-no-room"));
+    assert_severity(&r, "breaker-no-room", JET_SCHEDULE_WARNING);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "breaker-no-room")->message,
+                            "floor_age 15m 1ms is more than the ladder's reach 15m"));
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    r = check(&in);
+    assert_codes(&r, CODES("breaker-no-room"));
+    assert_severity(&r, "breaker-no-room", JET_SCHEDULE_ERROR);
+    in.breaker = JET_BREAKER_MODE_OFF;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_false(r.breaker_room.applies);
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    in.floor_age_ms = 0;             /* monitor off */
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.floor_age_ms = 100 * H;
+    in.max_attempts = 0;             /* unlimited: always room */
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    /* min_deliveries past the last attempt: no room either. */
+    in = breaker_base(JET_BREAKER_MODE_ENFORCE, 1 * M);
+    in.min_deliveries = 4;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.min_deliveries = 5;
+    r = check(&in);
+    assert_codes(&r, CODES("breaker-no-room"));
+    assert_severity(&r, "breaker-no-room", JET_SCHEDULE_ERROR);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "breaker-no-room")->message,
+                            "min_deliveries 5 is more than max_attempts 4"));
+}
+
+/* A breaker without the ledger's first-failure time can never claim. */
+static void test_breaker_no_ledger(void)
+{
+    JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OBSERVE, 10 * M);
+    in.ledger_off = TRUE;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, CODES("breaker-no-ledger"));
+    assert_severity(&r, "breaker-no-ledger", JET_SCHEDULE_WARNING);
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    r = check(&in);
+    assert_severity(&r, "breaker-no-ledger", JET_SCHEDULE_ERROR);
+    in.breaker = JET_BREAKER_MODE_OFF;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.breaker = JET_BREAKER_MODE_OBSERVE;
+    in.floor_age_ms = 0;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+static void test_breaker_text(void)
+{
+    static const struct {
+        guint64 floor_age;
+        const char *text;
+    } cases[] = {
+        { 10 * M, "breaker             10m            floor_age (breaker observe): can claim from failure 3, before the ladder ends" },
+        { 15 * M, "breaker             15m            floor_age (breaker observe): can claim only at the last attempt (failure 4), where exhaustion would dead-letter anyway" },
+        { 15 * M + 1, "breaker             15m 1ms        floor_age (breaker observe): never claims, the ladder dead-letters first" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OBSERVE, cases[i].floor_age);
+        JetScheduleReport r = check(&in);
+        g_autofree char *text = jet_schedule_report_format(&r);
+        g_test_message("%s", text);
+        assert_contains(text, cases[i].text);
+    }
+    /* No line when the breaker is off. */
+    JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OFF, 15 * M);
+    JetScheduleReport r = check(&in);
+    g_autofree char *text = jet_schedule_report_format(&r);
+    g_assert_null(strstr(text, "breaker "));
 }
 
 /* --- the text ------------------------------------------------------------- */
@@ -781,6 +908,9 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/overflow", test_overflow);
     g_test_add_func("/schedule/policy-only", test_policy_only);
     g_test_add_func("/schedule/from-binding", test_from_binding);
+    g_test_add_func("/schedule/breaker/room", test_breaker_room);
+    g_test_add_func("/schedule/breaker/no-ledger", test_breaker_no_ledger);
+    g_test_add_func("/schedule/breaker/text", test_breaker_text);
     g_test_add_func("/schedule/format/duration", test_format_duration);
     g_test_add_func("/schedule/format/report", test_format_report);
     return g_test_run();
