@@ -114,6 +114,11 @@ static const KeyDef host_keys[] = {
       "timeout of one connection attempt" },
     { "drain_timeout", K_DURATION, "30s", NULL, FALSE, 0, DURATION_MAX_MS, H(drain_timeout_ms),
       "how long a drain (SIGTERM) may take before unfinished work is left to redelivery" },
+    { "ledger_bucket", K_NAME, "jethost_ledger", NULL, FALSE, NOB, H(ledger_bucket),
+      "the attempt ledger's KV bucket (created when any binding is managed)" },
+    { "ledger_max_age", K_DURATION, "7d", NULL, FALSE, 1000, DURATION_MAX_MS, H(ledger_max_age_ms),
+      "how long a ledger record (and a breaker claim) lives; longer than any retry schedule "
+      "(`jethost check` compares)" },
 };
 
 static const KeyDef binding_keys[] = {
@@ -690,6 +695,7 @@ static void host_clear(JetHostConfig *h)
     g_free(h->tls_ca);
     g_free(h->tls_cert);
     g_free(h->tls_key);
+    g_free(h->ledger_bucket);
     memset(h, 0, sizeof *h);
 }
 

@@ -38,6 +38,8 @@ typedef struct {
     guint connect_attempts;  /* first connect: attempts before giving up */
     guint64 connect_timeout_ms;
     guint64 drain_timeout_ms;     /* how long a drain may take before unfinished work is left */
+    char *ledger_bucket;          /* the attempt ledger's KV bucket */
+    guint64 ledger_max_age_ms;    /* every ledger entry expires after this */
 } JetHostConfig;
 
 typedef struct {
