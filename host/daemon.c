@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "errors.h"
 #include "instance.h"
+#include "ledger.h"
 #include "log.h"
 #include "plugin_loader.h"
 #include "schedule.h"
@@ -205,6 +206,8 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     Daemon d = { 0 };
     JetEmbedded *embedded = NULL;
     JetConn *conn = NULL;
+    jsCtx *ledger_js = NULL;
+    JetLedger *ledger = NULL;
     g_auto(GStrv) urls = NULL;
     int rc = JET_EXIT_OK;
 
@@ -259,6 +262,31 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
             goto out;
         }
     }
+    /* The attempt ledger, on a JetStream context of its own with a short
+     * wait: a handler thread waits on it, and an unreachable ledger must
+     * fall back quickly, not hang. */
+    gboolean want_ledger = FALSE, create_ledger = FALSE;
+    for (guint i = 0; i < d.bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d.bindings, i);
+        want_ledger |= bd->b->ledger;
+        create_ledger |= bd->b->ledger && bd->b->manage == JET_MANAGE_CREATE;
+    }
+    if (want_ledger) {
+        jsOptions jo;
+        jsOptions_Init(&jo);
+        jo.Wait = 1000;
+        natsConnection_JetStream(&ledger_js, jet_conn_nats(conn), &jo);
+        ledger = jet_ledger_open(ledger_js, d.cfg->host.ledger_bucket, create_ledger,
+                                 d.cfg->host.ledger_max_age_ms, &err);
+        if (ledger == NULL) {
+            jet_log(JET_LOG_ERROR, NULL, "failed", "the attempt ledger (bucket %s): %s", d.cfg->host.ledger_bucket,
+                    err->message);
+            rc = JET_EXIT_FAILURE;
+            goto out;
+        }
+        jet_ledger_set_cooldown(ledger, 2000);
+    }
+
     /* The schedule with what the server says: a configuration that cannot
      * work is refused before it runs (docs/schedule.md). */
     for (guint i = 0; i < d.bindings->len; i++) {
@@ -272,6 +300,10 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         in.consumer_ack_wait_ms = bd->facts.ack_wait_ms;
         in.consumer_max_deliver = bd->facts.max_deliver;
         in.consumer_max_ack_pending = bd->facts.max_ack_pending;
+        if (ledger != NULL && bd->b->ledger) {
+            in.has_ledger = TRUE;
+            in.ledger_max_age_ms = jet_ledger_max_age_ms(ledger);
+        }
         jet_schedule_check(&in, &report);
         for (guint v = 0; v < report.n_violations; v++)
             jet_log(report.violations[v].severity == JET_SCHEDULE_ERROR ? JET_LOG_ERROR : JET_LOG_WARNING,
@@ -287,6 +319,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         bd->engine = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
+        jet_engine_set_ledger(bd->engine, ledger, d.cfg->host.name);
         jet_engine_start(bd->engine);
     }
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
@@ -315,6 +348,9 @@ out:
         bd->engine = NULL;
     }
     g_ptr_array_unref(d.bindings);
+    jet_ledger_close(ledger);
+    if (ledger_js != NULL)
+        jsCtx_Destroy(ledger_js);
     jet_conn_close(conn);
     jet_embedded_stop(embedded);
     g_main_loop_unref(d.loop);

@@ -1,4 +1,5 @@
 #include "engine.h"
+#include "engine_private.h"
 #include "ack_subject.h"
 #include "jet_msg.h"
 #include "log.h"
@@ -7,98 +8,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* A pull that ended early with nothing is followed by this pause, so a storm
- * of terminal statuses cannot become a hot loop (seed 003). */
-#define GUARD_DELAY_US (500 * 1000)
-/* How long a worker waits for its queue before checking deadlines. */
-#define TAKE_STEP_US (100 * 1000)
-/* Pulls outstanding per worker: the live one and an early re-pull. */
-#define MAX_PULLS 4
-/* How often the lease keeper reads the consumer's ack floor. */
-#define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
-
-typedef enum { ITEM_MSG, ITEM_WAKE } ItemKind;
-
-/* One thing on a worker's queue, with when it arrived on the connection. */
-typedef struct {
-    ItemKind kind;
-    natsMsg *msg;
-    gint64 arrived_us;
-    /* lease state, guarded by the engine's lease lock while in the held set */
-    gint64 extended_us;        /* last +WPI (or arrival) */
-    gint64 handler_since_us;   /* 0: buffered */
-    gboolean stale;            /* lease lapsed: never NAK'd */
-    gboolean is_delivery;
-} Item;
-
-typedef struct {
-    guint id;
-    guint batch;
-    guint received;
-    gint64 issued_us;
-    gint64 deadline_us;
-    gboolean active;
-} Pull;
-
-typedef struct {
-    JetEngine *eng;
-    guint index;
-    GThread *thread;
-    natsSubscription *sub;
-    char *inbox;               /* the prefix; pull N replies to <inbox>.N */
-    GAsyncQueue *queue;        /* of Item* */
-    gint buffered;             /* atomic: deliveries queued, not yet taken */
-    gint64 last_heard_us;      /* atomic: anything arrived on the inbox */
-    Pull pulls[MAX_PULLS];
-    guint next_pull_id;
-    guint generation;
-    gboolean alone_next;       /* fetch one message without a byte budget */
-    guint idle_windows;        /* consecutive pulls that ended with nothing */
-    guint64 invalid_backoff_ms;
-} Worker;
-
-struct JetEngine {
-    JetConn *conn;
-    const JetBindingConfig *b;
-    JetInstance *inst;
-    JetConsumerFacts facts;
-    JetSettlePolicy policy;
-    char *next_subject;        /* $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> */
-    Worker *workers;
-    guint n_workers;
-    gint stopping;             /* atomic */
-
-    GMutex stats_lock;
-    JetEngineStats stats;
-
-    /* The lease keeper and the set of messages the host holds. */
-    GThread *keeper;
-    GMutex lease_lock;
-    GCond lease_cond;
-    GHashTable *held;          /* Item* set */
-    gboolean keeper_quit;
-
-    JetEngineTakeHook take_hook;
-    gpointer take_hook_data;
-
-    /* Recovery: one worker at a time re-creates or waits for the consumer. */
-    GMutex recover_lock;
-    guint64 observed_floor;    /* atomic (stats_lock): the last ack floor seen in consumer info */
-    gint64 observed_at_us;
-};
-
-#define STAT_ADD(e, field, n)                 \
-    do {                                      \
-        g_mutex_lock(&(e)->stats_lock);       \
-        (e)->stats.field += (n);              \
-        g_mutex_unlock(&(e)->stats_lock);     \
-    } while (0)
-
-static gint64 now_us(void)
-{
-    return g_get_monotonic_time();
-}
 
 static gboolean engine_stopping(JetEngine *e)
 {
@@ -135,6 +44,9 @@ static void on_message(natsConnection *nc, natsSubscription *sub, natsMsg *m, vo
     const char *reply = natsMsg_GetReply(m);
     if (reply != NULL && g_str_has_prefix(reply, "$JS.ACK.")) {
         it->is_delivery = TRUE;
+        JetAckMeta meta;
+        if (jet_ack_subject_parse(reply, &meta))
+            it->stream_seq = meta.stream_seq;
         g_atomic_int_inc(&w->buffered);
         /* Held from the moment it arrives: the lease covers the buffer too. */
         g_mutex_lock(&e->lease_lock);
@@ -160,7 +72,7 @@ static void on_reconnect(gpointer data)
 
 /* --- settling ------------------------------------------------------------ */
 
-static void publish_ack(JetEngine *e, const char *reply, const char *body)
+void jet__publish_ack(JetEngine *e, const char *reply, const char *body)
 {
     natsStatus s = natsConnection_PublishString(jet_conn_nats(e->conn), reply, body);
     if (s != NATS_OK)
@@ -169,119 +81,20 @@ static void publish_ack(JetEngine *e, const char *reply, const char *body)
                 natsStatus_GetText(s));
 }
 
-static void publish_nak_delay(JetEngine *e, const char *reply, guint64 delay_ms)
+void jet__publish_nak_delay(JetEngine *e, const char *reply, guint64 delay_ms)
 {
     char body[64];
     snprintf(body, sizeof body, "-NAK {\"delay\": %" G_GUINT64_FORMAT "}", delay_ms * G_GUINT64_CONSTANT(1000000));
-    publish_ack(e, reply, body);
+    jet__publish_ack(e, reply, body);
 }
 
-/* Removes the item from the held set; returns whether its lease lapsed. */
-static gboolean release_hold(JetEngine *e, Item *it)
+gboolean jet__release_hold(JetEngine *e, Item *it)
 {
     g_mutex_lock(&e->lease_lock);
     g_hash_table_remove(e->held, it);
     gboolean stale = it->stale;
     g_mutex_unlock(&e->lease_lock);
     return stale;
-}
-
-static void handle_delivery(Worker *w, Item *it, const JetAckMeta *meta)
-{
-    JetEngine *e = w->eng;
-    natsMsg *m = it->msg;
-    const char *reply = natsMsg_GetReply(m);
-    char stream[256], consumer[256];
-    g_strlcpy(stream, meta->stream, MIN(sizeof stream, meta->stream_len + 1));
-    g_strlcpy(consumer, meta->consumer, MIN(sizeof consumer, meta->consumer_len + 1));
-
-    jet_msg jm;
-    memset(&jm, 0, sizeof jm);
-    jm.nmsg = m;
-    jm.subject = natsMsg_GetSubject(m);
-    jm.data = natsMsg_GetData(m);
-    jm.len = (size_t)natsMsg_GetDataLength(m);
-    jm.stream = stream;
-    jm.consumer = consumer;
-    jm.stream_seq = meta->stream_seq;
-    jm.consumer_seq = meta->consumer_seq;
-    jm.deliveries = (uint32_t)MIN(meta->delivered, G_MAXUINT32);
-    jm.has_enqueued = meta->timestamp_ns > 0;
-    jm.enqueued_ns = meta->timestamp_ns;
-    /* Until the attempt ledger lands, the delivery count is all we know:
-     * every earlier delivery counts as a failure (the ledger's documented
-     * fallback), which can only dead-letter early, never late. */
-    jm.failures = jm.deliveries > 0 ? jm.deliveries - 1 : 0;
-    jet_msg_reset_verdict(&jm);
-
-    g_mutex_lock(&e->lease_lock);
-    it->handler_since_us = now_us();
-    g_mutex_unlock(&e->lease_lock);
-
-    int verdict = jet_instance_handle(e->inst, &jm);
-
-    JetSettleFacts f = {
-        .verdict = verdict,
-        .has_delay = jm.has_delay,
-        .delay_ms = jm.delay_ms,
-        .reason_too_long = jm.reason_too_long,
-        .reason = jm.has_reason ? jm.reason : NULL,
-        .deliveries = jm.deliveries,
-        .has_enqueued = jm.has_enqueued,
-        .enqueued_ns = jm.enqueued_ns,
-        .now_ns = jet_instance_now_ns(e->inst),
-        .failures = jm.failures,
-        .postpones = jm.postpones,
-    };
-    JetSettleAction a;
-    jet_settle_decide(&e->policy, &f, &a);
-    gboolean stale = release_hold(e, it);
-
-    switch (a.kind) {
-    case JET_ACTION_ACK:
-        publish_ack(e, reply, "+ACK");
-        STAT_ADD(e, acked, 1);
-        break;
-    case JET_ACTION_RETRY:
-    case JET_ACTION_POSTPONE:
-        if (a.kind == JET_ACTION_RETRY)
-            STAT_ADD(e, handler_failed, 1);
-        if (stale) {
-            /* The server has handed it to someone else by now: a NAK would
-             * release their delivery, so it is left to them (seed 002). */
-            jet_log(JET_LOG_WARNING, e->b->name, "stale-result",
-                    "stream seq %" G_GUINT64_FORMAT ": %s after the lease lapsed; not released",
-                    meta->stream_seq, jet_action_name(a.kind));
-            break;
-        }
-        publish_nak_delay(e, reply, a.delay_ms);
-        if (a.kind == JET_ACTION_RETRY)
-            STAT_ADD(e, retried, 1);
-        else
-            STAT_ADD(e, postponed, 1);
-        jet_log(JET_LOG_INFO, e->b->name, jet_action_name(a.kind),
-                "stream seq %" G_GUINT64_FORMAT " delivery %u: %s in %" G_GUINT64_FORMAT " ms%s%s",
-                meta->stream_seq, jm.deliveries, jet_action_name(a.kind), a.delay_ms,
-                a.reason[0] ? ": " : "", a.reason);
-        break;
-    case JET_ACTION_CAPTURE:
-        /* Capture-then-ack is not built yet: the message is kept for
-         * redelivery with the last rung's delay.  Never acked, never Term'd. */
-        if (!stale)
-            publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
-        STAT_ADD(e, stranded, 1);
-        jet_log(JET_LOG_ERROR, e->b->name, "capture-pending",
-                "stream seq %" G_GUINT64_FORMAT " delivery %u: would be dead-lettered (%s%s%s); "
-                "dead-lettering is not available yet, so it stays on the consumer",
-                meta->stream_seq, jm.deliveries, jet_cause_name(a.cause), a.reason[0] ? ": " : "", a.reason);
-        break;
-    }
-    STAT_ADD(e, messages, 1);
-    if (jet_log_enabled(JET_LOG_DEBUG))
-        jet_log(JET_LOG_DEBUG, e->b->name, "settled", "seq %" G_GUINT64_FORMAT " %s delivery %u: %s%s%s%s",
-                meta->stream_seq, jm.subject, jm.deliveries, jet_action_name(a.kind),
-                a.kind == JET_ACTION_CAPTURE ? " " : "", a.kind == JET_ACTION_CAPTURE ? jet_cause_name(a.cause) : "",
-                stale ? " (stale)" : "");
 }
 
 /* --- pulls --------------------------------------------------------------- */
@@ -513,9 +326,12 @@ static void release_item(Worker *w, Item *it)
 {
     JetEngine *e = w->eng;
     if (it->kind == ITEM_MSG && it->is_delivery) {
-        gboolean stale = release_hold(e, it);
+        gboolean stale = jet__release_hold(e, it);
         if (!stale) {
-            publish_ack(e, natsMsg_GetReply(it->msg), "-NAK");
+            JetAckMeta meta;
+            if (jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta))
+                jet__record_release(e, &meta);
+            jet__publish_ack(e, natsMsg_GetReply(it->msg), "-NAK");
             STAT_ADD(e, released, 1);
         }
     }
@@ -552,7 +368,7 @@ static void take_one(Worker *w, Item *it)
 
     JetAckMeta meta;
     if (!jet_ack_subject_parse(natsMsg_GetReply(m), &meta)) {
-        release_hold(e, it);
+        jet__release_hold(e, it);
         STAT_ADD(e, not_jetstream, 1);
         jet_log(JET_LOG_WARNING, e->b->name, "not-a-delivery", "reply subject '%s' is not a JetStream ack subject",
                 natsMsg_GetReply(m));
@@ -575,7 +391,7 @@ static void take_one(Worker *w, Item *it)
     }
     if (e->take_hook != NULL)
         e->take_hook(w->index, held, e->take_hook_data);
-    handle_delivery(w, it, &meta);
+    jet__deliver(e, it, &meta);
     natsMsg_Destroy(m);
     g_free(it);
 }
@@ -650,6 +466,46 @@ static gpointer worker_main(gpointer data)
     return NULL;
 }
 
+/* Reads consumer info: the ack floor (recovery starts there) and, with a
+ * floor monitor, a stall sample. */
+static void observe_consumer(JetEngine *e)
+{
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, e->b->consumer, NULL, NULL) != NATS_OK)
+        return;
+    observe_floor(e, ci->AckFloor.Stream);
+    if (e->floor != NULL) {
+        JetFloorSample sample = {
+            .now_ns = g_get_real_time() * 1000,
+            .ack_floor = ci->AckFloor.Stream,
+            .delivered = ci->Delivered.Stream,
+            .num_ack_pending = ci->NumAckPending,
+            .max_ack_pending = ci->Config->MaxAckPending,
+            .num_waiting = ci->NumWaiting,
+            .num_pending = ci->NumPending,
+        };
+        g_mutex_lock(&e->lease_lock);
+        GHashTableIter iter;
+        gpointer key;
+        g_hash_table_iter_init(&iter, e->held);
+        while (!sample.holds_next && g_hash_table_iter_next(&iter, &key, NULL))
+            sample.holds_next = ((Item *)key)->stream_seq == sample.ack_floor + 1;
+        g_mutex_unlock(&e->lease_lock);
+        JetFloorReport report;
+        jet_floor_monitor_observe(e->floor, &sample, &report);
+        char line[512];
+        if (report.log_line) {
+            jet_floor_report_format(&report, FALSE, line, sizeof line);
+            jet_log(JET_LOG_WARNING, e->b->name, "floor-stalled", "%s", line);
+        }
+        if (report.log_saturation) {
+            jet_floor_report_format(&report, TRUE, line, sizeof line);
+            jet_log(JET_LOG_WARNING, e->b->name, "ack-pending-saturated", "%s", line);
+        }
+    }
+    jsConsumerInfo_Destroy(ci);
+}
+
 /* --- the lease keeper ---------------------------------------------------- */
 
 static gpointer keeper_main(gpointer data)
@@ -660,16 +516,18 @@ static gpointer keeper_main(gpointer data)
     gint64 limit_us = (gint64)e->b->handler_timeout_ms * 1000;
 
     gint64 next_observe = 0;
+    gint64 observe_every_us = FLOOR_OBSERVE_US;
+    if (e->b->floor_age_ms > 0)
+        observe_every_us = MIN(observe_every_us,
+                               (gint64)jet_floor_monitor_poll_interval_ms(e->b->floor_age_ms) * 1000);
     g_mutex_lock(&e->lease_lock);
     while (!e->keeper_quit) {
         if (now_us() >= next_observe) {
             /* The ack floor, so a consumer that has to be re-created starts
              * where the fleet was, not at the start of the stream. */
             g_mutex_unlock(&e->lease_lock);
-            guint64 floor = 0;
-            if (jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor) == 1)
-                observe_floor(e, floor);
-            next_observe = now_us() + FLOOR_OBSERVE_US;
+            observe_consumer(e);
+            next_observe = now_us() + observe_every_us;
             g_mutex_lock(&e->lease_lock);
             if (e->keeper_quit)
                 break;
@@ -735,6 +593,17 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     g_mutex_init(&e->stats_lock);
     g_mutex_init(&e->lease_lock);
     g_mutex_init(&e->recover_lock);
+    g_rw_lock_init(&e->isolation);
+    e->host_name = g_strdup(g_get_host_name());
+    if (b->floor_age_ms > 0) {
+        JetFloorPolicy fp = { .floor_age_ns = (gint64)b->floor_age_ms * 1000000 };
+        e->floor = jet_floor_monitor_new(&fp);
+    }
+    e->breaker = (JetBreakerPolicy){
+        .mode = b->breaker,
+        .floor_age_ns = (gint64)b->floor_age_ms * 1000000,
+        .min_deliveries = b->min_deliveries,
+    };
     g_cond_init(&e->lease_cond);
     e->held = g_hash_table_new(g_direct_hash, g_direct_equal);
     e->n_workers = MAX(b->workers, 1);
@@ -747,6 +616,23 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     }
     jet_conn_on_reconnect(conn, on_reconnect, e);
     return e;
+}
+
+void jet_engine_set_ledger(JetEngine *e, JetLedger *ledger, const char *host_name)
+{
+    e->ledger = e->b->ledger ? ledger : NULL;
+    if (host_name != NULL) {
+        g_free(e->host_name);
+        e->host_name = g_strdup(host_name);
+    }
+}
+
+void jet_engine_floor_stats(JetEngine *e, JetFloorStats *out)
+{
+    if (e->floor != NULL)
+        jet_floor_monitor_stats(e->floor, out);
+    else
+        memset(out, 0, sizeof *out);
 }
 
 void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data)
@@ -831,6 +717,9 @@ void jet_engine_free(JetEngine *e)
     g_mutex_clear(&e->stats_lock);
     g_mutex_clear(&e->lease_lock);
     g_mutex_clear(&e->recover_lock);
+    g_rw_lock_clear(&e->isolation);
+    jet_floor_monitor_free(e->floor);
+    g_free(e->host_name);
     g_cond_clear(&e->lease_cond);
     g_free(e->next_subject);
     g_free(e);

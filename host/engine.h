@@ -18,7 +18,9 @@
 #include "config.h"
 #include "conn.h"
 #include "consumer_setup.h"
+#include "floor_monitor.h"
 #include "instance.h"
+#include "ledger.h"
 
 typedef struct JetEngine JetEngine;
 
@@ -39,6 +41,10 @@ typedef struct {
     guint64 not_jetstream;     /* messages on the inbox that were not deliveries */
     guint64 refused_pulls;     /* the server found the pull invalid for the consumer */
     guint64 observed_floor;    /* the last ack floor read from consumer info */
+    guint64 ledger_fallbacks;  /* deliveries settled without the ledger (unreachable) */
+    guint64 suspects;          /* deliveries handled alone (crash attribution) */
+    guint64 strikes;           /* suspects that found the isolation marker set */
+    guint64 poison;            /* captured as poison without running the handler */
 } JetEngineStats;
 
 /* Called by a worker with each message it takes, before the handler runs
@@ -50,6 +56,14 @@ typedef void (*JetEngineTakeHook)(guint worker, guint held, gpointer data);
 JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *binding, JetInstance *inst,
                           const JetConsumerFacts *facts);
 void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data);
+
+/* The attempt ledger (borrowed; NULL: none, the delivery count is all the
+ * engine knows) and this host's name, for the isolation marker, breaker
+ * claims and provenance.  Before jet_engine_start(). */
+void jet_engine_set_ledger(JetEngine *e, JetLedger *ledger, const char *host_name);
+
+/* The floor monitor's counters and gauges (zero when floor_age is 0). */
+void jet_engine_floor_stats(JetEngine *e, JetFloorStats *out);
 
 /* Starts the workers and the lease keeper. */
 void jet_engine_start(JetEngine *e);

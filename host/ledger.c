@@ -492,6 +492,11 @@ static JetLedgerStatus note(JetLedger *l, JetLedgerStatus st)
     return st;
 }
 
+kvStore *jet_ledger_kv(JetLedger *l)
+{
+    return l->kv;
+}
+
 const char *jet_ledger_bucket(const JetLedger *l)
 {
     g_return_val_if_fail(l != NULL, NULL);

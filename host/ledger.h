@@ -163,6 +163,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetLedger, jet_ledger_close)
 void jet_ledger_set_cooldown(JetLedger *l, guint cooldown_ms);
 
 const char *jet_ledger_bucket(const JetLedger *l);
+/* The bucket's kvStore (the breaker's claims live in the same bucket). */
+kvStore *jet_ledger_kv(JetLedger *l);
 /* The bucket's MaxAge as the server reported it at open (0 = never expires:
  * a bound bucket can be like that; a warning was logged). */
 guint64 jet_ledger_max_age_ms(const JetLedger *l);

@@ -1,0 +1,130 @@
+/* The engine's insides, shared by the pull loop (engine.c) and the
+ * settlement executor (executor.c).  Not for anyone else. */
+#ifndef JET_ENGINE_PRIVATE_H
+#define JET_ENGINE_PRIVATE_H
+
+#include "ack_subject.h"
+#include "engine.h"
+#include "floor_monitor.h"
+#include "ledger.h"
+#include "settle.h"
+
+#include <nats/nats.h>
+
+/* A pull that ended early with nothing is followed by this pause, so a storm
+ * of terminal statuses cannot become a hot loop (seed 003). */
+#define GUARD_DELAY_US (500 * 1000)
+/* How long a worker waits for its queue before checking deadlines. */
+#define TAKE_STEP_US (100 * 1000)
+/* Pulls outstanding per worker: the live one and an early re-pull. */
+#define MAX_PULLS 4
+/* How often the lease keeper reads the consumer's ack floor. */
+#define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
+
+typedef enum { ITEM_MSG, ITEM_WAKE } ItemKind;
+
+/* One thing on a worker's queue, with when it arrived on the connection. */
+typedef struct {
+    ItemKind kind;
+    natsMsg *msg;
+    gint64 arrived_us;
+    /* lease state, guarded by the engine's lease lock while in the held set */
+    gint64 extended_us;        /* last +WPI (or arrival) */
+    gint64 handler_since_us;   /* 0: buffered */
+    gboolean stale;            /* lease lapsed: never NAK'd */
+    gboolean is_delivery;
+    guint64 stream_seq;        /* parsed at arrival (0 when the subject does not parse) */
+} Item;
+
+typedef struct {
+    guint id;
+    guint batch;
+    guint received;
+    gint64 issued_us;
+    gint64 deadline_us;
+    gboolean active;
+} Pull;
+
+typedef struct {
+    JetEngine *eng;
+    guint index;
+    GThread *thread;
+    natsSubscription *sub;
+    char *inbox;               /* the prefix; pull N replies to <inbox>.N */
+    GAsyncQueue *queue;        /* of Item* */
+    gint buffered;             /* atomic: deliveries queued, not yet taken */
+    gint64 last_heard_us;      /* atomic: anything arrived on the inbox */
+    Pull pulls[MAX_PULLS];
+    guint next_pull_id;
+    guint generation;
+    gboolean alone_next;       /* fetch one message without a byte budget */
+    guint idle_windows;        /* consecutive pulls that ended with nothing */
+    guint64 invalid_backoff_ms;
+} Worker;
+
+struct JetEngine {
+    JetConn *conn;
+    const JetBindingConfig *b;
+    JetInstance *inst;
+    JetConsumerFacts facts;
+    JetSettlePolicy policy;
+    char *next_subject;        /* $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> */
+    Worker *workers;
+    guint n_workers;
+    gint stopping;             /* atomic */
+
+    GMutex stats_lock;
+    JetEngineStats stats;
+
+    /* The lease keeper and the set of messages the host holds. */
+    GThread *keeper;
+    GMutex lease_lock;
+    GCond lease_cond;
+    GHashTable *held;          /* Item* set */
+    gboolean keeper_quit;
+
+    JetEngineTakeHook take_hook;
+    gpointer take_hook_data;
+
+    /* Settlement: the ledger (NULL: none or not configured), crash
+     * isolation (a suspect takes it for writing: no other message of the
+     * binding is in a handler meanwhile), the floor monitor and breaker. */
+    JetLedger *ledger;
+    gint ledger_down;          /* atomic: the last ledger call found it unreachable */
+    GRWLock isolation;
+    JetFloorMonitor *floor;
+    JetBreakerPolicy breaker;
+    char *host_name;
+
+    /* Recovery: one worker at a time re-creates or waits for the consumer. */
+    GMutex recover_lock;
+    guint64 observed_floor;    /* atomic (stats_lock): the last ack floor seen in consumer info */
+    gint64 observed_at_us;
+};
+
+#define STAT_ADD(e, field, n)                 \
+    do {                                      \
+        g_mutex_lock(&(e)->stats_lock);       \
+        (e)->stats.field += (n);              \
+        g_mutex_unlock(&(e)->stats_lock);     \
+    } while (0)
+
+
+static inline gint64 now_us(void)
+{
+    return g_get_monotonic_time();
+}
+
+/* Sends a settlement body to a delivery's reply subject (fire and forget). */
+void jet__publish_ack(JetEngine *e, const char *reply, const char *body);
+void jet__publish_nak_delay(JetEngine *e, const char *reply, guint64 delay_ms);
+/* Removes the item from the held set; returns whether its lease lapsed. */
+gboolean jet__release_hold(JetEngine *e, Item *it);
+
+/* executor.c: handles one delivery and settles it (ledger, attribution,
+ * breaker, the plugin, the decision and its execution). */
+void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta);
+/* executor.c: records a host release (drain) in the ledger before the NAK. */
+void jet__record_release(JetEngine *e, const JetAckMeta *meta);
+
+#endif

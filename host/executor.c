@@ -1,0 +1,346 @@
+/* The settlement executor: one delivery from the buffer to its settlement.
+ *
+ * Order of events (docs/retries.md, DESIGN section 4):
+ *   1. redeliveries only: read the attempt ledger (the happy path does no
+ *      ledger I/O); an unreachable ledger falls back to the delivery count;
+ *   2. crash attribution: a suspect is handled alone with the isolation
+ *      marker set; a poison message is captured without the handler;
+ *   3. the breaker considers a message that has been failing while the floor
+ *      is stalled;
+ *   4. the plugin; the pure decision (settle.c);
+ *   5. the action, with its ledger write, under the lease fence: a holder
+ *      whose lease lapsed writes nothing and never releases. */
+#include "engine_private.h"
+#include "breaker_claim.h"
+#include "jet_msg.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* --- the ledger, with its fallback --------------------------------------- */
+
+static void ledger_went_down(JetEngine *e, const GError *err)
+{
+    STAT_ADD(e, ledger_fallbacks, 1);
+    if (g_atomic_int_compare_and_exchange(&e->ledger_down, 0, 1))
+        jet_log(JET_LOG_WARNING, e->b->name, "ledger-fallback",
+                "the attempt ledger (bucket %s) is unreachable: %s; counting attempts from the delivery "
+                "count until it answers again (postpones then count as failures)",
+                jet_ledger_bucket(e->ledger), err != NULL ? err->message : "no answer");
+}
+
+static void ledger_answered(JetEngine *e)
+{
+    if (g_atomic_int_compare_and_exchange(&e->ledger_down, 1, 0))
+        jet_log(JET_LOG_INFO, e->b->name, "ledger-back", "the attempt ledger answers again");
+}
+
+typedef enum {
+    OP_ISOLATE,       /* set the marker (and the strike) before a suspect runs alone */
+    OP_FAILURE,       /* one failure (+ survived, when alone) */
+    OP_POSTPONE,      /* one postpone (+ survived, when alone) */
+    OP_RELEASE,       /* the host gave it back unhandled */
+} LedgerOp;
+
+typedef struct {
+    JetEngine *e;
+    Item *it;                  /* NULL: no lease to check (drain) */
+    LedgerOp op;
+    const JetAttribution *att;
+    gboolean alone;
+    gint64 now_ns;
+    const char *reason;
+} Mutation;
+
+static gboolean lease_lapsed(JetEngine *e, Item *it)
+{
+    if (it == NULL)
+        return FALSE;
+    g_mutex_lock(&e->lease_lock);
+    gboolean stale = it->stale;
+    g_mutex_unlock(&e->lease_lock);
+    return stale;
+}
+
+/* Runs right before every compare-and-set attempt: the lease fence lives here. */
+static gboolean mutate(JetLedgerRecord *rec, gpointer data)
+{
+    Mutation *m = data;
+    if (lease_lapsed(m->e, m->it))
+        return FALSE;
+    switch (m->op) {
+    case OP_ISOLATE:
+        jet_attribution_apply_isolate(rec, m->att, m->e->host_name, m->now_ns);
+        return TRUE;
+    case OP_FAILURE:
+        if (m->alone)
+            jet_attribution_apply_survived(rec, m->att);
+        jet_ledger_record_add_failure(rec, m->now_ns, m->reason);
+        return TRUE;
+    case OP_POSTPONE:
+        if (m->alone)
+            jet_attribution_apply_survived(rec, m->att);
+        rec->postpones++;
+        return TRUE;
+    case OP_RELEASE:
+        rec->releases++;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+static void ledger_write(JetEngine *e, const char *stream, const char *consumer, guint64 seq, Mutation *m)
+{
+    if (e->ledger == NULL)
+        return;
+    g_autoptr(GError) err = NULL;
+    JetLedgerStatus st = jet_ledger_update(e->ledger, stream, consumer, seq, mutate, m, NULL, &err);
+    if (st == JET_LEDGER_WRITTEN) {
+        ledger_answered(e);
+    } else if (st == JET_LEDGER_UNREACHABLE || st == JET_LEDGER_CONFLICT) {
+        ledger_went_down(e, err);
+    }
+    /* SKIPPED: the lease lapsed; nothing is written, by design. */
+}
+
+static void ledger_forget(JetEngine *e, const char *stream, const char *consumer, guint64 seq)
+{
+    if (e->ledger == NULL)
+        return;
+    g_autoptr(GError) err = NULL;
+    if (jet_ledger_delete(e->ledger, stream, consumer, seq, &err) == JET_LEDGER_WRITTEN)
+        ledger_answered(e);
+    else
+        ledger_went_down(e, err);
+}
+
+void jet__record_release(JetEngine *e, const JetAckMeta *meta)
+{
+    if (e->ledger == NULL)
+        return;
+    char stream[256], consumer[256];
+    g_strlcpy(stream, meta->stream, MIN(sizeof stream, meta->stream_len + 1));
+    g_strlcpy(consumer, meta->consumer, MIN(sizeof consumer, meta->consumer_len + 1));
+    Mutation m = { .e = e, .op = OP_RELEASE, .now_ns = g_get_real_time() * 1000 };
+    ledger_write(e, stream, consumer, meta->stream_seq, &m);
+}
+
+/* --- the breaker ---------------------------------------------------------- */
+
+/* TRUE when an enforcing breaker claimed this message (capture it). */
+static gboolean breaker_considers(JetEngine *e, const jet_msg *jm, const JetLedgerRecord *rec)
+{
+    if (e->floor == NULL || e->ledger == NULL || e->breaker.mode == JET_BREAKER_MODE_OFF)
+        return FALSE;
+    JetBreakerCandidate c = {
+        .stream_seq = jm->stream_seq,
+        .deliveries = jm->deliveries,
+        .has_first_failure = rec->has_first_failure,
+        .first_failure_ns = rec->first_failure_ns,
+        .now_ns = g_get_real_time() * 1000,
+    };
+    JetBreakerVerdict v = jet_breaker_consider(e->floor, &e->breaker, &c);
+    if (v.decision != JET_BREAKER_CLAIMABLE)
+        return FALSE;
+    g_autoptr(GError) err = NULL;
+    JetBreakerClaimHolder holder;
+    memset(&holder, 0, sizeof holder);
+    JetBreakerClaimResult r = jet_breaker_claim(jet_ledger_kv(e->ledger), jm->stream, jm->consumer, &v.window,
+                                                jm->stream_seq, e->host_name, &holder, &err);
+    jet_breaker_note_claim(e->floor, &e->breaker, &v.window, r, c.now_ns);
+    if (r == JET_BREAKER_CLAIM_ERROR) {
+        jet_log(JET_LOG_WARNING, e->b->name, "breaker", "claim for stream seq %" G_GUINT64_FORMAT " failed: %s",
+                jm->stream_seq, err != NULL ? err->message : "unknown");
+        return FALSE;
+    }
+    if (r == JET_BREAKER_ALREADY_CLAIMED)
+        return FALSE;
+    gboolean enforce = e->breaker.mode == JET_BREAKER_MODE_ENFORCE;
+    jet_log(JET_LOG_WARNING, e->b->name, enforce ? "quarantine" : "would-quarantine",
+            "stream seq %" G_GUINT64_FORMAT " (delivery %u): %s%s", jm->stream_seq, jm->deliveries, v.why,
+            enforce ? "; capturing it (breaker = enforce)" : "; observe mode: counted only");
+    return enforce;
+}
+
+/* --- one delivery ---------------------------------------------------------- */
+
+void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
+{
+    natsMsg *m = it->msg;
+    const char *reply = natsMsg_GetReply(m);
+    char stream[256], consumer[256];
+    g_strlcpy(stream, meta->stream, MIN(sizeof stream, meta->stream_len + 1));
+    g_strlcpy(consumer, meta->consumer, MIN(sizeof consumer, meta->consumer_len + 1));
+
+    jet_msg jm;
+    memset(&jm, 0, sizeof jm);
+    jm.nmsg = m;
+    jm.subject = natsMsg_GetSubject(m);
+    jm.data = natsMsg_GetData(m);
+    jm.len = (size_t)natsMsg_GetDataLength(m);
+    jm.stream = stream;
+    jm.consumer = consumer;
+    jm.stream_seq = meta->stream_seq;
+    jm.consumer_seq = meta->consumer_seq;
+    jm.deliveries = (uint32_t)MIN(meta->delivered, G_MAXUINT32);
+    jm.has_enqueued = meta->timestamp_ns > 0;
+    jm.enqueued_ns = meta->timestamp_ns;
+    jet_msg_reset_verdict(&jm);
+
+    /* 1. The ledger, on redeliveries only. */
+    JetLedgerRecord rec;
+    jet_ledger_record_init(&rec);
+    gboolean have_rec = FALSE;
+    gboolean ledger_live = e->ledger != NULL;
+    if (ledger_live && jm.deliveries > 1) {
+        g_autoptr(GError) err = NULL;
+        JetLedgerStatus st = jet_ledger_get(e->ledger, stream, consumer, jm.stream_seq, &rec, &err);
+        if (st == JET_LEDGER_FOUND) {
+            have_rec = TRUE;
+            ledger_answered(e);
+        } else if (st == JET_LEDGER_ABSENT) {
+            ledger_answered(e);
+        } else {
+            ledger_went_down(e, err);
+            ledger_live = FALSE;
+        }
+    }
+    if (ledger_live) {
+        jm.failures = rec.failures;
+        jm.postpones = rec.postpones;
+        jm.has_first_failure = rec.has_first_failure;
+        jm.first_failure_ns = rec.first_failure_ns;
+    } else {
+        /* No ledger: every earlier delivery counts as a failure, which can
+         * only dead-letter early, never late. */
+        jm.failures = jm.deliveries > 0 ? jm.deliveries - 1 : 0;
+    }
+
+    /* 2. Crash attribution. */
+    JetAttribution att;
+    memset(&att, 0, sizeof att);
+    att.kind = JET_ATTRIBUTION_NORMAL;
+    if (ledger_live)
+        jet_attribution_decide(have_rec ? &rec : NULL, jm.deliveries, e->b->crash_limit, &att);
+    gboolean alone = att.kind == JET_ATTRIBUTION_SUSPECT;
+
+    /* 3. The breaker. */
+    gboolean breaker_claim = ledger_live && have_rec && att.kind != JET_ATTRIBUTION_POISON &&
+                             breaker_considers(e, &jm, &rec);
+
+    /* 4. The plugin, alone when a suspect. */
+    if (alone)
+        g_rw_lock_writer_lock(&e->isolation);
+    else
+        g_rw_lock_reader_lock(&e->isolation);
+
+    JetSettleFacts f = {
+        .deliveries = jm.deliveries,
+        .has_enqueued = jm.has_enqueued,
+        .enqueued_ns = jm.enqueued_ns,
+        .failures = jm.failures,
+        .postpones = jm.postpones,
+        .strikes = att.strikes,
+        .breaker_claim = breaker_claim,
+    };
+    JetSettleAction a;
+    gboolean handled = FALSE;
+    if (att.kind == JET_ATTRIBUTION_POISON) {
+        STAT_ADD(e, poison, 1);
+    }
+    if (!jet_settle_before_handle(&e->policy, &f, &a)) {
+        if (alone) {
+            STAT_ADD(e, suspects, 1);
+            if (att.strike)
+                STAT_ADD(e, strikes, 1);
+            jet_log(JET_LOG_WARNING, e->b->name, "suspect",
+                    "stream seq %" G_GUINT64_FORMAT " (delivery %u): %u deliveries unexplained%s; "
+                    "handling it alone with the isolation marker set",
+                    jm.stream_seq, jm.deliveries, att.unexplained,
+                    att.strike ? ", and the marker was still set: one strike" : "");
+            Mutation iso = { .e = e, .it = it, .op = OP_ISOLATE, .att = &att, .now_ns = g_get_real_time() * 1000 };
+            ledger_write(e, stream, consumer, jm.stream_seq, &iso);
+        }
+        g_mutex_lock(&e->lease_lock);
+        it->handler_since_us = now_us();
+        g_mutex_unlock(&e->lease_lock);
+
+        f.verdict = jet_instance_handle(e->inst, &jm);
+        handled = TRUE;
+        f.has_delay = jm.has_delay;
+        f.delay_ms = jm.delay_ms;
+        f.reason_too_long = jm.reason_too_long;
+        f.reason = jm.has_reason ? jm.reason : NULL;
+        f.now_ns = jet_instance_now_ns(e->inst);
+        jet_settle_decide(&e->policy, &f, &a);
+    }
+    gboolean stale = jet__release_hold(e, it);
+    gint64 now_ns = g_get_real_time() * 1000;
+
+    /* 5. The action. */
+    switch (a.kind) {
+    case JET_ACTION_ACK:
+        if (alone)   /* the marker goes first: a death after this earns no strike */
+            ledger_forget(e, stream, consumer, jm.stream_seq);
+        jet__publish_ack(e, reply, "+ACK");
+        if (!alone && have_rec)
+            ledger_forget(e, stream, consumer, jm.stream_seq);
+        STAT_ADD(e, acked, 1);
+        break;
+    case JET_ACTION_RETRY:
+    case JET_ACTION_POSTPONE: {
+        if (a.kind == JET_ACTION_RETRY)
+            STAT_ADD(e, handler_failed, 1);
+        if (stale) {
+            /* The server has handed it to someone else by now: a NAK would
+             * release their delivery, and a ledger write would count an
+             * attempt twice (seed 002's lease fence). */
+            jet_log(JET_LOG_WARNING, e->b->name, "stale-result",
+                    "stream seq %" G_GUINT64_FORMAT ": %s after the lease lapsed; not released, not recorded",
+                    jm.stream_seq, jet_action_name(a.kind));
+            break;
+        }
+        Mutation mu = { .e = e, .it = it, .op = a.kind == JET_ACTION_RETRY ? OP_FAILURE : OP_POSTPONE,
+                        .att = &att, .alone = alone, .now_ns = now_ns, .reason = a.reason };
+        if (a.kind == JET_ACTION_RETRY || a.is_failure || alone)
+            ledger_write(e, stream, consumer, jm.stream_seq, &mu);
+        else
+            ledger_write(e, stream, consumer, jm.stream_seq, &mu);
+        jet__publish_nak_delay(e, reply, a.delay_ms);
+        if (a.kind == JET_ACTION_RETRY)
+            STAT_ADD(e, retried, 1);
+        else
+            STAT_ADD(e, postponed, 1);
+        jet_log(JET_LOG_INFO, e->b->name, jet_action_name(a.kind),
+                "stream seq %" G_GUINT64_FORMAT " delivery %u: %s in %" G_GUINT64_FORMAT " ms%s%s",
+                jm.stream_seq, jm.deliveries, jet_action_name(a.kind), a.delay_ms,
+                a.reason[0] ? ": " : "", a.reason);
+        break;
+    }
+    case JET_ACTION_CAPTURE:
+        /* Capture-then-ack is not built yet: the message is kept for
+         * redelivery with the last rung's delay.  Never acked, never Term'd. */
+        if (alone)
+            ledger_forget(e, stream, consumer, jm.stream_seq);
+        if (!stale)
+            jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
+        STAT_ADD(e, stranded, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "capture-pending",
+                "stream seq %" G_GUINT64_FORMAT " delivery %u: would be dead-lettered (%s%s%s); "
+                "dead-lettering is not available yet, so it stays on the consumer",
+                jm.stream_seq, jm.deliveries, jet_cause_name(a.cause), a.reason[0] ? ": " : "", a.reason);
+        break;
+    }
+    if (alone)
+        g_rw_lock_writer_unlock(&e->isolation);
+    else
+        g_rw_lock_reader_unlock(&e->isolation);
+
+    STAT_ADD(e, messages, 1);
+    if (jet_log_enabled(JET_LOG_DEBUG))
+        jet_log(JET_LOG_DEBUG, e->b->name, "settled", "seq %" G_GUINT64_FORMAT " %s delivery %u: %s%s%s%s%s",
+                jm.stream_seq, jm.subject, jm.deliveries, jet_action_name(a.kind),
+                a.kind == JET_ACTION_CAPTURE ? " " : "", a.kind == JET_ACTION_CAPTURE ? jet_cause_name(a.cause) : "",
+                stale ? " (stale)" : "", handled ? "" : " (handler not run)");
+}
