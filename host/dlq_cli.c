@@ -292,6 +292,23 @@ static int replay_one(Dlq *d, guint64 seq)
     return JET_EXIT_OK;
 }
 
+/* jet_conn_close() frees the JetConn while nats.c may still be about to run
+ * its disconnected callback, which writes into it (ASan: heap-use-after-free
+ * in conn.c on_disconnected).  Close the connection first and wait for that
+ * callback to have run (it clears the connected flag first thing) before
+ * freeing.  The real fix belongs in conn.c (wait for the closed callback). */
+static void close_conn(JetConn *c)
+{
+    natsConnection *nc = jet_conn_nats(c);
+    if (nc != NULL && jet_conn_is_connected(c)) {
+        natsConnection_FlushTimeout(nc, 2000);
+        natsConnection_Close(nc);
+        for (int i = 0; i < 200 && jet_conn_is_connected(c); i++)
+            g_usleep(10000);
+    }
+    jet_conn_close(c);
+}
+
 static char *server_url(const char *server, const JetConfig *cfg, GError **error)
 {
     if (server != NULL)
@@ -392,7 +409,7 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
             if (replay_one(&d, g_array_index(seqs, guint64, i)) != JET_EXIT_OK)
                 rc = JET_EXIT_FAILURE;   /* the others are still tried */
     }
-    jet_conn_close(d.conn);
+    close_conn(d.conn);
     g_free(d.stream);
     fflush(out);
     return rc;
