@@ -51,21 +51,6 @@ char *jet_capture_restored_name(const char *carried)
     return g_strdup(rest);
 }
 
-char *jet_capture_format_time(gint64 unix_ns)
-{
-    gint64 secs = unix_ns / 1000000000;
-    gint64 frac = unix_ns % 1000000000;
-    if (frac < 0) {
-        frac += 1000000000;
-        secs -= 1;
-    }
-    g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(secs);
-    if (dt == NULL)
-        return g_strdup_printf("%" G_GINT64_FORMAT "ns", unix_ns);
-    g_autofree char *base = g_date_time_format(dt, "%Y-%m-%dT%H:%M:%S");
-    return g_strdup_printf("%s.%09" G_GINT64_FORMAT "Z", base, frac);
-}
-
 /* --- subjects -------------------------------------------------------------- */
 
 gboolean jet_subject_matches(const char *pattern, const char *subject)
@@ -173,10 +158,10 @@ static void provenance(GArray *hs, const JetCaptureFacts *f)
         add(hs, JET_HDR_REASON, r->str);
     }
     if (f->has_first_failure)
-        add_take(hs, JET_HDR_FIRST_FAILURE, jet_capture_format_time(f->first_failure_ns));
+        add_take(hs, JET_HDR_FIRST_FAILURE, jet_time_format_ns(f->first_failure_ns));
     if (f->has_enqueued)
-        add_take(hs, JET_HDR_ENQUEUED, jet_capture_format_time(f->enqueued_ns));
-    add_take(hs, JET_HDR_CAPTURED, jet_capture_format_time(f->captured_ns));
+        add_take(hs, JET_HDR_ENQUEUED, jet_time_format_ns(f->enqueued_ns));
+    add_take(hs, JET_HDR_CAPTURED, jet_time_format_ns(f->captured_ns));
     add(hs, JET_HDR_PLUGIN, f->plugin_name);
     add(hs, JET_HDR_PLUGIN_VERSION, f->plugin_version);
     add(hs, JET_HDR_HOST, f->host);

@@ -17,27 +17,29 @@
 #include <nats/nats.h>
 
 #include "config.h"
+#include "provenance.h"
 #include "settle.h"
 
 /* --- the contract: header names ------------------------------------------- */
 
-#define JET_HDR_ORIGIN_STREAM    "Jethost-Origin-Stream"
-#define JET_HDR_ORIGIN_SUBJECT   "Jethost-Origin-Subject"
-#define JET_HDR_ORIGIN_SEQ       "Jethost-Origin-Seq"
-#define JET_HDR_ORIGIN_CONSUMER  "Jethost-Origin-Consumer"
-#define JET_HDR_ORIGIN_REPLY     "Jethost-Origin-Reply"   /* only when facts carry it (malformed) */
-#define JET_HDR_DELIVERIES       "Jethost-Deliveries"
-#define JET_HDR_FAILURES         "Jethost-Failures"
-#define JET_HDR_POSTPONES        "Jethost-Postpones"
-#define JET_HDR_CAUSE            "Jethost-Cause"
-#define JET_HDR_REASON           "Jethost-Reason"
-#define JET_HDR_FIRST_FAILURE    "Jethost-First-Failure"
-#define JET_HDR_ENQUEUED         "Jethost-Enqueued"
-#define JET_HDR_CAPTURED         "Jethost-Captured"
-#define JET_HDR_PLUGIN           "Jethost-Plugin"
-#define JET_HDR_PLUGIN_VERSION   "Jethost-Plugin-Version"
-#define JET_HDR_HOST             "Jethost-Host"
-#define JET_HDR_BINDING          "Jethost-Binding"
+/* The names shared with the mock host's provenance.h are its names. */
+#define JET_HDR_ORIGIN_STREAM    JET_PROV_STREAM           /* "Jethost-Origin-Stream" */
+#define JET_HDR_ORIGIN_SUBJECT   JET_PROV_SUBJECT          /* "Jethost-Origin-Subject" */
+#define JET_HDR_ORIGIN_SEQ       JET_PROV_SEQ              /* "Jethost-Origin-Seq" */
+#define JET_HDR_ORIGIN_CONSUMER  JET_PROV_CONSUMER         /* "Jethost-Origin-Consumer" */
+#define JET_HDR_ORIGIN_REPLY     "Jethost-Origin-Reply"    /* only when facts carry it (malformed) */
+#define JET_HDR_DELIVERIES       JET_PROV_DELIVERIES       /* "Jethost-Deliveries" */
+#define JET_HDR_FAILURES         JET_PROV_FAILURES         /* "Jethost-Failures" */
+#define JET_HDR_POSTPONES        JET_PROV_POSTPONES        /* "Jethost-Postpones" */
+#define JET_HDR_CAUSE            JET_PROV_CAUSE            /* "Jethost-Cause" */
+#define JET_HDR_REASON           JET_PROV_REASON           /* "Jethost-Reason" */
+#define JET_HDR_FIRST_FAILURE    JET_PROV_FIRST_FAILURE    /* "Jethost-First-Failure" */
+#define JET_HDR_ENQUEUED         JET_PROV_ENQUEUED         /* "Jethost-Enqueued" */
+#define JET_HDR_CAPTURED         JET_PROV_CAPTURED         /* "Jethost-Captured" */
+#define JET_HDR_PLUGIN           JET_PROV_PLUGIN           /* "Jethost-Plugin" */
+#define JET_HDR_PLUGIN_VERSION   JET_PROV_PLUGIN_VERSION   /* "Jethost-Plugin-Version" */
+#define JET_HDR_HOST             JET_PROV_HOST             /* "Jethost-Host" */
+#define JET_HDR_BINDING          JET_PROV_BINDING          /* "Jethost-Binding" */
 #define JET_HDR_DROPPED_HEADERS  "Jethost-Dropped-Headers"
 #define JET_HDR_REPLAYED_FROM    "Jethost-Replayed-From"   /* set by `jethost dlq replay` */
 
@@ -46,7 +48,7 @@
  * a substring: see docs/dead-letters.md); one named Jethost-<rest> travels as
  * Jethost-Orig-Jethost-<rest>.  Both prefixes are matched case-insensitively;
  * every other header is copied as it is. */
-#define JET_HDR_ORIG_PREFIX      "Jethost-Orig-"
+#define JET_HDR_ORIG_PREFIX      JET_PROV_ORIG_PREFIX      /* "Jethost-Orig-" */
 
 /* The DLQ stream jethost creates in managed mode (jet_dlq_stream_ensure). */
 #define JET_DLQ_DEFAULT_STREAM   "JETHOST_DLQ"
@@ -177,9 +179,6 @@ natsMsg *jet_capture_replay_build(natsMsg *record, const char *dlq_stream, guint
  * for one or more) matches the literal subject.  FALSE for an empty or
  * malformed pattern or subject (empty tokens, '>' not last). */
 gboolean jet_subject_matches(const char *pattern, const char *subject);
-
-/* RFC 3339 in UTC with nanoseconds: 2026-11-29T13:00:42.286822598Z. */
-char *jet_capture_format_time(gint64 unix_ns);
 
 /* The rename rule both ways.  jet_capture_carried_name: the name an original
  * header travels under (a new string; the name itself when not renamed).

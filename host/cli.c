@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "embedded.h"
 #include "log.h"
+#include "mock_cli.h"
 
 #include <errno.h>
 
@@ -192,6 +193,7 @@ static const struct {
     { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT" },
     { "check", cmd_check, "validate a config and its plugins without a server" },
     { "pub", cmd_pub, "publish a message to JetStream and print the pub-ack" },
+    { "mock", jet_mock_cli_main, "run a plugin on the mock host: JSON lines in, settlements out" },
     { "version", cmd_version, "print the version and the plugin ABI version" },
 };
 

@@ -211,7 +211,7 @@ static int cmd_show(Dlq *d, guint64 seq)
         g_autofree char *line = json_line(b);
         fprintf(d->out, "%s\n", line);
     } else {
-        g_autofree char *when = jet_capture_format_time(natsMsg_GetTime(m));
+        g_autofree char *when = jet_time_format_ns(natsMsg_GetTime(m));
         fprintf(d->out, "Record: %s:%" G_GUINT64_FORMAT "\nSubject: %s\nStored: %s\n\n", d->stream, seq,
                 natsMsg_GetSubject(m), when);
         for (guint i = 0; i < names->len; i++) {

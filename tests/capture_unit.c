@@ -117,11 +117,11 @@ static void test_rename_rule(void)
 
 static void test_time_format(void)
 {
-    g_autofree char *a = jet_capture_format_time(G_GINT64_CONSTANT(1795957242286822598));
+    g_autofree char *a = jet_time_format_ns(G_GINT64_CONSTANT(1795957242286822598));
     g_assert_cmpstr(a, ==, "2026-11-29T13:00:42.286822598Z");
-    g_autofree char *b = jet_capture_format_time(0);
+    g_autofree char *b = jet_time_format_ns(0);
     g_assert_cmpstr(b, ==, "1970-01-01T00:00:00.000000000Z");
-    g_autofree char *c = jet_capture_format_time(5);
+    g_autofree char *c = jet_time_format_ns(5);
     g_assert_cmpstr(c, ==, "1970-01-01T00:00:00.000000005Z");
 }
 
