@@ -47,6 +47,7 @@ const char *jet_cause_name(JetCaptureCause cause)
     case JET_CAUSE_BREAKER: return "breaker";
     case JET_CAUSE_BUDGET: return "budget";
     case JET_CAUSE_EXHAUSTED: return "exhausted";
+    case JET_CAUSE_MALFORMED: return "malformed";
     }
     return "unknown";
 }

@@ -34,6 +34,7 @@ typedef enum {
     JET_CAUSE_BREAKER,         /* an enforcing breaker claimed it */
     JET_CAUSE_BUDGET,          /* the server's MaxDeliver is about to run out */
     JET_CAUSE_EXHAUSTED,       /* max_attempts failures */
+    JET_CAUSE_MALFORMED,       /* its $JS.ACK metadata could not be parsed (capture.h) */
 } JetCaptureCause;
 
 /* What is known about one delivery and its verdict. */
@@ -105,7 +106,7 @@ void jet_settle_decide(const JetSettlePolicy *policy, const JetSettleFacts *fact
                        JetSettleAction *out);
 
 /* "ack", "retry", "postpone", "capture"; "none", "rejected", "poison",
- * "breaker", "budget", "exhausted".  "unknown" for a value outside the enum. */
+ * "breaker", "budget", "exhausted", "malformed".  "unknown" for a value outside the enum. */
 const char *jet_action_name(JetActionKind kind);
 const char *jet_cause_name(JetCaptureCause cause);
 

@@ -1,0 +1,190 @@
+/* Capture-then-ack (DESIGN section 4, docs/dead-letters.md): a message the
+ * host gives up on is published to its binding's dead-letter stream with its
+ * provenance, the pub-ack is awaited, and only then is the original acked,
+ * with confirmation.  Nothing here decides *whether* to capture (settle.h
+ * does) or logs outcomes (the engine does); these are the four steps:
+ *
+ *   jet_dlq_stream_ensure   the DLQ stream exists and covers the subject
+ *   jet_capture_build       the DLQ message: payload, headers, provenance
+ *   jet_capture_publish     publish and wait for the pub-ack
+ *   jet_ack_confirmed       +ACK as a request: did the server receive it?
+ *
+ * The header names are a contract: docs/dead-letters.md lists them. */
+#ifndef JET_CAPTURE_H
+#define JET_CAPTURE_H
+
+#include <glib.h>
+#include <nats/nats.h>
+
+#include "config.h"
+#include "provenance.h"
+#include "settle.h"
+
+/* --- the contract: header names ------------------------------------------- */
+
+/* The names shared with the mock host's provenance.h are its names. */
+#define JET_HDR_ORIGIN_STREAM    JET_PROV_STREAM           /* "Jethost-Origin-Stream" */
+#define JET_HDR_ORIGIN_SUBJECT   JET_PROV_SUBJECT          /* "Jethost-Origin-Subject" */
+#define JET_HDR_ORIGIN_SEQ       JET_PROV_SEQ              /* "Jethost-Origin-Seq" */
+#define JET_HDR_ORIGIN_CONSUMER  JET_PROV_CONSUMER         /* "Jethost-Origin-Consumer" */
+#define JET_HDR_ORIGIN_REPLY     "Jethost-Origin-Reply"    /* only when facts carry it (malformed) */
+#define JET_HDR_DELIVERIES       JET_PROV_DELIVERIES       /* "Jethost-Deliveries" */
+#define JET_HDR_FAILURES         JET_PROV_FAILURES         /* "Jethost-Failures" */
+#define JET_HDR_POSTPONES        JET_PROV_POSTPONES        /* "Jethost-Postpones" */
+#define JET_HDR_CAUSE            JET_PROV_CAUSE            /* "Jethost-Cause" */
+#define JET_HDR_REASON           JET_PROV_REASON           /* "Jethost-Reason" */
+#define JET_HDR_FIRST_FAILURE    JET_PROV_FIRST_FAILURE    /* "Jethost-First-Failure" */
+#define JET_HDR_ENQUEUED         JET_PROV_ENQUEUED         /* "Jethost-Enqueued" */
+#define JET_HDR_CAPTURED         JET_PROV_CAPTURED         /* "Jethost-Captured" */
+#define JET_HDR_PLUGIN           JET_PROV_PLUGIN           /* "Jethost-Plugin" */
+#define JET_HDR_PLUGIN_VERSION   JET_PROV_PLUGIN_VERSION   /* "Jethost-Plugin-Version" */
+#define JET_HDR_HOST             JET_PROV_HOST             /* "Jethost-Host" */
+#define JET_HDR_BINDING          JET_PROV_BINDING          /* "Jethost-Binding" */
+#define JET_HDR_DROPPED_HEADERS  "Jethost-Dropped-Headers"
+#define JET_HDR_REPLAYED_FROM    "Jethost-Replayed-From"   /* set by `jethost dlq replay` */
+
+/* An original header named Nats-<rest> travels as Jethost-Orig-Nats_<rest>
+ * (the '-' after "Nats" becomes '_', so no server-read name survives even as
+ * a substring: see docs/dead-letters.md); one named Jethost-<rest> travels as
+ * Jethost-Orig-Jethost-<rest>.  Both prefixes are matched case-insensitively;
+ * every other header is copied as it is. */
+#define JET_HDR_ORIG_PREFIX      JET_PROV_ORIG_PREFIX      /* "Jethost-Orig-" */
+
+/* The DLQ stream jethost creates in managed mode (jet_dlq_stream_ensure). */
+#define JET_DLQ_DEFAULT_STREAM   "JETHOST_DLQ"
+#define JET_DLQ_SUBJECT_PREFIX   "jethost.dlq."
+#define JET_DLQ_DUPLICATE_WINDOW_NS (G_GINT64_CONSTANT(2) * 3600 * G_GINT64_CONSTANT(1000000000))
+
+/* JetStream refuses a header block over 64 KiB whatever max_payload says
+ * (err 10097, checked live on 2.9.10: 65535 bytes accepted, 65536 refused). */
+#define JET_CAPTURE_MAX_HEADER_BYTES 65535
+/* Jethost-Dropped-Headers lists names up to this many bytes, then "+N more". */
+#define JET_CAPTURE_MAX_DROPPED_LIST 4096
+
+#define JET_CAPTURE_ERROR (jet_capture_error_quark())
+GQuark jet_capture_error_quark(void);
+
+typedef enum {
+    JET_CAPTURE_ERROR_TOO_LARGE,   /* the payload with its provenance exceeds the limits */
+    JET_CAPTURE_ERROR_INVALID,     /* bad arguments (no DLQ subject, ...) */
+} JetCaptureError;
+
+/* What the DLQ record says about where the message came from.  Strings are
+ * borrowed; NULL or "" leaves its header out, as does a false has_* or a zero
+ * stream_seq (a malformed delivery may know little). */
+typedef struct {
+    const char *stream;            /* origin stream */
+    const char *consumer;
+    const char *subject;           /* the message's own subject */
+    const char *reply;             /* the raw reply subject; set it for cause malformed */
+    guint64 stream_seq;            /* 0 = unknown */
+    guint32 deliveries;
+    guint32 failures;
+    guint32 postpones;
+    JetCaptureCause cause;
+    const char *reason;
+    gboolean has_first_failure;
+    gint64 first_failure_ns;       /* unix ns */
+    gboolean has_enqueued;
+    gint64 enqueued_ns;            /* the stream's timestamp of the message */
+    gint64 captured_ns;            /* the host's clock when it built the capture */
+    const char *plugin_name;
+    const char *plugin_version;
+    const char *host;              /* JetHostConfig.name */
+    const char *binding;
+} JetCaptureFacts;
+
+/* What jet_capture_build did; clear with jet_capture_build_clear. */
+typedef struct {
+    gboolean headers_dropped;      /* the original headers did not fit and were left out */
+    char **dropped;                /* their names as they would have been carried (NULL-terminated) */
+    char *msg_id;                  /* the Nats-Msg-Id set, or NULL when stream or seq was unknown */
+    gboolean msg_id_shadowed;      /* another header name or value contains "Nats-Msg-Id": on
+                                      2.9.10 it may hide the real one, and a repeated capture
+                                      then makes a second record (log it; never data loss) */
+    gint64 header_bytes;           /* the encoded header block */
+    gint64 total_bytes;            /* headers + payload, as the server counts them */
+} JetCaptureBuild;
+
+void jet_capture_build_clear(JetCaptureBuild *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(JetCaptureBuild, jet_capture_build_clear)
+
+/* The DLQ message for one capture, to dlq_subject: the original payload
+ * (data, len; never truncated), the original's headers (when original is not
+ * NULL; renamed as above), the provenance headers, and
+ * Nats-Msg-Id: jethost:<stream>.<consumer>:<seq> (stream and consumer names
+ * cannot contain '.', so it is unambiguous; two consumers of one stream never
+ * de-duplicate each other's captures).  When stream or seq is unknown there is
+ * no Msg-Id.
+ *
+ * max_payload: the server's (natsConnection_GetMaxPayload) or
+ * jet_capture_max_payload(); <= 0 means unknown (only the 64 KiB header
+ * limit applies).  When headers + payload exceed it, or the header block
+ * exceeds 64 KiB, the original headers are left out and their names listed in
+ * Jethost-Dropped-Headers.  When even the payload with the provenance does
+ * not fit: NULL with JET_CAPTURE_ERROR_TOO_LARGE (the outcome is Stranded
+ * with cause too-large).  result may be NULL. */
+natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, natsMsg *original,
+                           const JetCaptureFacts *f, gint64 max_payload, JetCaptureBuild *result,
+                           GError **error);
+
+/* The limit to give jet_capture_build: the server's max_payload, lowered to
+ * the DLQ stream's max_msg_size when it sets one.  0 when unknown. */
+gint64 jet_capture_max_payload(natsConnection *nc, jsCtx *js, const char *dlq_stream);
+
+typedef enum {
+    JET_CAPTURE_CAPTURED = 0,   /* the pub-ack arrived (possibly as a duplicate): ack the original */
+    JET_CAPTURE_FAILED,         /* no pub-ack, or refused: keep the original */
+    JET_CAPTURE_TOO_LARGE,      /* refused for size: keep it; Stranded too-large */
+} JetCaptureOutcome;
+
+const char *jet_capture_outcome_name(JetCaptureOutcome o);
+
+/* Publishes dlq_msg with js_PublishMsg and waits up to timeout_ms for the
+ * pub-ack.  A duplicate pub-ack ("duplicate": true: an earlier capture of the
+ * same delivery is stored) is CAPTURED with *duplicate TRUE.  FAILED and
+ * TOO_LARGE set error with the reason (no responders: nothing captures the
+ * subject, is the DLQ stream missing?; a timeout; the server's refusal and its
+ * err code).  dlq_msg is not consumed: a caller may publish it again. */
+JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeout_ms, gboolean *duplicate,
+                                      GError **error);
+
+/* Sends +ACK to reply_subject as a request and waits up to timeout_ms for the
+ * (empty) reply.  TRUE when it came: the server *received* the ack, which is
+ * all a confirmation proves.  FALSE with the reason otherwise ("no
+ * responders": the consumer is gone; a timeout): the outcome is then
+ * Uncertain, resolved by checking whether the ack floor passed the sequence. */
+gboolean jet_ack_confirmed(natsConnection *nc, const char *reply_subject, gint64 timeout_ms, GError **error);
+
+/* The binding's DLQ stream (b->dlq_stream) exists and its subjects cover
+ * b->dlq_subject.  Managed mode creates it when missing: file storage,
+ * limits retention with no limits, a 2 h duplicate window
+ * (JET_DLQ_DUPLICATE_WINDOW_NS), subjects jethost.dlq.> when the DLQ subject
+ * starts with jethost.dlq., else the subject itself.  An existing stream is
+ * never reshaped, in either mode: one that does not cover the subject is an
+ * error naming what to add. */
+gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error);
+
+/* The republication of DLQ record `record` (dlq_stream:dlq_seq) to its
+ * origin subject (Jethost-Origin-Subject; an error when missing): the payload,
+ * the application headers, the Jethost-Orig-* headers under their original
+ * names EXCEPT Nats-Rollup, Nats-Expected-* and Nats-Msg-Id, no provenance,
+ * a fresh Nats-Msg-Id jethost-replay:<dlq stream>:<dlq seq>:<now_ns>, and
+ * Jethost-Replayed-From: <dlq stream>:<dlq seq>.  *msg_id_out (may be NULL)
+ * receives the Msg-Id. */
+natsMsg *jet_capture_replay_build(natsMsg *record, const char *dlq_stream, guint64 dlq_seq, gint64 now_ns,
+                                  char **msg_id_out, GError **error);
+
+/* Whether the NATS subject pattern (tokens, '*' for one token, a final '>'
+ * for one or more) matches the literal subject.  FALSE for an empty or
+ * malformed pattern or subject (empty tokens, '>' not last). */
+gboolean jet_subject_matches(const char *pattern, const char *subject);
+
+/* The rename rule both ways.  jet_capture_carried_name: the name an original
+ * header travels under (a new string; the name itself when not renamed).
+ * jet_capture_restored_name: for a Jethost-Orig-* name, the original name;
+ * NULL for any other name. */
+char *jet_capture_carried_name(const char *name);
+char *jet_capture_restored_name(const char *carried);
+
+#endif
