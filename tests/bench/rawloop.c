@@ -22,7 +22,9 @@
  *   rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S
  *       Polls the consumer's info every 5 ms (a missing consumer counts as
  *       floor 0) until its ack floor reaches stream sequence N.  T0_NS is the
- *       wall clock (ns) at which the measured process was started.
+ *       wall clock (ns) at which the measured process was started.  A consumer
+ *       that disappears after it was seen (consume.js deletes its own once it
+ *       saw the floor) ends the wait at that moment (gone=1).
  *   rawloop del URL STREAM CONSUMER          deletes a consumer
  *   rawloop pace URL SUBJECT COUNT RATE SIZE
  *       Publishes COUNT messages at a steady RATE per second (absolute

@@ -326,13 +326,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/
     echo "       (server-side, polled every 5 ms; process start, connect and consumer creation excluded alike)"
     echo "fill:     js_PublishAsync $FILL_RATE msgs/s"
     echo
-    printf '%-6s %-24s %-24s %-24s %-24s' batch "jethost msgs/s" "jethost+threshold" "nats.c Fetch" "raw pull protocol"
+    printf '%-6s %-24s %-30s %-24s %-24s' batch "jethost msgs/s" "jethost+threshold" "nats.c Fetch" "raw pull protocol"
     [ -n "$NODE_MODULES" ] && printf ' %-24s' "nats.js consume()"
     printf ' %-9s %-9s %-9s %-8s\n' "jh/Fetch" "jh/raw" "jh/faster" "thr/jh"
     for b in $BATCHES; do
         t=$(threshold_for "$b")
         if [ "$t" -gt 0 ]; then thr="$(cell jethost_thr "$b") (t=$t)"; else thr="-"; fi
-        printf '%-6s %-24s %-24s %-24s %-24s' "$b" "$(cell jethost "$b")" "$thr" "$(cell fetch "$b")" "$(cell raw "$b")"
+        printf '%-6s %-24s %-30s %-24s %-24s' "$b" "$(cell jethost "$b")" "$thr" "$(cell fetch "$b")" "$(cell raw "$b")"
         [ -n "$NODE_MODULES" ] && printf ' %-24s' "$(cell nodejs "$b")"
         jm=$(med jethost "$b"); fm=$(med fetch "$b"); rm=$(med raw "$b")
         faster=$(awk -v f="$fm" -v r="$rm" 'BEGIN {print (f + 0 > r + 0) ? f : r}')
