@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "embedded.h"
 #include "log.h"
+#include "mock_cli.h"
 
 #include <errno.h>
 
@@ -57,7 +58,9 @@ static int cmd_check(int argc, char **argv)
     g_autofree char *config = NULL;
     g_autofree char *dropin = NULL;
     gboolean verbose = FALSE;
+    g_autofree char *server = NULL;
     GOptionEntry entries[] = {
+        { "server", 's', 0, G_OPTION_ARG_STRING, &server, "also check against the stream and consumer on this server", "URL" },
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file", "FILE" },
         { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files", "DIR" },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "print each binding and its plugin options", NULL },
@@ -71,7 +74,7 @@ static int cmd_check(int argc, char **argv)
         fprintf(stderr, "jethost check: give the config with -c FILE\n");
         return JET_EXIT_USAGE;
     }
-    return jet_daemon_check(config, dropin, verbose);
+    return jet_daemon_check(config, dropin, verbose, server);
 }
 
 static char *pub_server_url(const char *server, const char *config, const char *dropin, GError **error)
@@ -190,6 +193,7 @@ static const struct {
     { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT" },
     { "check", cmd_check, "validate a config and its plugins without a server" },
     { "pub", cmd_pub, "publish a message to JetStream and print the pub-ack" },
+    { "mock", jet_mock_cli_main, "run a plugin on the mock host: JSON lines in, settlements out" },
     { "version", cmd_version, "print the version and the plugin ABI version" },
 };
 

@@ -42,6 +42,8 @@ typedef enum {
     K_DURATION,        /* guint64 milliseconds within [min, max] */
     K_RUNGS,           /* comma-separated durations -> guint64 * + count */
     K_MANAGE,          /* create | bind */
+    K_BOOL,            /* true | false -> gboolean */
+    K_BREAKER,         /* observe | enforce | off */
 } KeyKind;
 
 static const char *const kind_names[] = {
@@ -59,6 +61,8 @@ static const char *const kind_names[] = {
     [K_DURATION] = "duration",
     [K_RUNGS] = "duration list",
     [K_MANAGE] = "create or bind",
+    [K_BOOL] = "bool",
+    [K_BREAKER] = "observe, enforce or off",
 };
 
 typedef struct {
@@ -110,6 +114,11 @@ static const KeyDef host_keys[] = {
       "timeout of one connection attempt" },
     { "drain_timeout", K_DURATION, "30s", NULL, FALSE, 0, DURATION_MAX_MS, H(drain_timeout_ms),
       "how long a drain (SIGTERM) may take before unfinished work is left to redelivery" },
+    { "ledger_bucket", K_NAME, "jethost_ledger", NULL, FALSE, NOB, H(ledger_bucket),
+      "the attempt ledger's KV bucket (created when any binding is managed)" },
+    { "ledger_max_age", K_DURATION, "7d", NULL, FALSE, 1000, DURATION_MAX_MS, H(ledger_max_age_ms),
+      "how long a ledger record (and a breaker claim) lives; longer than any retry schedule "
+      "(`jethost check` compares)" },
 };
 
 static const KeyDef binding_keys[] = {
@@ -164,11 +173,25 @@ static const KeyDef binding_keys[] = {
       "deliveries kept back from a finite `max_deliver` to retry a failed capture" },
     { "crash_limit", K_UINT, "3", NULL, FALSE, 1, G_MAXINT32, B(crash_limit),
       "strikes (host deaths while handling the message alone) before it is captured as `poison`" },
+    { "max_time_to_dead_letter", K_DURATION, "0", NULL, FALSE, 0, DURATION_MAX_MS,
+      B(max_time_to_dead_letter_ms),
+      "a bound on the time from first delivery to dead-letter that `jethost check` enforces; 0 = none" },
     { "dlq_stream", K_NAME, "JETHOST_DLQ", NULL, FALSE, NOB, B(dlq_stream),
       "the dead-letter stream" },
     { "dlq_subject", K_SUBJECT_LITERAL, NULL, "jethost.dlq.<binding name>", FALSE, NOB,
       B(dlq_subject),
       "the subject captures are published to" },
+    { "ledger", K_BOOL, "true", NULL, FALSE, NOB, B(ledger),
+      "keep the attempt ledger (failures, first-failure time, strikes) in KV; `false`: the "
+      "host falls back to the delivery count" },
+    { "floor_age", K_DURATION, "2m", NULL, FALSE, 0, DURATION_MAX_MS, B(floor_age_ms),
+      "an ack floor that has not moved for this long while the consumer has delivered past it "
+      "is stalled; 0 = the floor monitor and the breaker are off" },
+    { "breaker", K_BREAKER, "observe", NULL, FALSE, NOB, B(breaker),
+      "`observe`: count and log what the breaker would quarantine; `enforce` (experimental): "
+      "capture it with cause `breaker`; `off`: no breaker (the monitor still reports)" },
+    { "min_deliveries", K_UINT, "2", NULL, FALSE, 1, G_MAXINT32, B(min_deliveries),
+      "the breaker claims a message only once it has been delivered this many times" },
 };
 
 /* --- the merged view of all files ---------------------------------------- */
@@ -577,6 +600,30 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
             return FALSE;
         }
         return TRUE;
+    case K_BOOL:
+        if (strcmp(value, "true") == 0) {
+            *(gboolean *)field = TRUE;
+        } else if (strcmp(value, "false") == 0) {
+            *(gboolean *)field = FALSE;
+        } else {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "'%s' is not true or false", value);
+            return FALSE;
+        }
+        return TRUE;
+    case K_BREAKER:
+        if (strcmp(value, "observe") == 0) {
+            *(JetBreakerMode *)field = JET_BREAKER_MODE_OBSERVE;
+        } else if (strcmp(value, "enforce") == 0) {
+            *(JetBreakerMode *)field = JET_BREAKER_MODE_ENFORCE;
+        } else if (strcmp(value, "off") == 0) {
+            *(JetBreakerMode *)field = JET_BREAKER_MODE_OFF;
+        } else {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "unknown mode '%s' (observe, enforce or off)", value);
+            return FALSE;
+        }
+        return TRUE;
     }
     /* The string kinds land here. */
     char **slot = field;
@@ -648,6 +695,7 @@ static void host_clear(JetHostConfig *h)
     g_free(h->tls_ca);
     g_free(h->tls_cert);
     g_free(h->tls_key);
+    g_free(h->ledger_bucket);
     memset(h, 0, sizeof *h);
 }
 
@@ -762,6 +810,19 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
                   "max_deliver (%" G_GINT64_FORMAT ") must be more than capture_reserve (%u): "
                   "the host keeps that many deliveries back to capture a message",
                   b->max_deliver, b->capture_reserve);
+        return NULL;
+    }
+    if (b->breaker == JET_BREAKER_MODE_ENFORCE && !b->ledger) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "breaker"), sec->group, "breaker",
+                  "enforce needs the attempt ledger (ledger = false): the breaker claims a "
+                  "message by its first-failure time, which only the ledger keeps; set "
+                  "ledger = true or breaker = observe");
+        return NULL;
+    }
+    if (b->breaker == JET_BREAKER_MODE_ENFORCE && b->floor_age_ms == 0) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "breaker"), sec->group, "breaker",
+                  "enforce needs the floor monitor (floor_age = 0 turns it off); set floor_age "
+                  "or breaker = observe");
         return NULL;
     }
     if (b->subjects != NULL && b->manage != JET_MANAGE_CREATE) {

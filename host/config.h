@@ -16,6 +16,13 @@ typedef enum {
     JET_MANAGE_BIND = 1,     /* only check that they exist and fit */
 } JetManage;
 
+/* The ack-floor breaker (floor_monitor.h, docs/floor-monitor.md). */
+typedef enum {
+    JET_BREAKER_MODE_OBSERVE = 0,  /* claim, log and count "would quarantine"; capture nothing */
+    JET_BREAKER_MODE_ENFORCE = 1,  /* experimental: a claim is captured with cause `breaker` */
+    JET_BREAKER_MODE_OFF = 2,      /* no claims, no KV writes; the monitor still reports */
+} JetBreakerMode;
+
 typedef struct {
     char *file;              /* the file that defined the group (for messages) */
     char *server;            /* "embedded", or the URLs as written (comma-separated) */
@@ -31,6 +38,8 @@ typedef struct {
     guint connect_attempts;  /* first connect: attempts before giving up */
     guint64 connect_timeout_ms;
     guint64 drain_timeout_ms;     /* how long a drain may take before unfinished work is left */
+    char *ledger_bucket;          /* the attempt ledger's KV bucket */
+    guint64 ledger_max_age_ms;    /* every ledger entry expires after this */
 } JetHostConfig;
 
 typedef struct {
@@ -64,8 +73,15 @@ typedef struct {
     guint64 max_postpone_delay_ms;
     guint capture_reserve;
     guint crash_limit;
+    guint64 max_time_to_dead_letter_ms;   /* a bound the schedule check enforces; 0 = none */
     char *dlq_stream;
     char *dlq_subject;
+    gboolean ledger;         /* the attempt ledger (KV); default TRUE */
+
+    /* Floor monitor and breaker */
+    guint64 floor_age_ms;    /* stalled at this age; 0 = monitor (and breaker) off */
+    JetBreakerMode breaker;
+    guint min_deliveries;    /* the breaker claims only from this delivery on */
 
     /* option.NAME keys: name (without the prefix) -> value as written */
     GHashTable *options;

@@ -159,7 +159,7 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
 
     /* First connect: our own bounded attempts (nats.c 3.4.1 with
      * RetryOnFailedConnect and MaxReconnect -1 would loop for ever). */
-    guint64 wait_ms = 200;
+    guint64 wait_ms = 100;   /* doubling: 5 attempts take about 1.5 s */
     if (attempts == 0)
         attempts = 1;
     for (guint i = 1; i <= attempts; i++) {
@@ -177,7 +177,7 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
             return NULL;
         }
         g_usleep(wait_ms * 1000);
-        wait_ms = MIN(wait_ms * 2, 2000);
+        wait_ms = MIN(wait_ms * 2, 5000);
     }
     natsOptions_Destroy(o);
     g_atomic_int_set(&c->connected, 1);

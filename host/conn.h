@@ -11,7 +11,7 @@
 typedef struct JetConn JetConn;
 
 /* Connects to urls (NULL-terminated) with the credentials of host (may be
- * NULL).  attempts: first-connect attempts, 200 ms apart, doubling to 2 s. */
+ * NULL).  attempts: first-connect attempts, 100 ms apart, doubling to 5 s. */
 JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint attempts,
                        GError **error);
 void jet_conn_close(JetConn *c);

@@ -86,8 +86,33 @@ static gboolean check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, 
     return TRUE;
 }
 
-gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, JetConsumerFacts *facts,
-                             GError **error)
+static void stream_facts(jsCtx *js, const JetBindingConfig *b, JetConsumerFacts *facts)
+{
+    jsStreamInfo *si = NULL;
+    if (facts != NULL && js_GetStreamInfo(&si, js, b->stream, NULL, NULL) == NATS_OK) {
+        facts->stream_max_age_ms = si->Config->MaxAge / 1000000;
+        jsStreamInfo_Destroy(si);
+    }
+}
+
+int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor)
+{
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetConsumerInfo(&ci, js, b->stream, b->consumer, NULL, &jerr);
+    if (s == NATS_OK) {
+        if (ack_floor != NULL)
+            *ack_floor = ci->AckFloor.Stream;
+        jsConsumerInfo_Destroy(ci);
+        return 1;
+    }
+    if (jerr == ERR_CONSUMER_NOT_FOUND || jerr == ERR_STREAM_NOT_FOUND || s == NATS_NOT_FOUND)
+        return 0;
+    return -1;
+}
+
+gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
+                             JetConsumerFacts *facts, GError **error)
 {
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
@@ -95,6 +120,7 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, JetConsumerFa
 
     if (b->manage == JET_MANAGE_CREATE && !ensure_stream(js, b, error))
         return FALSE;
+    stream_facts(js, b, facts);
 
     s = js_GetConsumerInfo(&ci, js, b->stream, b->consumer, NULL, &jerr);
     gboolean exists = (s == NATS_OK);
@@ -126,7 +152,12 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, JetConsumerFa
     jsConsumerConfig_Init(&cc);
     cc.Durable = b->consumer;
     cc.AckPolicy = js_AckExplicit;
-    cc.DeliverPolicy = js_DeliverAll;
+    if (!exists && start_seq > 1) {
+        cc.DeliverPolicy = js_DeliverByStartSequence;
+        cc.OptStartSeq = start_seq;
+    } else {
+        cc.DeliverPolicy = js_DeliverAll;
+    }
     cc.AckWait = (int64_t)b->ack_wait_ms * 1000000;
     cc.MaxDeliver = b->max_deliver;
     cc.MaxAckPending = b->max_ack_pending;
@@ -139,27 +170,30 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, JetConsumerFa
     if (s != NATS_OK)
         return fail(error, b, exists ? "update consumer" : "create consumer", s, jerr);
     if (!exists)
-        jet_log(JET_LOG_INFO, b->name, "consumer-created", "created durable pull consumer %s/%s",
-                b->stream, b->consumer);
+        jet_log(JET_LOG_INFO, b->name, "consumer-created",
+                "created durable pull consumer %s/%s starting at stream seq %" G_GUINT64_FORMAT,
+                b->stream, b->consumer, MAX(start_seq, 1));
     fill_facts(ci, facts);
     jsConsumerInfo_Destroy(ci);
     return TRUE;
 }
 
-gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guint attempts,
-                                      const gint *stop, JetConsumerFacts *facts, GError **error)
+gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
+                                      guint attempts, const gint *stop, JetConsumerFacts *facts,
+                                      GError **error)
 {
     guint64 wait_ms = 100;
     for (guint i = 1;; i++) {
         g_autoptr(GError) local = NULL;
-        if (jet_consumer_ensure(js, b, facts, &local))
+        if (jet_consumer_ensure(js, b, start_seq, facts, &local))
             return TRUE;
         if (attempts > 0 && i >= attempts) {
             g_propagate_error(error, g_steal_pointer(&local));
             return FALSE;
         }
-        jet_log(JET_LOG_WARNING, b->name, "resubscribing", "attempt %u: %s; next in %" G_GUINT64_FORMAT " ms",
-                i, local->message, wait_ms);
+        /* Loud: in bind mode this is an operator's consumer gone missing. */
+        jet_log(b->manage == JET_MANAGE_BIND ? JET_LOG_ERROR : JET_LOG_WARNING, b->name, "resubscribing",
+                "attempt %u: %s; next in %" G_GUINT64_FORMAT " ms", i, local->message, wait_ms);
         for (guint64 slept = 0; slept < wait_ms; slept += 50) {
             if (stop != NULL && g_atomic_int_get(stop)) {
                 g_propagate_error(error, g_steal_pointer(&local));

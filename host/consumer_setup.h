@@ -13,15 +13,23 @@ typedef struct {
     gint64 max_deliver;        /* <= 0: unlimited */
     gint64 max_ack_pending;
     guint64 ack_floor_stream;  /* as observed at setup */
+    gint64 stream_max_age_ms;  /* 0 = unlimited */
 } JetConsumerFacts;
 
-/* One attempt.  On success fills facts (may be NULL). */
-gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, JetConsumerFacts *facts,
-                             GError **error);
+/* One attempt.  On success fills facts (may be NULL).  A consumer that has
+ * to be created starts at start_seq (0 or 1: the whole stream); recovery
+ * passes the last ack floor observed + 1, never the start of the stream. */
+gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
+                             JetConsumerFacts *facts, GError **error);
+
+/* Whether the consumer exists: 1 yes, 0 no (the server said so), -1 the
+ * server could not say (it is unreachable, or timed out). */
+int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor);
 
 /* Retries jet_consumer_ensure with backoff from 100 ms doubling to 5 s:
  * `attempts` times (0 = until *stop becomes non-zero). */
-gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guint attempts,
-                                      const gint *stop, JetConsumerFacts *facts, GError **error);
+gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
+                                      guint attempts, const gint *stop, JetConsumerFacts *facts,
+                                      GError **error);
 
 #endif

@@ -9,6 +9,7 @@
 #include "instance.h"
 #include "log.h"
 #include "plugin_loader.h"
+#include "schedule.h"
 
 #include <glib-unix.h>
 #include <stdio.h>
@@ -74,13 +75,51 @@ static Binding *binding_prepare(const JetConfig *cfg, const JetBindingConfig *b,
     return bd;
 }
 
-int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean verbose)
+/* Adds what the server says of the binding's stream and consumer. */
+static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetScheduleInput *in,
+                                guint64 **backoff)
+{
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, jet_conn_js(conn), b->stream, NULL, NULL) == NATS_OK) {
+        in->has_stream = TRUE;
+        in->stream_max_age_ms = (guint64)MAX(si->Config->MaxAge / 1000000, 0);
+        jsStreamInfo_Destroy(si);
+    }
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) == NATS_OK) {
+        const jsConsumerConfig *cc = ci->Config;
+        in->has_consumer = TRUE;
+        in->consumer_ack_wait_ms = (guint64)MAX(cc->AckWait / 1000000, 0);
+        in->consumer_max_deliver = cc->MaxDeliver;
+        in->consumer_max_ack_pending = cc->MaxAckPending;
+        if (cc->BackOffLen > 0) {
+            *backoff = g_new0(guint64, (gsize)cc->BackOffLen);
+            for (int i = 0; i < cc->BackOffLen; i++)
+                (*backoff)[i] = (guint64)MAX(cc->BackOff[i] / 1000000, 0);
+            in->backoff_ms = *backoff;
+            in->n_backoff = (gsize)cc->BackOffLen;
+        }
+        jsConsumerInfo_Destroy(ci);
+    }
+}
+
+int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean verbose,
+                     const char *server_url)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(JetConfig) cfg = jet_config_load(config_file, dropin_dir, &err);
     if (cfg == NULL) {
         fprintf(stderr, "jethost: %s\n", err->message);
         return JET_EXIT_CONFIG;
+    }
+    JetConn *conn = NULL;
+    if (server_url != NULL) {
+        const char *urls[] = { server_url, NULL };
+        conn = jet_conn_open(urls, &cfg->host, 2, &err);
+        if (conn == NULL) {
+            fprintf(stderr, "jethost: --server: %s\n", err->message);
+            return JET_EXIT_FAILURE;
+        }
     }
     int rc = JET_EXIT_OK;
     for (guint i = 0; i < cfg->bindings->len; i++) {
@@ -93,6 +132,21 @@ int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean v
             rc = JET_EXIT_CONFIG;
             continue;
         }
+        /* The schedule, from the config alone (no server: check runs in fleet CI). */
+        JetScheduleInput in;
+        JetScheduleReport report;
+        g_autofree guint64 *backoff = NULL;
+        jet_schedule_input_from_binding(b, &in);
+        if (conn != NULL)
+            schedule_live_facts(conn, b, &in, &backoff);
+        jet_schedule_check(&in, &report);
+        if (verbose || report.n_errors > 0 || report.n_warnings > 0) {
+            g_autofree char *text = jet_schedule_report_format(&report);
+            FILE *out = report.n_errors > 0 ? stderr : stdout;
+            fprintf(out, "binding %s: schedule\n%s", b->name, text);
+        }
+        if (report.n_errors > 0)
+            rc = JET_EXIT_CONFIG;
         if (verbose) {
             const jet_plugin *d = jet_plugin_descriptor(bd->plugin);
             printf("binding %s: plugin %s %s (%s) on %s/%s\n", b->name, d->name, d->version,
@@ -104,6 +158,7 @@ int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean v
         }
         binding_free(bd);
     }
+    jet_conn_close(conn);
     if (rc == JET_EXIT_OK)
         printf("%s: OK (%u binding%s)\n", config_file, cfg->bindings->len, cfg->bindings->len == 1 ? "" : "s");
     return rc;
@@ -189,15 +244,43 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     }
     conn = jet_conn_open((const char *const *)urls, &d.cfg->host, d.cfg->host.connect_attempts, &err);
     if (conn == NULL) {
-        jet_log(JET_LOG_ERROR, NULL, "failed", "%s", err->message);
+        for (guint i = 0; i < d.bindings->len; i++) {
+            Binding *bd = g_ptr_array_index(d.bindings, i);
+            jet_log(JET_LOG_ERROR, bd->b->name, "failed", "binding %s: cannot bind: %s", bd->b->name, err->message);
+        }
         rc = JET_EXIT_FAILURE;
         goto out;
     }
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
-        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 5, NULL, &bd->facts, &err)) {
+        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &err)) {
             jet_log(JET_LOG_ERROR, bd->b->name, "failed", "%s", err->message);
             rc = JET_EXIT_FAILURE;
+            goto out;
+        }
+    }
+    /* The schedule with what the server says: a configuration that cannot
+     * work is refused before it runs (docs/schedule.md). */
+    for (guint i = 0; i < d.bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d.bindings, i);
+        JetScheduleInput in;
+        JetScheduleReport report;
+        jet_schedule_input_from_binding(bd->b, &in);
+        in.has_stream = TRUE;
+        in.stream_max_age_ms = (guint64)MAX(bd->facts.stream_max_age_ms, 0);
+        in.has_consumer = TRUE;
+        in.consumer_ack_wait_ms = bd->facts.ack_wait_ms;
+        in.consumer_max_deliver = bd->facts.max_deliver;
+        in.consumer_max_ack_pending = bd->facts.max_ack_pending;
+        jet_schedule_check(&in, &report);
+        for (guint v = 0; v < report.n_violations; v++)
+            jet_log(report.violations[v].severity == JET_SCHEDULE_ERROR ? JET_LOG_ERROR : JET_LOG_WARNING,
+                    bd->b->name, "schedule", "%s: %s", report.violations[v].code, report.violations[v].message);
+        if (report.n_errors > 0) {
+            jet_log(JET_LOG_ERROR, bd->b->name, "failed",
+                    "binding %s: its retry schedule cannot work with this stream and consumer (see above)",
+                    bd->b->name);
+            rc = JET_EXIT_CONFIG;
             goto out;
         }
     }

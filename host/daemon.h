@@ -8,8 +8,10 @@
 /* Returns the process exit code (cli.h). */
 int jet_daemon_run(const char *config_file, const char *dropin_dir);
 
-/* `jethost check`: the config and its plugins, without a server.  Prints the
+/* `jethost check`: the config, its plugins and each binding's schedule;
+ * with server_url, also against the stream and consumer as they are.  Prints the
  * problems on stderr; returns the exit code. */
-int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean verbose);
+int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean verbose,
+                     const char *server_url);
 
 #endif

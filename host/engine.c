@@ -15,6 +15,8 @@
 #define TAKE_STEP_US (100 * 1000)
 /* Pulls outstanding per worker: the live one and an early re-pull. */
 #define MAX_PULLS 4
+/* How often the lease keeper reads the consumer's ack floor. */
+#define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
 
 typedef enum { ITEM_MSG, ITEM_WAKE } ItemKind;
 
@@ -52,6 +54,8 @@ typedef struct {
     guint next_pull_id;
     guint generation;
     gboolean alone_next;       /* fetch one message without a byte budget */
+    guint idle_windows;        /* consecutive pulls that ended with nothing */
+    guint64 invalid_backoff_ms;
 } Worker;
 
 struct JetEngine {
@@ -77,6 +81,11 @@ struct JetEngine {
 
     JetEngineTakeHook take_hook;
     gpointer take_hook_data;
+
+    /* Recovery: one worker at a time re-creates or waits for the consumer. */
+    GMutex recover_lock;
+    guint64 observed_floor;    /* atomic (stats_lock): the last ack floor seen in consumer info */
+    gint64 observed_at_us;
 };
 
 #define STAT_ADD(e, field, n)                 \
@@ -359,6 +368,75 @@ static gboolean issue_pull(Worker *w, guint batch)
     return TRUE;
 }
 
+/* A pull is over: count it as an idle window when it brought nothing. */
+static void pull_over(Worker *w, Pull *p)
+{
+    p->active = FALSE;
+    if (p->received == 0)
+        w->idle_windows++;
+    else
+        w->idle_windows = 0;
+}
+
+static void observe_floor(JetEngine *e, guint64 floor)
+{
+    g_mutex_lock(&e->stats_lock);
+    if (floor > e->observed_floor || e->observed_floor == 0)
+        e->observed_floor = floor;
+    e->stats.observed_floor = e->observed_floor;
+    e->observed_at_us = now_us();
+    g_mutex_unlock(&e->stats_lock);
+}
+
+/* The consumer is gone (409 Consumer Deleted, or a probe found nothing):
+ * managed bindings re-create it from the last ack floor observed + 1, never
+ * from the start of the stream; bound ones wait for it, loudly. */
+static void recover_consumer(Worker *w, const char *why)
+{
+    JetEngine *e = w->eng;
+    end_all_pulls(w);
+    g_mutex_lock(&e->recover_lock);
+    guint64 floor = 0;
+    int exists = jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor);
+    if (exists == 1) {
+        /* Another worker (or the operator) put it back already. */
+        g_mutex_unlock(&e->recover_lock);
+        return;
+    }
+    g_mutex_lock(&e->stats_lock);
+    guint64 start = e->observed_floor + 1;
+    e->stats.resubscribes++;
+    g_mutex_unlock(&e->stats_lock);
+    if (e->b->manage == JET_MANAGE_CREATE)
+        jet_log(JET_LOG_ERROR, e->b->name, "consumer-gone",
+                "consumer %s/%s is gone (%s); re-creating it from stream seq %" G_GUINT64_FORMAT
+                " (the last ack floor observed + 1)", e->b->stream, e->b->consumer, why, start);
+    else
+        jet_log(JET_LOG_ERROR, e->b->name, "consumer-gone",
+                "consumer %s/%s is gone (%s); manage = bind: waiting for it to be put back",
+                e->b->stream, e->b->consumer, why);
+    g_autoptr(GError) err = NULL;
+    if (!jet_consumer_ensure_retrying(jet_conn_js(e->conn), e->b, start, 0, &e->stopping, NULL, &err))
+        jet_log(JET_LOG_WARNING, e->b->name, "resubscribing", "stopped while recovering: %s", err->message);
+    else
+        jet_log(JET_LOG_INFO, e->b->name, "subscribed", "consumer %s/%s is back", e->b->stream, e->b->consumer);
+    g_mutex_unlock(&e->recover_lock);
+}
+
+/* After two idle windows in a row: is the consumer still there?  (A pull to
+ * a consumer that does not exist gets no answer at all on 2.9.10.) */
+static void probe_consumer(Worker *w)
+{
+    JetEngine *e = w->eng;
+    w->idle_windows = 0;
+    guint64 floor = 0;
+    int exists = jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor);
+    if (exists == 1)
+        observe_floor(e, floor);
+    else if (exists == 0)
+        recover_consumer(w, "a probe after two idle windows found no consumer");
+}
+
 static void guard_sleep(Worker *w)
 {
     gint64 until = now_us() + GUARD_DELAY_US;
@@ -382,43 +460,50 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
     }
     JetPullStatusKind kind = jet_pull_status_classify(code, desc, p->received);
     gboolean early = now_us() - p->issued_us < (gint64)e->b->expires_ms * 500;
+    if (kind != JET_PULL_INVALID)
+        w->invalid_backoff_ms = 0;
     switch (kind) {
     case JET_PULL_HEARTBEAT:
         return;
     case JET_PULL_END:
-        p->active = FALSE;
+        pull_over(w, p);
         if (p->received == 0 && early)
             guard_sleep(w);
         return;
     case JET_PULL_END_GUARDED:
     case JET_PULL_UNKNOWN:
-        p->active = FALSE;
+        pull_over(w, p);
         jet_log(kind == JET_PULL_UNKNOWN ? JET_LOG_WARNING : JET_LOG_INFO, e->b->name, "pull-ended",
                 "worker %u pull %u: %d %s", w->index, id, code, desc != NULL ? desc : "");
         if (p->received == 0)
             guard_sleep(w);
         return;
     case JET_PULL_END_TOO_LARGE:
-        p->active = FALSE;
+        pull_over(w, p);
         w->alone_next = TRUE;
         jet_log(JET_LOG_WARNING, e->b->name, "message-too-large",
                 "worker %u: the next message exceeds max_bytes %" G_GINT64_FORMAT "; fetching it alone",
                 w->index, e->b->max_bytes);
         return;
     case JET_PULL_CONSUMER_GONE:
+        pull_over(w, p);
+        recover_consumer(w, "the server said 409 Consumer Deleted");
+        return;
     case JET_PULL_INVALID:
-        p->active = FALSE;
-        jet_log(JET_LOG_ERROR, e->b->name, "pull-refused", "worker %u: the server said %d %s",
-                w->index, code, desc != NULL ? desc : "");
+        /* The request does not fit the consumer (an operator's limit): it
+         * cannot heal by itself, so the binding says so loudly and re-tries
+         * only slowly, never in a hot loop, never taking others down. */
+        pull_over(w, p);
+        w->invalid_backoff_ms = w->invalid_backoff_ms == 0 ? 1000 : MIN(w->invalid_backoff_ms * 2, 30000);
+        STAT_ADD(e, refused_pulls, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "failed",
+                "worker %u: the server refused the pull: %d %s; fix the binding or the consumer "
+                "(retrying in %" G_GUINT64_FORMAT " ms)",
+                w->index, code, desc != NULL ? desc : "", w->invalid_backoff_ms);
         {
-            /* Re-check the consumer (re-create it in managed mode) with
-             * backoff; never a hot loop, never taking other bindings down. */
-            g_autoptr(GError) err = NULL;
-            STAT_ADD(e, resubscribes, 1);
-            if (!jet_consumer_ensure_retrying(jet_conn_js(e->conn), e->b, 0, &e->stopping, NULL, &err))
-                jet_log(JET_LOG_ERROR, e->b->name, "failed", "%s", err->message);
-            if (kind == JET_PULL_INVALID)
-                guard_sleep(w);
+            gint64 until = now_us() + (gint64)w->invalid_backoff_ms * 1000;
+            while (!engine_stopping(e) && now_us() < until)
+                g_usleep(20000);
         }
         return;
     }
@@ -484,7 +569,7 @@ static void take_one(Worker *w, Item *it)
     }
     if (p != NULL) {
         if (++p->received == p->batch)
-            p->active = FALSE;
+            pull_over(w, p);
     } else {
         STAT_ADD(e, late_messages, 1);
     }
@@ -506,13 +591,13 @@ static void check_deadlines(Worker *w)
         if (!p->active)
             continue;
         if (now > p->deadline_us) {
-            p->active = FALSE;
+            pull_over(w, p);
             continue;
         }
         /* Two heartbeats with nothing at all from the server: the pull died
          * silently (a reconnect, a killed server). */
         if (hb_us > 0 && now - heard > 2 * hb_us && now - p->issued_us > 2 * hb_us) {
-            p->active = FALSE;
+            pull_over(w, p);
             STAT_ADD(e, missed_heartbeats, 1);
             jet_log(JET_LOG_WARNING, e->b->name, "missed-heartbeats",
                     "worker %u pull %u: nothing from the server for %" G_GINT64_FORMAT " ms; re-pulling",
@@ -536,6 +621,8 @@ static gpointer worker_main(gpointer data)
             w->generation = gen;
             end_all_pulls(w);
         }
+        if (w->idle_windows >= 2 && active_pulls(w) == 0)
+            probe_consumer(w);
         guint buffered = (guint)g_atomic_int_get(&w->buffered);
         guint n_active = active_pulls(w);
         if (n_active == 0 && buffered == 0) {
@@ -572,9 +659,22 @@ static gpointer keeper_main(gpointer data)
     gint64 every_us = ack_wait_us / 3;
     gint64 limit_us = (gint64)e->b->handler_timeout_ms * 1000;
 
+    gint64 next_observe = 0;
     g_mutex_lock(&e->lease_lock);
     while (!e->keeper_quit) {
-        gint64 until = g_get_monotonic_time() + every_us / 2;
+        if (now_us() >= next_observe) {
+            /* The ack floor, so a consumer that has to be re-created starts
+             * where the fleet was, not at the start of the stream. */
+            g_mutex_unlock(&e->lease_lock);
+            guint64 floor = 0;
+            if (jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor) == 1)
+                observe_floor(e, floor);
+            next_observe = now_us() + FLOOR_OBSERVE_US;
+            g_mutex_lock(&e->lease_lock);
+            if (e->keeper_quit)
+                break;
+        }
+        gint64 until = g_get_monotonic_time() + MIN(every_us / 2, FLOOR_OBSERVE_US);
         g_cond_wait_until(&e->lease_cond, &e->lease_lock, until);
         if (e->keeper_quit)
             break;
@@ -619,6 +719,8 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         e->facts = *facts;
     else
         e->facts.ack_wait_ms = (gint64)b->ack_wait_ms;
+    e->observed_floor = e->facts.ack_floor_stream;
+    e->stats.observed_floor = e->observed_floor;
     e->policy = (JetSettlePolicy){
         .rungs_ms = b->rungs_ms,
         .n_rungs = b->n_rungs,
@@ -632,6 +734,7 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     e->next_subject = g_strdup_printf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", b->stream, b->consumer);
     g_mutex_init(&e->stats_lock);
     g_mutex_init(&e->lease_lock);
+    g_mutex_init(&e->recover_lock);
     g_cond_init(&e->lease_cond);
     e->held = g_hash_table_new(g_direct_hash, g_direct_equal);
     e->n_workers = MAX(b->workers, 1);
@@ -727,6 +830,7 @@ void jet_engine_free(JetEngine *e)
     g_hash_table_unref(e->held);
     g_mutex_clear(&e->stats_lock);
     g_mutex_clear(&e->lease_lock);
+    g_mutex_clear(&e->recover_lock);
     g_cond_clear(&e->lease_cond);
     g_free(e->next_subject);
     g_free(e);

@@ -37,6 +37,8 @@ typedef struct {
     guint64 lease_lapsed;      /* handlers past the time limit */
     guint64 max_held;          /* most messages held by one worker at a take */
     guint64 not_jetstream;     /* messages on the inbox that were not deliveries */
+    guint64 refused_pulls;     /* the server found the pull invalid for the consumer */
+    guint64 observed_floor;    /* the last ack floor read from consumer info */
 } JetEngineStats;
 
 /* Called by a worker with each message it takes, before the handler runs

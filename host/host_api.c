@@ -5,8 +5,32 @@
 #include "jet_msg.h"
 #include "log.h"
 #include "duration.h"
+#include "host_strict.h"
 
 #include <string.h>
+
+/* Strict mode (host_strict.h): the mock host's checks.  The daemon never sets
+ * a jet_msg's strict pointer nor the ctx observer, so each function below
+ * pays one predictable branch and nothing else. */
+#define MSG_GUARD(m, fn, fail)                                                      \
+    do {                                                                            \
+        if (G_UNLIKELY((m)->strict != NULL) && !(m)->strict->call((m)->strict, (m), (fn))) \
+            return fail;                                                            \
+    } while (0)
+
+static const JetCtxObserver *ctx_observer;
+
+#define CTX_GUARD(c, fn, arg)                                                       \
+    do {                                                                            \
+        const JetCtxObserver *obs_ = g_atomic_pointer_get(&ctx_observer);           \
+        if (G_UNLIKELY(obs_ != NULL))                                               \
+            obs_->call((c), (fn), (arg));                                           \
+    } while (0)
+
+void jet__host_api_set_ctx_observer(const JetCtxObserver *obs)
+{
+    g_atomic_pointer_set(&ctx_observer, obs);
+}
 
 
 void jet_msg_reset_verdict(jet_msg *m)
@@ -20,12 +44,19 @@ void jet_msg_reset_verdict(jet_msg *m)
 
 static const char *msg_subject(const jet_msg *m)
 {
-    return m != NULL ? m->subject : NULL;
+    if (m == NULL)
+        return NULL;
+    MSG_GUARD(m, "msg_subject", NULL);
+    return m->subject;
 }
 
 static const void *msg_data(const jet_msg *m, size_t *len)
 {
     if (m == NULL) {
+        if (len != NULL) *len = 0;
+        return NULL;
+    }
+    if (G_UNLIKELY(m->strict != NULL) && !m->strict->call(m->strict, m, "msg_data")) {
         if (len != NULL) *len = 0;
         return NULL;
     }
@@ -38,6 +69,7 @@ static const char *msg_header(const jet_msg *m, const char *name)
 {
     if (m == NULL || name == NULL)
         return NULL;
+    MSG_GUARD(m, "msg_header", NULL);
     if (m->nmsg != NULL) {
         const char *v = NULL;
         return natsMsgHeader_Get(m->nmsg, name, &v) == NATS_OK ? v : NULL;
@@ -52,6 +84,7 @@ static int msg_headers_each(const jet_msg *m, int (*fn)(void *, const char *, co
 {
     if (m == NULL || fn == NULL)
         return JET_EINVAL;
+    MSG_GUARD(m, "msg_headers_each", JET_EINVAL);
     if (m->nmsg != NULL) {
         const char **keys = NULL;
         int nkeys = 0;
@@ -78,17 +111,30 @@ static int msg_headers_each(const jet_msg *m, int (*fn)(void *, const char *, co
     return 0;
 }
 
-static const char *msg_stream(const jet_msg *m) { return m != NULL ? m->stream : NULL; }
-static const char *msg_consumer(const jet_msg *m) { return m != NULL ? m->consumer : NULL; }
-static uint64_t msg_stream_seq(const jet_msg *m) { return m != NULL ? m->stream_seq : 0; }
-static uint64_t msg_consumer_seq(const jet_msg *m) { return m != NULL ? m->consumer_seq : 0; }
-static uint32_t msg_deliveries(const jet_msg *m) { return m != NULL ? m->deliveries : 0; }
-static uint32_t msg_failures(const jet_msg *m) { return m != NULL ? m->failures : 0; }
-static uint32_t msg_postpones(const jet_msg *m) { return m != NULL ? m->postpones : 0; }
+/* The plain field readers: NULL-safe, guarded, one line each. */
+#define MSG_FIELD(type, fn, field, fail)          \
+    static type fn(const jet_msg *m)              \
+    {                                             \
+        if (m == NULL)                            \
+            return fail;                          \
+        MSG_GUARD(m, #fn, fail);                  \
+        return m->field;                          \
+    }
+
+MSG_FIELD(const char *, msg_stream, stream, NULL)
+MSG_FIELD(const char *, msg_consumer, consumer, NULL)
+MSG_FIELD(uint64_t, msg_stream_seq, stream_seq, 0)
+MSG_FIELD(uint64_t, msg_consumer_seq, consumer_seq, 0)
+MSG_FIELD(uint32_t, msg_deliveries, deliveries, 0)
+MSG_FIELD(uint32_t, msg_failures, failures, 0)
+MSG_FIELD(uint32_t, msg_postpones, postpones, 0)
 
 static int msg_enqueued_ns(const jet_msg *m, int64_t *unix_ns)
 {
-    if (m == NULL || unix_ns == NULL || !m->has_enqueued)
+    if (m == NULL || unix_ns == NULL)
+        return 0;
+    MSG_GUARD(m, "msg_enqueued_ns", 0);
+    if (!m->has_enqueued)
         return 0;
     *unix_ns = m->enqueued_ns;
     return 1;
@@ -96,7 +142,10 @@ static int msg_enqueued_ns(const jet_msg *m, int64_t *unix_ns)
 
 static int msg_first_failure_ns(const jet_msg *m, int64_t *unix_ns)
 {
-    if (m == NULL || unix_ns == NULL || !m->has_first_failure)
+    if (m == NULL || unix_ns == NULL)
+        return 0;
+    MSG_GUARD(m, "msg_first_failure_ns", 0);
+    if (!m->has_first_failure)
         return 0;
     *unix_ns = m->first_failure_ns;
     return 1;
@@ -106,6 +155,7 @@ static int msg_set_reason(jet_msg *m, const char *reason)
 {
     if (m == NULL || reason == NULL)
         return JET_EINVAL;
+    MSG_GUARD(m, "msg_set_reason", JET_EINVAL);
     size_t n = strlen(reason);
     if (n > JET_REASON_MAX) {
         /* Kept truncated for the log, and flagged: settlement treats it as a
@@ -123,6 +173,7 @@ static int msg_set_delay_ms(jet_msg *m, uint64_t delay_ms)
 {
     if (m == NULL)
         return JET_EINVAL;
+    MSG_GUARD(m, "msg_set_delay_ms", JET_EINVAL);
     m->delay_ms = delay_ms;
     m->has_delay = TRUE;
     return delay_ms > 0 ? JET_OK : JET_EINVAL;
@@ -130,11 +181,13 @@ static int msg_set_delay_ms(jet_msg *m, uint64_t delay_ms)
 
 static const char *ctx_option(const jet_ctx *c, const char *name)
 {
+    CTX_GUARD(c, "ctx_option", name);
     return jet__ctx_option(c, name);
 }
 
 static int ctx_option_int(const jet_ctx *c, const char *name, int64_t *out)
 {
+    CTX_GUARD(c, "ctx_option_int", name);
     const char *v = NULL;
     int rc = jet__ctx_option_typed(c, name, JET_OPT_INT, &v);
     if (rc == JET_OK && out != NULL) {
@@ -147,6 +200,7 @@ static int ctx_option_int(const jet_ctx *c, const char *name, int64_t *out)
 
 static int ctx_option_bool(const jet_ctx *c, const char *name, int *out)
 {
+    CTX_GUARD(c, "ctx_option_bool", name);
     const char *v = NULL;
     int rc = jet__ctx_option_typed(c, name, JET_OPT_BOOL, &v);
     if (rc == JET_OK && out != NULL)
@@ -156,6 +210,7 @@ static int ctx_option_bool(const jet_ctx *c, const char *name, int *out)
 
 static int ctx_option_duration_ms(const jet_ctx *c, const char *name, uint64_t *out)
 {
+    CTX_GUARD(c, "ctx_option_duration_ms", name);
     const char *v = NULL;
     int rc = jet__ctx_option_typed(c, name, JET_OPT_DURATION, &v);
     if (rc == JET_OK && out != NULL) {
@@ -168,28 +223,40 @@ static int ctx_option_duration_ms(const jet_ctx *c, const char *name, uint64_t *
 
 static const char *ctx_name(const jet_ctx *c)
 {
+    CTX_GUARD(c, "ctx_name", NULL);
     return c != NULL ? jet_instance_binding(c) : NULL;
 }
 
 static void ctx_log(jet_ctx *c, jet_log_level level, const char *fmt, ...)
 {
+    CTX_GUARD(c, "ctx_log", NULL);
     if (fmt == NULL)
         return;
     if ((unsigned)level > JET_LOG_DEBUG)
         level = JET_LOG_INFO;
+    const char *binding = c != NULL ? jet_instance_binding(c) : NULL;
     va_list ap;
     va_start(ap, fmt);
-    jet_logv(level, c != NULL ? jet_instance_binding(c) : NULL, "plugin", fmt, ap);
+    const JetCtxObserver *obs = g_atomic_pointer_get(&ctx_observer);
+    if (G_UNLIKELY(obs != NULL && obs->log != NULL)) {
+        g_autofree char *line = g_strdup_vprintf(fmt, ap);
+        if (obs->log(c, level, line))
+            jet_log(level, binding, "plugin", "%s", line);
+    } else {
+        jet_logv(level, binding, "plugin", fmt, ap);
+    }
     va_end(ap);
 }
 
 static int64_t ctx_now_ns(const jet_ctx *c)
 {
+    CTX_GUARD(c, "ctx_now_ns", NULL);
     return c != NULL ? jet_instance_now_ns(c) : g_get_real_time() * 1000;
 }
 
 static int ctx_stopping(const jet_ctx *c)
 {
+    CTX_GUARD(c, "ctx_stopping", NULL);
     return jet__ctx_stopping(c);
 }
 

@@ -8,6 +8,8 @@
 #include <nats/nats.h>
 #include <jethost/plugin.h>
 
+struct JetMsgStrict;
+
 struct jet_msg {
     /* Where the bytes come from: a nats.c message (headers read through it),
      * or plain fields with a header list (the mock host). */
@@ -38,6 +40,11 @@ struct jet_msg {
     /* Set by the mock host when handle() returned: any further call through
      * this handle is a use after the borrow ended. */
     gboolean poisoned;
+
+    /* The mock host's strict checks (host_strict.h), called by every host
+     * function taking this handle; NULL in the daemon, which pays one
+     * branch on it. */
+    const struct JetMsgStrict *strict;
 };
 
 /* Resets what a plugin may set, before a handle() call. */

@@ -293,3 +293,30 @@ const char *jet_plugin_name(const JetPlugin *p)
 {
     return p->desc.name;
 }
+
+/* --- plugins linked into the program (the mock host's static mode) ------- */
+
+static GHashTable *linked;   /* entry function -> JetPlugin*, never freed */
+
+JetPlugin *jet_plugin_from_entry(jet_plugin_entry_fn entry, GError **error)
+{
+    g_return_val_if_fail(entry != NULL, NULL);
+    g_mutex_lock(&registry_lock);
+    if (linked == NULL)
+        linked = g_hash_table_new(g_direct_hash, g_direct_equal);
+    JetPlugin *p = g_hash_table_lookup(linked, *(gpointer *)&entry);
+    if (p == NULL) {
+        g_autoptr(GError) local = NULL;
+        jet_plugin desc;
+        if (!jet_plugin_descriptor_check(entry(jet_host_api_table()), &desc, &local)) {
+            g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "linked-in plugin: %s", local->message);
+        } else {
+            p = g_new0(JetPlugin, 1);
+            p->path = g_strdup_printf("linked-in:%s", desc.name);
+            p->desc = desc;
+            g_hash_table_insert(linked, *(gpointer *)&entry, p);
+        }
+    }
+    g_mutex_unlock(&registry_lock);
+    return p;
+}

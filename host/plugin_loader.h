@@ -46,6 +46,12 @@ const jet_plugin *jet_plugin_descriptor(const JetPlugin *p);
 const char *jet_plugin_path(const JetPlugin *p);
 const char *jet_plugin_name(const JetPlugin *p);
 
+/* A plugin linked into the program instead of loaded from a file (the mock
+ * host's static mode): calls entry with the host table and checks the
+ * descriptor as jet_plugin_load() does.  Its "path" is "linked-in:NAME".
+ * Kept for the life of the process, like a loaded plugin. */
+JetPlugin *jet_plugin_from_entry(jet_plugin_entry_fn entry, GError **error);
+
 /* Checks a descriptor as returned by an entry point (exposed for tests of the
  * version rule).  Writes the normalised copy to out. */
 gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GError **error);

@@ -10,7 +10,7 @@
 #include <jethost/plugin.h>
 #include <string.h>
 
-const guint64 jet_settle_default_rungs_ms[] = { 1000, 10000, 60000, 300000 };
+const guint64 jet_settle_default_rungs_ms[] = { 1000, 5000, 30000, 120000, 600000 };
 const gsize jet_settle_default_n_rungs = G_N_ELEMENTS(jet_settle_default_rungs_ms);
 
 void jet_settle_policy_init_default(JetSettlePolicy *p)

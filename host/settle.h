@@ -75,12 +75,13 @@ typedef struct {
 } JetSettleAction;
 
 /* Defaults a binding gets when its config says nothing (docs/settlement.md). */
-#define JET_SETTLE_DEFAULT_MAX_ATTEMPTS          6u
+#define JET_SETTLE_DEFAULT_MAX_ATTEMPTS          5u
 #define JET_SETTLE_DEFAULT_POSTPONE_HORIZON_MS   (60u * 60u * 1000u)     /* 1h */
 #define JET_SETTLE_DEFAULT_MAX_POSTPONE_DELAY_MS (15u * 60u * 1000u)     /* 15m */
 #define JET_SETTLE_DEFAULT_CAPTURE_RESERVE       1u
 #define JET_SETTLE_DEFAULT_CRASH_LIMIT           3u
-/* The default ladder: 1s, 10s, 1m, 5m (the last rung repeats). */
+/* The default ladder: 1s, 5s, 30s, 2m, 10m (the last rung repeats); the same
+ * defaults as the config keys (host/config.c), which a test checks. */
 extern const guint64 jet_settle_default_rungs_ms[];
 extern const gsize jet_settle_default_n_rungs;
 

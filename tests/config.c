@@ -190,6 +190,21 @@ static const struct {
     { HOST BIND "rungs = 1s,,5s\n", "[binding orders] rungs: '1s,,5s' has an empty item" },
     { HOST BIND "rungs = 1s, 0, 5s\n", "[binding orders] rungs: '0' must be more than 0" },
     { HOST BIND "rungs = 1s, 5\n", "[binding orders] rungs: duration '5' has no unit" },
+    /* the floor monitor and the breaker */
+    { HOST BIND "breaker = enforced\n",
+      "[binding orders] breaker: unknown mode 'enforced' (observe, enforce or off)" },
+    { HOST BIND "breaker = Observe\n",
+      "[binding orders] breaker: unknown mode 'Observe' (observe, enforce or off)" },
+    { HOST BIND "breaker =\n",
+      "[binding orders] breaker: unknown mode '' (observe, enforce or off)" },
+    { HOST BIND "breaker = enforce\nledger = false\n",
+      "[binding orders] breaker: enforce needs the attempt ledger (ledger = false)" },
+    { HOST BIND "breaker = enforce\nfloor_age = 0\n",
+      "[binding orders] breaker: enforce needs the floor monitor (floor_age = 0 turns it off)" },
+    { HOST BIND "ledger = yes\n", "[binding orders] ledger: 'yes' is not true or false" },
+    { HOST BIND "floor_age = 15\n", "[binding orders] floor_age: duration '15' has no unit" },
+    { HOST BIND "min_deliveries = 0\n",
+      "[binding orders] min_deliveries: 0 is out of range (at least 1)" },
     /* options */
     { HOST BIND "option.Path = /x\n", "[binding orders] option.Path: an option name is" },
     { HOST BIND "option. = 1\n", "[binding orders] option.: an option name is" },
@@ -358,6 +373,10 @@ static void test_defaults(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(b->crash_limit, ==, 3);
     g_assert_cmpstr(b->dlq_stream, ==, "JETHOST_DLQ");
     g_assert_cmpstr(b->dlq_subject, ==, "jethost.dlq.orders");
+    g_assert_true(b->ledger);
+    g_assert_cmpuint(b->floor_age_ms, ==, 120000);
+    g_assert_cmpint(b->breaker, ==, JET_BREAKER_MODE_OBSERVE);
+    g_assert_cmpuint(b->min_deliveries, ==, 2);
     g_assert_nonnull(b->options);
     g_assert_cmpuint(g_hash_table_size(b->options), ==, 0);
 }
@@ -399,6 +418,10 @@ static void test_values(Fixture *fx, gconstpointer data)
         "crash_limit = 1\n"
         "dlq_stream = DLQ\n"
         "dlq_subject = dlq.orders\n"
+        "ledger = true\n"
+        "floor_age = 20m\n"
+        "breaker = enforce\n"
+        "min_deliveries = 3\n"
         "option.path = /var/spool/orders\n"
         "option.max_rows = 10\n"
         "option.with-dash =  a b  \n"
@@ -409,6 +432,9 @@ static void test_values(Fixture *fx, gconstpointer data)
         "manage = bind\n"
         "max_deliver = 1\n"
         "capture_reserve = 0\n"
+        "ledger = false\n"
+        "floor_age = 0\n"
+        "breaker = off\n"
         "filter_subject =\n");
     g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
     const JetHostConfig *h = &cfg->host;
@@ -435,6 +461,9 @@ static void test_values(Fixture *fx, gconstpointer data)
     g_assert_cmpint(a->max_deliver, ==, 1);
     g_assert_null(a->filter_subject);   /* empty: unset */
     g_assert_cmpstr(a->dlq_subject, ==, "jethost.dlq.audit");
+    g_assert_false(a->ledger);
+    g_assert_cmpuint(a->floor_age_ms, ==, 0);
+    g_assert_cmpint(a->breaker, ==, JET_BREAKER_MODE_OFF);
 
     g_assert_cmpstr(b->plugin, ==, "/opt/jethost/orders.so");
     g_assert_cmpuint(g_strv_length(b->subjects), ==, 2);
@@ -462,6 +491,10 @@ static void test_values(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(b->crash_limit, ==, 1);
     g_assert_cmpstr(b->dlq_stream, ==, "DLQ");
     g_assert_cmpstr(b->dlq_subject, ==, "dlq.orders");
+    g_assert_true(b->ledger);
+    g_assert_cmpuint(b->floor_age_ms, ==, 1200000);
+    g_assert_cmpint(b->breaker, ==, JET_BREAKER_MODE_ENFORCE);
+    g_assert_cmpuint(b->min_deliveries, ==, 3);
 
     g_assert_cmpuint(g_hash_table_size(b->options), ==, 3);
     g_assert_cmpstr(g_hash_table_lookup(b->options, "path"), ==, "/var/spool/orders");
@@ -527,6 +560,31 @@ static void test_dropin_adds(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(o->file, ==, fx->main);
     g_assert_cmpstr(cfg->host.name, ==, "from-dropin");
     g_assert_cmpstr(cfg->host.file, ==, add);
+}
+
+/* The breaker's cross-key checks name the file that set `breaker`; observe
+ * and off load without a ledger (the schedule check warns instead). */
+static void test_breaker_keys(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST BIND "ledger = false\n");
+    g_autoptr(JetConfig) ok = load_ok(fx, NULL);
+    g_assert_cmpint(jet_config_binding(ok, "orders")->breaker, ==, JET_BREAKER_MODE_OBSERVE);
+    g_assert_false(jet_config_binding(ok, "orders")->ledger);
+
+    g_autofree char *enf = write_file(fx->dropins, "50-enforce.conf",
+                                      "[binding orders]\nbreaker = enforce\n", 0644);
+    assert_load_error(fx->main, fx->dropins, enf,
+                      "[binding orders] breaker: enforce needs the attempt ledger");
+    g_autofree char *off = write_file(fx->dropins, "60-off.conf",
+                                      "[binding orders]\nbreaker = off\n", 0644);
+    g_autoptr(JetConfig) cfg = load_ok(fx, fx->dropins);
+    g_assert_cmpint(jet_config_binding(cfg, "orders")->breaker, ==, JET_BREAKER_MODE_OFF);
+    g_unlink(off);
+    g_autofree char *led = write_file(fx->dropins, "70-ledger.conf",
+                                      "[binding orders]\nledger = true\nfloor_age = 1h\n", 0644);
+    g_autoptr(JetConfig) cfg2 = load_ok(fx, fx->dropins);
+    g_assert_cmpint(jet_config_binding(cfg2, "orders")->breaker, ==, JET_BREAKER_MODE_ENFORCE);
+    g_assert_cmpuint(jet_config_binding(cfg2, "orders")->floor_age_ms, ==, 3600000);
 }
 
 static void test_dropin_only_bindings(Fixture *fx, gconstpointer data)
@@ -666,6 +724,7 @@ int main(int argc, char **argv)
     ADD("/config/dropin/adds", test_dropin_adds);
     ADD("/config/dropin/only-bindings", test_dropin_only_bindings);
     ADD("/config/dropin/errors", test_dropin_errors);
+    ADD("/config/breaker-keys", test_breaker_keys);
 #undef ADD
     g_test_add_func("/config/doc-matches-tables", test_doc_matches_tables);
     g_test_add_func("/config/examples-load", test_examples_load);

@@ -126,7 +126,12 @@ static void test_sigterm_mid_stream(void)
     g_test_message("after drain: floor %" G_GUINT64_FORMAT ", ack pending %" G_GINT64_FORMAT ", pending %" G_GUINT64_FORMAT,
                    ci->AckFloor.Stream, ci->NumAckPending, ci->NumPending);
     g_assert_cmpuint(ci->AckFloor.Stream, ==, 37);
+    /* 38..40 came with 37's pull and were released at once, not left for AckWait. */
+    g_assert_cmpint(ci->NumAckPending, ==, 3);
     jsConsumerInfo_Destroy(ci);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "released 3,"));
 
     /* The released messages and the rest are all handled after a restart. */
     g_autofree char *extra2 = g_strdup_printf("batch = 10\noption.dir = %s\n", dir);
@@ -134,8 +139,9 @@ static void test_sigterm_mid_stream(void)
     g_autofree char *conf2 = jet_test_write_file("sigterm2.conf", text2);
     const char *args2[] = { "run", "-c", conf2, NULL };
     g_autoptr(GSubprocess) host2 = jet_test_jethost_spawn(errlog, args2);
+    /* Well within AckWait (30 s): the released messages were not waiting for it. */
     FloorWait fw = { js, "ORDERS", "billing", 100 };
-    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 15000));
     g_subprocess_send_signal(host2, SIGTERM);
     g_assert_cmpint(jet_test_jethost_wait(host2, 20000), ==, 0);
     g_assert_cmpuint(count_lines(handled), ==, 100);
@@ -322,6 +328,53 @@ static void test_failing_binding_exits(void)
     jet_test_js_close(nc, js);
 }
 
+/* Live schedule: a stream that would expire messages still being retried. */
+static void test_schedule_live(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = "ORDERS";
+    const char *subjects[] = { "orders.>" };
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.MaxAge = (int64_t)10 * 60 * 1000000000LL;
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_AddStream(&si, js, &sc, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(si);
+
+    g_autofree char *plugin = jet_test_plugin_copy("template");
+    g_autofree char *text = config_for(jet_test_server_url(srv), plugin,
+                                       "rungs = 5m, 5m, 5m\nmax_attempts = 4\npostpone_horizon = 0\n");
+    g_autofree char *conf = jet_test_write_file("schedule.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "schedule.stderr", NULL);
+
+    /* Without a server the config alone is fine... */
+    const char *check[] = { "check", "-c", conf, NULL };
+    g_autoptr(GSubprocess) c0 = jet_test_jethost_spawn(errlog, check);
+    g_assert_cmpint(jet_test_jethost_wait(c0, 20000), ==, 0);
+    /* ...against the stream it is not, and run refuses to start. */
+    const char *check_live[] = { "check", "-c", conf, "--server", jet_test_server_url(srv), NULL };
+    g_autoptr(GSubprocess) c1 = jet_test_jethost_spawn(errlog, check_live);
+    g_assert_cmpint(jet_test_jethost_wait(c1, 20000), ==, 3);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "stream-max-age-short"));
+    const char *run[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) r1 = jet_test_jethost_spawn(errlog, run);
+    g_assert_cmpint(jet_test_jethost_wait(r1, 20000), ==, 3);
+
+    /* Fix max_age: both pass. */
+    sc.MaxAge = (int64_t)60 * 60 * 1000000000LL;
+    g_assert_cmpint(js_UpdateStream(&si, js, &sc, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(si);
+    g_autoptr(GSubprocess) c2 = jet_test_jethost_spawn(errlog, check_live);
+    g_assert_cmpint(jet_test_jethost_wait(c2, 20000), ==, 0);
+    jet_test_js_close(nc, js);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -329,6 +382,7 @@ int main(int argc, char **argv)
     g_test_add_func("/run/sigterm-mid-stream", test_sigterm_mid_stream);
     g_test_add_func("/run/embedded", test_embedded);
     g_test_add_func("/run/two-hosts", test_two_hosts);
+    g_test_add_func("/run/schedule-live", test_schedule_live);
     g_test_add_func("/run/failing-binding-exits", test_failing_binding_exits);
     int rc = g_test_run();
     nats_Close();

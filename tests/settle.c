@@ -1,5 +1,8 @@
 /* The settlement decision (host/settle.c): DESIGN section 4, at every edge. */
 #include "settle.h"
+#include "config.h"
+
+#include <glib/gstdio.h>
 
 #include <jethost/plugin.h>
 
@@ -867,39 +870,65 @@ static void test_defaults(void)
 {
     JetSettlePolicy p;
     jet_settle_policy_init_default(&p);
-    g_assert_cmpuint(p.n_rungs, ==, 4);
+    g_assert_cmpuint(p.n_rungs, ==, 5);
     g_assert_cmpuint(p.rungs_ms[0], ==, 1000);
-    g_assert_cmpuint(p.rungs_ms[3], ==, 300000);
-    g_assert_cmpuint(p.max_attempts, ==, 6);
+    g_assert_cmpuint(p.rungs_ms[4], ==, 600000);
+    g_assert_cmpuint(p.max_attempts, ==, 5);
     g_assert_cmpuint(p.capture_reserve, ==, 1);
     g_assert_cmpuint(p.crash_limit, ==, 3);
     g_assert_cmpint(p.max_deliver, ==, -1);
-    /* 1s + 10s + 1m + 5m + 5m, the figure docs/settlement.md quotes. */
-    g_assert_cmpuint(jet_settle_ladder_total_ms(&p), ==, 671000);
+    /* 1s + 5s + 30s + 2m, the figure docs/settlement.md quotes. */
+    g_assert_cmpuint(jet_settle_ladder_total_ms(&p), ==, 156000);
 
     /* The retry walks of docs/settlement.md. */
-    static const guint64 walk[] = { 1000, 10000, 60000, 300000, 300000 };
-    for (guint32 d = 1; d <= 6; d++) {
+    static const guint64 walk[] = { 1000, 5000, 30000, 120000 };
+    for (guint32 d = 1; d <= 5; d++) {
         JetSettleFacts f = facts(JET_RETRY);
         f.deliveries = d;
         f.failures = d - 1;
         JetSettleAction a = decide(&p, &f);
-        if (d <= 5)
+        if (d <= 4)
             assert_retry(a, walk[d - 1], d);
         else
             assert_capture(a, "exhausted");
     }
-    p.max_deliver = 5;
-    for (guint32 d = 1; d <= 4; d++) {
+    p.max_deliver = 4;
+    for (guint32 d = 1; d <= 3; d++) {
         JetSettleFacts f = facts(JET_RETRY);
         f.deliveries = d;
         f.failures = d - 1;
         JetSettleAction a = decide(&p, &f);
-        if (d <= 3)
+        if (d <= 2)
             assert_retry(a, walk[d - 1], d);
         else
             assert_capture(a, "budget");
     }
+}
+
+/* The settlement defaults are the config's: one source of truth for both. */
+static void test_defaults_match_config(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("jethost-settle-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "c.conf", NULL);
+    g_assert_true(g_file_set_contents(path, "[host]\nserver = embedded\n[binding b]\nplugin = /x.so\n"
+                                            "stream = S\nconsumer = c\n", -1, NULL));
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetConfig) cfg = jet_config_load(path, NULL, &err);
+    g_assert_no_error(err);
+    const JetBindingConfig *b = jet_config_binding(cfg, "b");
+    JetSettlePolicy p;
+    jet_settle_policy_init_default(&p);
+    g_assert_cmpuint(b->n_rungs, ==, p.n_rungs);
+    for (gsize i = 0; i < p.n_rungs; i++)
+        g_assert_cmpuint(b->rungs_ms[i], ==, p.rungs_ms[i]);
+    g_assert_cmpuint(b->max_attempts, ==, p.max_attempts);
+    g_assert_cmpuint(b->postpone_horizon_ms, ==, p.postpone_horizon_ms);
+    g_assert_cmpuint(b->max_postpone_delay_ms, ==, p.max_postpone_delay_ms);
+    g_assert_cmpuint(b->capture_reserve, ==, p.capture_reserve);
+    g_assert_cmpuint(b->crash_limit, ==, p.crash_limit);
+    g_assert_cmpint(b->max_deliver, ==, p.max_deliver);
+    g_unlink(path);
+    g_rmdir(dir);
 }
 
 int main(int argc, char **argv)
@@ -911,6 +940,7 @@ int main(int argc, char **argv)
     g_test_add_func("/settle/ladder/single-rung", test_ladder_single_rung);
     g_test_add_func("/settle/ladder/total", test_ladder_total);
     g_test_add_func("/settle/ladder/defaults", test_defaults);
+    g_test_add_func("/settle/ladder/defaults-match-config", test_defaults_match_config);
     g_test_add_func("/settle/max-attempts/edge", test_max_attempts_edge);
     g_test_add_func("/settle/max-attempts/unlimited", test_max_attempts_unlimited);
     g_test_add_func("/settle/budget/edge", test_budget_edge);

@@ -1,0 +1,520 @@
+/* `jethost mock --plugin FILE.so [--option k=v ...] [--policy k=v ...] < messages.jsonl`
+ *
+ * One JSON object per input line, one JSON line out per settlement; the
+ * fields are documented in docs/mock.md.  Built on the public mock API
+ * (include/jethost/mock.h), in record mode: a violation is reported in the
+ * output line and in the exit code, never by aborting. */
+#include "mock_cli.h"
+#include "cli.h"
+
+#include <jethost/mock.h>
+
+#include <gio/gio.h>
+#include <gio/gunixinputstream.h>
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CLI_ERROR (g_quark_from_static_string("jet-mock-cli"))
+
+/* --- reading times and integers ------------------------------------------ */
+
+/* RFC 3339 with an offset (fraction up to nanoseconds), or unix ns. */
+static gboolean parse_time_text(const char *text, gint64 *out, GError **error)
+{
+    gint64 ns;
+    if (g_ascii_string_to_signed(text, 10, G_MININT64, G_MAXINT64, &ns, NULL)) {
+        *out = ns;
+        return TRUE;
+    }
+    g_autoptr(GDateTime) dt = g_date_time_new_from_iso8601(text, NULL);
+    if (dt == NULL) {
+        g_set_error(error, CLI_ERROR, 0,
+                    "'%s' is not an RFC 3339 time with an offset (2024-01-01T00:00:00Z) "
+                    "nor unix nanoseconds", text);
+        return FALSE;
+    }
+    gint64 frac = 0;
+    const char *t = strpbrk(text, "Tt ");
+    const char *dot = t != NULL ? strchr(t, '.') : NULL;
+    if (dot != NULL) {
+        int digits = 0;
+        for (const char *p = dot + 1; g_ascii_isdigit(*p); p++) {
+            if (digits < 9) {
+                frac = frac * 10 + (*p - '0');
+                digits++;
+            }
+        }
+        for (; digits < 9; digits++)
+            frac *= 10;
+    }
+    gint64 secs = g_date_time_to_unix(dt);
+    if (secs > G_MAXINT64 / 1000000000 - 1 || secs < G_MININT64 / 1000000000 + 1) {
+        g_set_error(error, CLI_ERROR, 0, "'%s' is out of range", text);
+        return FALSE;
+    }
+    *out = secs * 1000000000 + frac;
+    return TRUE;
+}
+
+/* A time member: RFC 3339 text or an integer of unix ns; null = unknown. */
+static gboolean member_time(JsonObject *o, const char *name, gboolean *known, gint64 *out,
+                            GError **error)
+{
+    JsonNode *n = json_object_get_member(o, name);
+    if (JSON_NODE_HOLDS_NULL(n)) {
+        *known = FALSE;
+        return TRUE;
+    }
+    if (JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64) {
+        *known = TRUE;
+        *out = json_node_get_int(n);
+        return TRUE;
+    }
+    if (JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING) {
+        g_autoptr(GError) local = NULL;
+        if (!parse_time_text(json_node_get_string(n), out, &local)) {
+            g_set_error(error, CLI_ERROR, 0, "%s: %s", name, local->message);
+            return FALSE;
+        }
+        *known = TRUE;
+        return TRUE;
+    }
+    g_set_error(error, CLI_ERROR, 0, "%s: expected an RFC 3339 string, unix nanoseconds or null", name);
+    return FALSE;
+}
+
+static gboolean member_uint(JsonObject *o, const char *name, guint64 min, guint64 max,
+                            guint64 *out, GError **error)
+{
+    JsonNode *n = json_object_get_member(o, name);
+    if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64 ||
+        json_node_get_int(n) < 0 || (guint64)json_node_get_int(n) < min ||
+        (guint64)json_node_get_int(n) > max) {
+        g_set_error(error, CLI_ERROR, 0, "%s: expected an integer from %" G_GUINT64_FORMAT
+                    " to %" G_GUINT64_FORMAT, name, min, max);
+        return FALSE;
+    }
+    *out = (guint64)json_node_get_int(n);
+    return TRUE;
+}
+
+static gboolean member_string(JsonObject *o, const char *name, const char **out, GError **error)
+{
+    JsonNode *n = json_object_get_member(o, name);
+    if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING) {
+        g_set_error(error, CLI_ERROR, 0, "%s: expected a string", name);
+        return FALSE;
+    }
+    *out = json_node_get_string(n);
+    return TRUE;
+}
+
+/* --- one input line -------------------------------------------------------- */
+
+static const char *const known_fields[] = {
+    "subject", "data", "data_b64", "headers", "stream_seq", "consumer_seq", "deliveries",
+    "enqueued", "failures", "postpones", "first_failure", "strikes", "breaker", "advance_ms",
+    "clock", NULL
+};
+
+static gboolean add_headers(jet_mock_msg *b, JsonNode *n, GError **error)
+{
+    if (!JSON_NODE_HOLDS_OBJECT(n)) {
+        g_set_error(error, CLI_ERROR, 0, "headers: expected an object {name: value or [values]}");
+        return FALSE;
+    }
+    JsonObject *h = json_node_get_object(n);
+    g_autoptr(GList) names = json_object_get_members(h);
+    for (GList *l = names; l != NULL; l = l->next) {
+        const char *name = l->data;
+        JsonNode *v = json_object_get_member(h, name);
+        if (JSON_NODE_HOLDS_VALUE(v) && json_node_get_value_type(v) == G_TYPE_STRING) {
+            jet_mock_msg_add_header(b, name, json_node_get_string(v));
+            continue;
+        }
+        if (JSON_NODE_HOLDS_ARRAY(v)) {
+            JsonArray *a = json_node_get_array(v);
+            for (guint i = 0; i < json_array_get_length(a); i++) {
+                JsonNode *e = json_array_get_element(a, i);
+                if (!JSON_NODE_HOLDS_VALUE(e) || json_node_get_value_type(e) != G_TYPE_STRING) {
+                    g_set_error(error, CLI_ERROR, 0, "headers.%s: values must be strings", name);
+                    return FALSE;
+                }
+                jet_mock_msg_add_header(b, name, json_node_get_string(e));
+            }
+            continue;
+        }
+        g_set_error(error, CLI_ERROR, 0, "headers.%s: expected a string or an array of strings", name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Steps the clock as the line asks, then builds its message. */
+static jet_mock_msg *message_from_line(jet_mock *m, JsonObject *o, GError **error)
+{
+    g_autoptr(GList) members = json_object_get_members(o);
+    for (GList *l = members; l != NULL; l = l->next) {
+        if (!g_strv_contains(known_fields, l->data)) {
+            g_set_error(error, CLI_ERROR, 0, "unknown field '%s'", (const char *)l->data);
+            return NULL;
+        }
+    }
+    const char *subject = NULL;
+    if (!json_object_has_member(o, "subject")) {
+        g_set_error(error, CLI_ERROR, 0, "subject: missing");
+        return NULL;
+    }
+    if (!member_string(o, "subject", &subject, error))
+        return NULL;
+    if (json_object_has_member(o, "data") && json_object_has_member(o, "data_b64")) {
+        g_set_error(error, CLI_ERROR, 0, "data and data_b64: give one of them");
+        return NULL;
+    }
+
+    /* The clock first: the message's default enqueue time is "now". */
+    if (json_object_has_member(o, "clock")) {
+        gboolean known = FALSE;
+        gint64 t = 0;
+        if (!member_time(o, "clock", &known, &t, error))
+            return NULL;
+        if (!known) {
+            g_set_error(error, CLI_ERROR, 0, "clock: must not be null");
+            return NULL;
+        }
+        jet_mock_clock_set_ns(m, t);
+    }
+    guint64 u = 0;
+    if (json_object_has_member(o, "advance_ms")) {
+        if (!member_uint(o, "advance_ms", 0, G_MAXINT64 / 1000000, &u, error))
+            return NULL;
+        jet_mock_clock_advance_ms(m, u);
+    }
+
+    jet_mock_msg *b = jet_mock_msg_new(m, subject);
+    gboolean ok = TRUE;
+    const char *text = NULL;
+    if (ok && json_object_has_member(o, "data")) {
+        ok = member_string(o, "data", &text, error);
+        if (ok)
+            jet_mock_msg_set_text(b, text);
+    }
+    if (ok && json_object_has_member(o, "data_b64")) {
+        ok = member_string(o, "data_b64", &text, error);
+        if (ok) {
+            gsize len = 0;
+            g_autofree guchar *bytes = g_base64_decode(text, &len);
+            jet_mock_msg_set_data(b, bytes, len);
+        }
+    }
+    if (ok && json_object_has_member(o, "headers"))
+        ok = add_headers(b, json_object_get_member(o, "headers"), error);
+    if (ok && (json_object_has_member(o, "stream_seq") || json_object_has_member(o, "consumer_seq"))) {
+        guint64 s = 0, c = 0;
+        if (json_object_has_member(o, "stream_seq"))
+            ok = member_uint(o, "stream_seq", 1, G_MAXINT64, &s, error);
+        if (ok && json_object_has_member(o, "consumer_seq"))
+            ok = member_uint(o, "consumer_seq", 1, G_MAXINT64, &c, error);
+        if (ok)
+            jet_mock_msg_set_seq(b, s != 0 ? s : c, c != 0 ? c : s);
+    }
+    if (ok && json_object_has_member(o, "deliveries")) {
+        ok = member_uint(o, "deliveries", 1, G_MAXUINT32, &u, error);
+        if (ok)
+            jet_mock_msg_set_deliveries(b, (guint32)u);
+    }
+    if (ok && (json_object_has_member(o, "failures") || json_object_has_member(o, "postpones"))) {
+        guint64 f = 0, p = 0;
+        if (json_object_has_member(o, "failures"))
+            ok = member_uint(o, "failures", 0, G_MAXUINT32, &f, error);
+        if (ok && json_object_has_member(o, "postpones"))
+            ok = member_uint(o, "postpones", 0, G_MAXUINT32, &p, error);
+        if (ok)
+            jet_mock_msg_set_ledger(b, (guint32)f, (guint32)p);
+    }
+    gboolean known = FALSE;
+    gint64 t = 0;
+    if (ok && json_object_has_member(o, "enqueued")) {
+        ok = member_time(o, "enqueued", &known, &t, error);
+        if (ok && known)
+            jet_mock_msg_set_enqueued_ns(b, t);
+        else if (ok)
+            jet_mock_msg_clear_enqueued(b);
+    }
+    if (ok && json_object_has_member(o, "first_failure")) {
+        ok = member_time(o, "first_failure", &known, &t, error);
+        if (ok && known)
+            jet_mock_msg_set_first_failure_ns(b, t);
+    }
+    if (ok && json_object_has_member(o, "strikes")) {
+        ok = member_uint(o, "strikes", 0, G_MAXUINT32, &u, error);
+        if (ok)
+            jet_mock_msg_set_strikes(b, (guint32)u);
+    }
+    if (ok && json_object_has_member(o, "breaker")) {
+        JsonNode *n = json_object_get_member(o, "breaker");
+        if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_BOOLEAN) {
+            g_set_error(error, CLI_ERROR, 0, "breaker: expected true or false");
+            ok = FALSE;
+        } else {
+            jet_mock_msg_set_breaker_claim(b, json_node_get_boolean(n));
+        }
+    }
+    if (!ok) {
+        jet_mock_msg_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* --- one output line --------------------------------------------------------- */
+
+static void print_node(JsonNode *root)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, root);
+    g_autofree char *text = json_generator_to_data(gen, NULL);
+    fputs(text, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+static void add_violations(JsonBuilder *jb, const jet_mock *m, size_t from)
+{
+    size_t n = jet_mock_violation_count(m);
+    if (n <= from)
+        return;
+    json_builder_set_member_name(jb, "violation");
+    json_builder_add_string_value(jb, jet_mock_violation_rule(m, from));
+    json_builder_set_member_name(jb, "violations");
+    json_builder_begin_array(jb);
+    for (size_t i = from; i < n; i++) {
+        json_builder_begin_object(jb);
+        json_builder_set_member_name(jb, "rule");
+        json_builder_add_string_value(jb, jet_mock_violation_rule(m, i));
+        json_builder_set_member_name(jb, "message");
+        json_builder_add_string_value(jb, jet_mock_violation_message(m, i));
+        json_builder_end_object(jb);
+    }
+    json_builder_end_array(jb);
+}
+
+static void print_settlement(const jet_mock *m, guint line, const jet_mock_settlement *s,
+                             size_t violations_before)
+{
+    g_autoptr(JsonBuilder) jb = json_builder_new();
+    json_builder_begin_object(jb);
+    json_builder_set_member_name(jb, "line");
+    json_builder_add_int_value(jb, line);
+    json_builder_set_member_name(jb, "stream_seq");
+    json_builder_add_int_value(jb, (gint64)s->stream_seq);
+    json_builder_set_member_name(jb, "deliveries");
+    json_builder_add_int_value(jb, s->deliveries);
+    json_builder_set_member_name(jb, "action");
+    json_builder_add_string_value(jb, s->action_name);
+    json_builder_set_member_name(jb, "delay_ms");
+    json_builder_add_int_value(jb, (gint64)s->delay_ms);
+    json_builder_set_member_name(jb, "cause");
+    json_builder_add_string_value(jb, s->cause);
+    json_builder_set_member_name(jb, "outcome");
+    json_builder_add_string_value(jb, s->outcome);
+    json_builder_set_member_name(jb, "reason");
+    json_builder_add_string_value(jb, s->reason);
+    json_builder_set_member_name(jb, "is_failure");
+    json_builder_add_boolean_value(jb, s->is_failure);
+    json_builder_set_member_name(jb, "failure_number");
+    json_builder_add_int_value(jb, s->failure_number);
+    json_builder_set_member_name(jb, "plugin_error");
+    json_builder_add_boolean_value(jb, s->plugin_error);
+    json_builder_set_member_name(jb, "handled");
+    json_builder_add_boolean_value(jb, s->handled);
+    json_builder_set_member_name(jb, "verdict");
+    json_builder_add_int_value(jb, s->verdict);
+    if (s->action == JET_MOCK_CAPTURE) {
+        json_builder_set_member_name(jb, "dlq");
+        json_builder_begin_object(jb);
+        json_builder_set_member_name(jb, "subject");
+        json_builder_add_string_value(jb, s->dlq_subject);
+        json_builder_set_member_name(jb, "headers");
+        json_builder_begin_array(jb);
+        for (size_t i = 0; i < s->n_dlq_headers; i++) {
+            json_builder_begin_array(jb);
+            json_builder_add_string_value(jb, s->dlq_headers[i].name);
+            json_builder_add_string_value(jb, s->dlq_headers[i].value);
+            json_builder_end_array(jb);
+        }
+        json_builder_end_array(jb);
+        json_builder_end_object(jb);
+    }
+    add_violations(jb, m, violations_before);
+    json_builder_end_object(jb);
+    g_autoptr(JsonNode) root = json_builder_get_root(jb);
+    print_node(root);
+}
+
+/* A line for what happened outside a delivery (start, stop). */
+static void print_event(const jet_mock *m, const char *event, size_t violations_before)
+{
+    g_autoptr(JsonBuilder) jb = json_builder_new();
+    json_builder_begin_object(jb);
+    json_builder_set_member_name(jb, "event");
+    json_builder_add_string_value(jb, event);
+    add_violations(jb, m, violations_before);
+    json_builder_end_object(jb);
+    g_autoptr(JsonNode) root = json_builder_get_root(jb);
+    print_node(root);
+}
+
+/* --- the command ------------------------------------------------------------ */
+
+static gboolean split_kv(const char *arg, const char *what, char **k, char **v)
+{
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg) {
+        fprintf(stderr, "jethost mock: %s '%s': expected KEY=VALUE\n", what, arg);
+        return FALSE;
+    }
+    *k = g_strndup(arg, (gsize)(eq - arg));
+    *v = g_strdup(eq + 1);
+    return TRUE;
+}
+
+static void mock_freep(jet_mock **m)
+{
+    jet_mock_free(*m);
+}
+
+int jet_mock_cli_main(int argc, char **argv)
+{
+    g_autofree char *plugin = NULL;
+    g_auto(GStrv) options = NULL;
+    g_auto(GStrv) policy = NULL;
+    g_autofree char *binding = NULL;
+    g_autofree char *clock = NULL;
+    gboolean quiet = FALSE;
+    GOptionEntry entries[] = {
+        { "plugin", 'p', 0, G_OPTION_ARG_FILENAME, &plugin, "the plugin shared object", "FILE.so" },
+        { "option", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &options, "a plugin option (repeatable)", "NAME=VALUE" },
+        { "policy", 0, 0, G_OPTION_ARG_STRING_ARRAY, &policy,
+          "a settlement setting, as in the config: rungs, max_attempts, postpone_horizon, "
+          "max_postpone_delay, max_deliver, capture_reserve, crash_limit (repeatable)", "KEY=VALUE" },
+        { "binding", 'b', 0, G_OPTION_ARG_STRING, &binding, "the binding's name (default: mock)", "NAME" },
+        { "clock", 0, 0, G_OPTION_ARG_STRING, &clock,
+          "the clock at start: RFC 3339 or unix ns (default: 2024-01-01T00:00:00Z)", "TIME" },
+        { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "do not echo the plugin's log lines on stderr", NULL },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("< messages.jsonl - run a plugin on the mock host");
+    g_option_context_set_summary(ctx,
+        "Reads one JSON message per line on stdin and writes, per line, the settlement the\n"
+        "daemon would make (docs/mock.md).  Exit 0: no rule broken; 1: a strict rule broken;\n"
+        "2: bad arguments or input; 3: the plugin did not load or start.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GError) err = NULL;
+    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+        fprintf(stderr, "jethost mock: %s\n", err->message);
+        return JET_EXIT_USAGE;
+    }
+    if (plugin == NULL || argc > 1) {
+        fprintf(stderr, "jethost mock: give the plugin with --plugin FILE.so, and the messages on stdin\n");
+        return JET_EXIT_USAGE;
+    }
+    gint64 start_ns = 0;
+    if (clock != NULL && !parse_time_text(clock, &start_ns, &err)) {
+        fprintf(stderr, "jethost mock: --clock: %s\n", err->message);
+        return JET_EXIT_USAGE;
+    }
+
+    char msg[1024];
+    __attribute__((cleanup(mock_freep))) jet_mock *m = jet_mock_new_from_path(plugin, msg, sizeof msg);
+    if (m == NULL) {
+        fprintf(stderr, "jethost mock: %s\n", msg);
+        return JET_EXIT_CONFIG;
+    }
+    jet_mock_set_abort_on_violation(m, 0);
+    jet_mock_set_log_echo(m, !quiet);
+    if (clock != NULL)
+        jet_mock_clock_set_ns(m, start_ns);
+    if (binding != NULL && jet_mock_set_binding(m, binding, NULL, NULL) != JET_MOCK_OK) {
+        fprintf(stderr, "jethost mock: %s\n", jet_mock_error(m));
+        return JET_EXIT_USAGE;
+    }
+    for (guint i = 0; options != NULL && options[i] != NULL; i++) {
+        g_autofree char *k = NULL, *v = NULL;
+        if (!split_kv(options[i], "--option", &k, &v))
+            return JET_EXIT_USAGE;
+        jet_mock_set_option(m, k, v);
+    }
+    for (guint i = 0; policy != NULL && policy[i] != NULL; i++) {
+        g_autofree char *k = NULL, *v = NULL;
+        if (!split_kv(policy[i], "--policy", &k, &v))
+            return JET_EXIT_USAGE;
+        if (jet_mock_set_policy(m, k, v) != JET_MOCK_OK) {
+            fprintf(stderr, "jethost mock: --policy %s\n", jet_mock_error(m));
+            return JET_EXIT_USAGE;
+        }
+    }
+    int rc = jet_mock_start(m);
+    if (rc != JET_MOCK_OK) {
+        fprintf(stderr, "jethost mock: %s\n", jet_mock_error(m));
+        if (jet_mock_violation_count(m) > 0)
+            print_event(m, "start", 0);
+        return rc == JET_MOCK_EINVAL ? JET_EXIT_USAGE : JET_EXIT_CONFIG;
+    }
+    if (jet_mock_violation_count(m) > 0)
+        print_event(m, "start", 0);
+
+    g_autoptr(GInputStream) raw = g_unix_input_stream_new(0, FALSE);
+    g_autoptr(GDataInputStream) in = g_data_input_stream_new(raw);
+    guint line_no = 0;
+    int exit_code = JET_EXIT_OK;
+    for (;;) {
+        gsize len = 0;
+        g_autofree char *line = g_data_input_stream_read_line_utf8(in, &len, NULL, &err);
+        if (err != NULL) {
+            fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no + 1, err->message);
+            return JET_EXIT_USAGE;
+        }
+        if (line == NULL)
+            break;
+        line_no++;
+        g_strstrip(line);
+        if (line[0] == '\0')
+            continue;
+        g_autoptr(JsonParser) parser = json_parser_new();
+        if (!json_parser_load_from_data(parser, line, -1, &err)) {
+            fprintf(stderr, "jethost mock: stdin:%u: not JSON: %s\n", line_no, err->message);
+            return JET_EXIT_USAGE;
+        }
+        JsonNode *root = json_parser_get_root(parser);
+        if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+            fprintf(stderr, "jethost mock: stdin:%u: expected one JSON object per line\n", line_no);
+            return JET_EXIT_USAGE;
+        }
+        jet_mock_msg *b = message_from_line(m, json_node_get_object(root), &err);
+        if (b == NULL) {
+            fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no, err->message);
+            return JET_EXIT_USAGE;
+        }
+        size_t before = jet_mock_violation_count(m);
+        jet_mock_settlement s;
+        rc = jet_mock_deliver(m, b, &s);
+        if (rc < 0) {
+            fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no, jet_mock_error(m));
+            jet_mock_msg_free(b);
+            return JET_EXIT_FAILURE;
+        }
+        print_settlement(m, line_no, &s, before);
+        if (rc == JET_MOCK_VIOLATION)
+            exit_code = JET_EXIT_FAILURE;
+        jet_mock_msg_free(b);
+    }
+    size_t before = jet_mock_violation_count(m);
+    if (jet_mock_stop(m) == JET_MOCK_VIOLATION) {
+        print_event(m, "stop", before);
+        exit_code = JET_EXIT_FAILURE;
+    }
+    return exit_code;
+}

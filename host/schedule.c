@@ -1,0 +1,460 @@
+#include "schedule.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* --- saturating arithmetic: a term too large to hold reads as G_MAXUINT64,
+ * which fails every bound, never wraps to something small that passes. --- */
+
+static guint64 sat_add(guint64 a, guint64 b)
+{
+    return a > G_MAXUINT64 - b ? G_MAXUINT64 : a + b;
+}
+
+static guint64 sat_mul(guint64 a, guint64 b)
+{
+    if (a == 0 || b == 0)
+        return 0;
+    return a > G_MAXUINT64 / b ? G_MAXUINT64 : a * b;
+}
+
+void jet_schedule_input_from_binding(const JetBindingConfig *b, JetScheduleInput *in)
+{
+    g_return_if_fail(b != NULL && in != NULL);
+    memset(in, 0, sizeof *in);
+    in->rungs_ms = b->rungs_ms;
+    in->n_rungs = b->n_rungs;
+    in->max_attempts = b->max_attempts;
+    in->postpone_horizon_ms = b->postpone_horizon_ms;
+    in->max_postpone_delay_ms = b->max_postpone_delay_ms;
+    in->ack_wait_ms = b->ack_wait_ms;
+    in->max_deliver = b->max_deliver;
+    in->max_ack_pending = b->max_ack_pending;
+    in->capture_reserve = b->capture_reserve;
+    in->crash_limit = b->crash_limit;
+    in->workers = b->workers;
+    in->batch = b->batch;
+    in->threshold = b->threshold;
+    in->max_time_to_dead_letter_ms = b->max_time_to_dead_letter_ms;
+    in->breaker = b->breaker;
+    in->floor_age_ms = b->floor_age_ms;
+    in->min_deliveries = b->min_deliveries;
+    in->ledger_off = !b->ledger;
+}
+
+/* --- durations as people read them ---------------------------------------- */
+
+void jet_schedule_format_duration(guint64 ms, char *buf, gsize len)
+{
+    static const struct {
+        const char *suffix;
+        guint64 ms;
+    } units[] = {
+        { "d", 86400000 }, { "h", 3600000 }, { "m", 60000 }, { "s", 1000 }, { "ms", 1 },
+    };
+    g_return_if_fail(buf != NULL && len > 0);
+    if (ms == 0) {
+        g_strlcpy(buf, "0", len);
+        return;
+    }
+    gsize used = 0;
+    buf[0] = '\0';
+    for (gsize i = 0; i < G_N_ELEMENTS(units) && ms > 0; i++) {
+        guint64 n = ms / units[i].ms;
+        if (n == 0)
+            continue;
+        ms -= n * units[i].ms;
+        if (used < len)
+            used += (gsize)g_snprintf(buf + used, len - used, "%s%" G_GUINT64_FORMAT "%s",
+                                      used ? " " : "", n, units[i].suffix);
+    }
+}
+
+/* A formatted duration by value, so a message can hold several at once. */
+typedef struct {
+    char s[64];
+} Dur;
+
+static Dur dur(guint64 ms)
+{
+    Dur d;
+    jet_schedule_format_duration(ms, d.s, sizeof d.s);
+    return d;
+}
+
+static Dur count_or_unlimited(gint64 v)
+{
+    Dur d;
+    if (v <= 0)
+        g_snprintf(d.s, sizeof d.s, "%" G_GINT64_FORMAT " (unlimited)", v);
+    else
+        g_snprintf(d.s, sizeof d.s, "%" G_GINT64_FORMAT, v);
+    return d;
+}
+
+/* --- the report ------------------------------------------------------------ */
+
+static void add(JetScheduleReport *out, JetScheduleSeverity sev, const char *code,
+                const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+static void add(JetScheduleReport *out, JetScheduleSeverity sev, const char *code,
+                const char *fmt, ...)
+{
+    /* Each code is added at most once, and there are fewer codes than slots. */
+    g_assert(out->n_violations < JET_SCHEDULE_MAX_VIOLATIONS);
+    JetScheduleViolation *v = &out->violations[out->n_violations++];
+    v->severity = sev;
+    v->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    g_vsnprintf(v->message, sizeof v->message, fmt, ap);
+    va_end(ap);
+    if (sev == JET_SCHEDULE_ERROR)
+        out->n_errors++;
+    else
+        out->n_warnings++;
+}
+
+/* The ladder: attempts 1..max_attempts have max_attempts - 1 waits between
+ * them; the wait after failure k is rungs[min(k - 1, n - 1)] (settle.h rule
+ * 7), so the listed rungs are served first and the last one repeats for the
+ * rest.  Closed form, so max_attempts = G_MAXUINT costs nothing. */
+static void ladder(const JetScheduleInput *in, JetScheduleReport *out)
+{
+    out->ladder_waits = (guint64)in->max_attempts - 1;
+    if (in->n_rungs == 0 || in->rungs_ms == NULL)
+        return;   /* reported as no-rungs; nothing can be served */
+    out->ladder_listed = MIN(out->ladder_waits, (guint64)in->n_rungs);
+    out->ladder_repeats = out->ladder_waits - out->ladder_listed;
+    out->last_rung_ms = in->rungs_ms[in->n_rungs - 1];
+    guint64 sum = 0;
+    for (guint64 i = 0; i < out->ladder_listed; i++)
+        sum = sat_add(sum, in->rungs_ms[i]);
+    out->ladder_ms = sat_add(sum, sat_mul(out->ladder_repeats, out->last_rung_ms));
+}
+
+void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
+{
+    g_return_if_fail(in != NULL && out != NULL);
+    memset(out, 0, sizeof *out);
+
+    /* What the checks use: the server's values when known, because those
+     * are what will happen; the binding's otherwise (what managed mode
+     * would create). */
+    out->from_consumer = in->has_consumer;
+    out->ack_wait_ms = in->has_consumer ? in->consumer_ack_wait_ms : in->ack_wait_ms;
+    out->max_deliver = in->has_consumer ? in->consumer_max_deliver : in->max_deliver;
+    out->max_ack_pending = in->has_consumer ? in->consumer_max_ack_pending : in->max_ack_pending;
+    out->in_hand = sat_mul(in->workers, (guint64)in->batch + in->threshold);
+
+    /* --- the envelope ---------------------------------------------------- */
+    out->unlimited = in->max_attempts == 0;
+    if (!out->unlimited)
+        ladder(in, out);
+    out->postpone_horizon_ms = in->postpone_horizon_ms;
+    /* A postpone granted just inside the horizon holds the message for up
+     * to max_postpone_delay past it; a horizon of 0 grants none. */
+    out->postpone_overshoot_ms = in->postpone_horizon_ms ? in->max_postpone_delay_ms : 0;
+    /* Each strike is one death of the host with the message in hand, and
+     * each costs one AckWait before the server redelivers. */
+    out->crash_limit = in->crash_limit;
+    out->crash_fallback_ms = sat_mul(in->crash_limit, out->ack_wait_ms);
+    if (out->unlimited) {
+        out->retry_span_ms = G_MAXUINT64;
+        out->worst_case_ms = G_MAXUINT64;
+    } else {
+        out->retry_span_ms = sat_add(sat_add(out->ladder_ms, out->postpone_horizon_ms),
+                                     out->postpone_overshoot_ms);
+        out->worst_case_ms = sat_add(out->retry_span_ms, out->crash_fallback_ms);
+    }
+
+    /* --- the ladder itself ----------------------------------------------- */
+    if (in->n_rungs == 0 || in->rungs_ms == NULL)
+        add(out, JET_SCHEDULE_ERROR, "no-rungs",
+            "the retry ladder has no rungs: a RETRY would have no delay to wait; give the "
+            "binding at least one rung (rungs = 1s, 5s, 30s, 2m, 10m is the default)");
+
+    /* --- duration checks (skipped, never failed, with unlimited attempts) - */
+    if (!out->unlimited) {
+        Dur worst = dur(out->worst_case_ms), span = dur(out->retry_span_ms);
+
+        if (in->max_time_to_dead_letter_ms > 0 && out->worst_case_ms > in->max_time_to_dead_letter_ms) {
+            Dur bound = dur(in->max_time_to_dead_letter_ms);
+            Dur over = dur(out->worst_case_ms - in->max_time_to_dead_letter_ms);
+            Dur l = dur(out->ladder_ms), h = dur(out->postpone_horizon_ms);
+            Dur o = dur(out->postpone_overshoot_ms), c = dur(out->crash_fallback_ms);
+            add(out, JET_SCHEDULE_ERROR, "max-time-exceeded",
+                "worst case %s (ladder %s + postpone horizon %s + last postpone %s + crash "
+                "fallback %s) exceeds max_time_to_dead_letter %s by %s: shorten the ladder, "
+                "lower max_attempts, postpone_horizon, crash_limit or ack_wait, or raise the bound",
+                worst.s, l.s, h.s, o.s, c.s, bound.s, over.s);
+        }
+
+        /* The server removes a message once its age reaches max_age, and the
+         * envelope leaves out the message's wait before its first delivery
+         * and every handler's run time: equality is already too short. */
+        if (in->has_stream && in->stream_max_age_ms > 0) {
+            Dur age = dur(in->stream_max_age_ms);
+            if (in->stream_max_age_ms <= out->retry_span_ms) {
+                Dur l = dur(out->ladder_ms), h = dur(out->postpone_horizon_ms);
+                Dur o = dur(out->postpone_overshoot_ms);
+                add(out, JET_SCHEDULE_ERROR, "stream-max-age-short",
+                    "stream max_age %s is not longer than ladder %s + postpone horizon %s + "
+                    "last postpone %s = %s: messages would expire while still being retried "
+                    "(silent data loss); raise the stream's max_age above %s or shorten the "
+                    "ladder or the horizon",
+                    age.s, l.s, h.s, o.s, span.s, span.s);
+            } else if (in->stream_max_age_ms <= out->worst_case_ms) {
+                Dur c = dur(out->crash_fallback_ms);
+                add(out, JET_SCHEDULE_WARNING, "stream-max-age-crash",
+                    "stream max_age %s is not longer than the worst case %s with the crash "
+                    "fallback %s: a message that keeps killing the host can expire before it "
+                    "is captured as poison; raise the stream's max_age above %s or lower "
+                    "crash_limit or ack_wait",
+                    age.s, worst.s, c.s, worst.s);
+            }
+        }
+
+        /* Conservative: the envelope, although a ledger entry's age restarts
+         * at each write (docs/schedule.md). */
+        if (in->has_ledger && in->ledger_max_age_ms > 0 && in->ledger_max_age_ms <= out->worst_case_ms) {
+            Dur age = dur(in->ledger_max_age_ms);
+            add(out, JET_SCHEDULE_ERROR, "ledger-max-age-short",
+                "ledger bucket max_age %s is not longer than the worst case %s: an entry could "
+                "expire while its message is still being retried, and the message would start "
+                "the ladder over; raise the bucket's max_age above %s",
+                age.s, worst.s, worst.s);
+        }
+    }
+
+    /* --- one scheduler ----------------------------------------------------- */
+    if (in->has_consumer && in->n_backoff > 0 && in->backoff_ms != NULL) {
+        char list[160] = "";
+        gsize shown = MIN(in->n_backoff, (gsize)4);
+        for (gsize i = 0; i < shown; i++) {
+            Dur b = dur(in->backoff_ms[i]);
+            g_strlcat(list, i ? ", " : "", sizeof list);
+            g_strlcat(list, b.s, sizeof list);
+        }
+        if (in->n_backoff > shown)
+            g_strlcat(list, ", ...", sizeof list);
+        add(out, JET_SCHEDULE_ERROR, "server-backoff",
+            "the consumer has a server BackOff [%s] (%" G_GSIZE_FORMAT " values) beside the "
+            "host's ladder: two schedulers compose (a delayed NAK and BackOff add up); remove "
+            "BackOff from the consumer",
+            list, in->n_backoff);
+
+        /* nats-server 2.9.10 consumer.go: MaxDeliver <= len(BackOff) is
+         * err 10116, after defaults, so unlimited (-1) is refused too. */
+        if (in->consumer_max_deliver <= 0 || (guint64)in->consumer_max_deliver <= in->n_backoff) {
+            Dur md = count_or_unlimited(in->consumer_max_deliver);
+            add(out, JET_SCHEDULE_ERROR, "maxdeliver-le-backoff",
+                "MaxDeliver %s is not more than len(BackOff) %" G_GSIZE_FORMAT ": nats-server "
+                "2.9.10 refuses such a consumer (err 10116); remove BackOff from the consumer",
+                md.s, in->n_backoff);
+        }
+
+        if (in->consumer_ack_wait_ms != in->backoff_ms[0]) {
+            Dur aw = dur(in->consumer_ack_wait_ms), b0 = dur(in->backoff_ms[0]);
+            add(out, JET_SCHEDULE_WARNING, "ackwait-ne-backoff0",
+                "AckWait %s differs from BackOff[0] %s: 2.9.10 overwrites AckWait with "
+                "BackOff[0], so the crash fallback is not what was asked for; remove BackOff "
+                "from the consumer",
+                aw.s, b0.s);
+        }
+    }
+
+    /* --- the server's delivery budget ---------------------------------------- */
+    if (!out->unlimited && out->max_deliver > 0) {
+        guint64 need = (guint64)in->max_attempts + in->capture_reserve;
+        if ((guint64)out->max_deliver < need)
+            add(out, JET_SCHEDULE_ERROR, "maxdeliver-too-small",
+                "MaxDeliver %" G_GINT64_FORMAT " is less than max_attempts %u + capture_reserve "
+                "%u = %" G_GUINT64_FORMAT ": the server's deliveries run out before the ladder "
+                "does, and failing messages are captured early as `budget`; set max_deliver to "
+                "-1 (the host owns the ladder) or at least %" G_GUINT64_FORMAT,
+                out->max_deliver, in->max_attempts, in->capture_reserve, need, need);
+    }
+
+    /* --- MaxAckPending headroom -------------------------------------------- */
+    /* Messages waiting out a delayed NAK count in NumAckPending (DESIGN 9).
+     * Room left = MaxAckPending - in_hand; less than half is a warning, i.e.
+     * MaxAckPending < 2 x in_hand.  Exactly half is enough. */
+    if (out->max_ack_pending > 0) {
+        guint64 need = sat_mul(out->in_hand, 2);
+        if ((guint64)out->max_ack_pending < need) {
+            guint64 map = (guint64)out->max_ack_pending;
+            guint64 room = map > out->in_hand ? map - out->in_hand : 0;
+            add(out, JET_SCHEDULE_WARNING, "ackpending-headroom",
+                "workers %u x (batch %u + threshold %u) = %" G_GUINT64_FORMAT " in hand leaves "
+                "%" G_GUINT64_FORMAT " of MaxAckPending %" G_GINT64_FORMAT " for retrying and "
+                "postponed messages, less than half: they count in NumAckPending and can stop "
+                "the consumer; raise max_ack_pending to at least %" G_GUINT64_FORMAT " or lower "
+                "workers, batch or threshold",
+                in->workers, in->batch, in->threshold, out->in_hand, room,
+                out->max_ack_pending, need);
+        }
+    }
+
+    /* --- the breaker's room (DESIGN 6; floor_monitor.h) ---------------------- */
+    out->breaker = in->breaker;
+    out->floor_age_ms = in->floor_age_ms;
+    jet_breaker_room(in->breaker, in->floor_age_ms, in->min_deliveries, in->rungs_ms,
+                     in->n_rungs, in->max_attempts, &out->breaker_room);
+    gboolean enforce = in->breaker == JET_BREAKER_MODE_ENFORCE;
+    if (out->breaker_room.applies && out->breaker_room.never_fires) {
+        /* The settlement weighs a claim ahead of exhaustion, so a floor_age
+         * equal to the ladder's reach still fires, on the last attempt:
+         * only more than the reach (`>`) never does. */
+        Dur fa = dur(in->floor_age_ms), reach = dur(out->breaker_room.reach_ms);
+        if (in->floor_age_ms > out->breaker_room.reach_ms)
+            add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-room",
+                "floor_age %s is more than the ladder's reach %s (the rungs served before "
+                "attempt %u): the ladder dead-letters a failing message before it has failed "
+                "for floor_age, so the breaker (%s) can never claim one; lower floor_age to at "
+                "most %s, lengthen the ladder, or set breaker = off",
+                fa.s, reach.s, in->max_attempts, enforce ? "enforce" : "observe", reach.s);
+        else
+            add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-room",
+                "min_deliveries %u is more than max_attempts %u: the ladder dead-letters a "
+                "failing message before its delivery %u, so the breaker (%s) can never claim "
+                "one; lower min_deliveries or set breaker = off",
+                in->min_deliveries, in->max_attempts, in->min_deliveries,
+                enforce ? "enforce" : "observe");
+    }
+    if (in->breaker != JET_BREAKER_MODE_OFF && in->floor_age_ms > 0 && in->ledger_off)
+        add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-ledger",
+            "the breaker (%s) needs the ledger's first-failure time and the binding keeps no "
+            "ledger (ledger = false): it can never claim a message; set ledger = true or "
+            "breaker = off", enforce ? "enforce" : "observe");
+
+    /* --- crashes with poison detection off --------------------------------- */
+    if (in->crash_limit == 0) {
+        Dur aw = dur(out->ack_wait_ms);
+        add(out, JET_SCHEDULE_WARNING, "crash-unbounded",
+            "crash_limit 0 turns poison detection off: a message that kills the host is "
+            "redelivered every AckWait %s without bound, and the envelope does not count "
+            "crashes; set crash_limit (3 is the default)",
+            aw.s);
+    }
+}
+
+const JetScheduleViolation *jet_schedule_report_find(const JetScheduleReport *report,
+                                                     const char *code)
+{
+    g_return_val_if_fail(report != NULL && code != NULL, NULL);
+    for (gsize i = 0; i < report->n_violations; i++) {
+        if (strcmp(report->violations[i].code, code) == 0)
+            return &report->violations[i];
+    }
+    return NULL;
+}
+
+const char *jet_schedule_severity_name(JetScheduleSeverity severity)
+{
+    switch (severity) {
+    case JET_SCHEDULE_ERROR:
+        return "error";
+    case JET_SCHEDULE_WARNING:
+        return "warning";
+    }
+    return "unknown";
+}
+
+/* --- the text `jethost check` prints --------------------------------------- */
+
+static void term(GString *s, const char *name, const char *value, const char *why)
+{
+    g_string_append_printf(s, "  %-19s %-14s %s\n", name, value, why);
+}
+
+static const char *unlimited_or(const JetScheduleReport *r, const Dur *d)
+{
+    return r->unlimited ? "unlimited" : d->s;
+}
+
+char *jet_schedule_report_format(const JetScheduleReport *r)
+{
+    g_return_val_if_fail(r != NULL, NULL);
+    GString *s = g_string_new(NULL);
+    Dur ladder = dur(r->ladder_ms), horizon = dur(r->postpone_horizon_ms);
+    Dur over = dur(r->postpone_overshoot_ms), crash = dur(r->crash_fallback_ms);
+    Dur worst = dur(r->worst_case_ms), aw = dur(r->ack_wait_ms), last = dur(r->last_rung_ms);
+    g_autofree char *why = NULL;
+
+    if (r->unlimited)
+        g_string_append(s, "envelope: unlimited (max_attempts 0): a failing message is retried "
+                           "until it succeeds; the duration checks are skipped\n");
+    else
+        g_string_append_printf(s, "envelope: at most %s from the first delivery to the "
+                                  "dead-letter, worst case\n", worst.s);
+
+    if (r->unlimited)
+        why = g_strdup("max_attempts 0: no last attempt, the last rung repeats for ever");
+    else if (r->ladder_waits == 0)
+        why = g_strdup("max_attempts 1: no wait, the first failure is dead-lettered");
+    else if (r->ladder_waits == 1)
+        why = g_strdup("1 wait between 2 attempts: the first rung");
+    else if (r->ladder_repeats == 0)
+        why = g_strdup_printf("%" G_GUINT64_FORMAT " waits between %" G_GUINT64_FORMAT
+                              " attempts: the first %" G_GUINT64_FORMAT " rungs",
+                              r->ladder_waits, r->ladder_waits + 1, r->ladder_listed);
+    else
+        why = g_strdup_printf("%" G_GUINT64_FORMAT " waits between %" G_GUINT64_FORMAT
+                              " attempts: the %" G_GUINT64_FORMAT " listed rung%s, then the "
+                              "last one (%s) %" G_GUINT64_FORMAT " more time%s",
+                              r->ladder_waits, r->ladder_waits + 1, r->ladder_listed,
+                              r->ladder_listed == 1 ? "" : "s", last.s, r->ladder_repeats,
+                              r->ladder_repeats == 1 ? "" : "s");
+    term(s, "ladder", unlimited_or(r, &ladder), why);
+    term(s, "postpone horizon", horizon.s,
+         r->postpone_horizon_ms ? "postpones are free while the message is younger"
+                                : "0: every postpone counts as a failure");
+    term(s, "last postpone", over.s,
+         "a postpone granted just inside the horizon can end this far past it");
+    g_free(why);
+    why = g_strdup_printf("crash_limit %u strikes x AckWait %s (%s)", r->crash_limit, aw.s,
+                          r->from_consumer ? "the consumer's" : "the binding's");
+    term(s, "crash fallback", crash.s, why);
+    term(s, "worst case", unlimited_or(r, &worst), "the sum: the longest a message can take "
+                                                   "to be dead-lettered");
+
+    if (r->breaker_room.applies) {
+        Dur fa = dur(r->floor_age_ms);
+        const char *mode = r->breaker == JET_BREAKER_MODE_ENFORCE ? "enforce" : "observe";
+        g_free(why);
+        if (r->breaker_room.never_fires)
+            why = g_strdup_printf("floor_age (breaker %s): never claims, the ladder dead-letters "
+                                  "first", mode);
+        else if (r->breaker_room.only_at_exhaustion)
+            why = g_strdup_printf("floor_age (breaker %s): can claim only at the last attempt "
+                                  "(failure %" G_GUINT64_FORMAT "), where exhaustion would "
+                                  "dead-letter anyway", mode, r->breaker_room.first_failure_k);
+        else
+            why = g_strdup_printf("floor_age (breaker %s): can claim from failure %"
+                                  G_GUINT64_FORMAT "%s", mode, r->breaker_room.first_failure_k,
+                                  r->unlimited ? "" : ", before the ladder ends");
+        term(s, "breaker", fa.s, why);
+    }
+
+    Dur md = count_or_unlimited(r->max_deliver), map = count_or_unlimited(r->max_ack_pending);
+    g_string_append_printf(s, "  checked with AckWait %s, MaxDeliver %s, MaxAckPending %s (%s), "
+                              "%" G_GUINT64_FORMAT " messages in hand\n",
+                           aw.s, md.s, map.s,
+                           r->from_consumer ? "from the consumer on the server"
+                                            : "from the binding's config",
+                           r->in_hand);
+
+    if (r->n_violations == 0) {
+        g_string_append(s, "no violations\n");
+    } else {
+        g_string_append_printf(s, "violations: %u error%s, %u warning%s\n",
+                               r->n_errors, r->n_errors == 1 ? "" : "s",
+                               r->n_warnings, r->n_warnings == 1 ? "" : "s");
+        for (gsize i = 0; i < r->n_violations; i++)
+            g_string_append_printf(s, "  %-7s %s: %s\n",
+                                   jet_schedule_severity_name(r->violations[i].severity),
+                                   r->violations[i].code, r->violations[i].message);
+    }
+    return g_string_free(s, FALSE);
+}

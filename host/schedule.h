@@ -1,0 +1,136 @@
+/* The schedule check (DESIGN section 5, issue 10): what the broker and the
+ * host will actually do with a binding's retry settings, and whether it
+ * hangs together.
+ *
+ * One pure function (no I/O, no clock, no allocation): it takes the
+ * binding's policy and, where known, the stream, consumer and ledger bucket
+ * as they are on the server, and reports each term of the envelope
+ * separately plus every violation.  `jethost check` prints the report (no
+ * server: policy only; `--server`: with the facts), `jethost run` refuses a
+ * binding whose report has an error.  docs/schedule.md explains each term
+ * and each violation with an example.
+ *
+ * Seed 000's lesson: the configured ladder was not the real envelope,
+ * several times, each time on a different surface.  So every term here is
+ * what is *served*: the ladder is the rungs served before the last attempt
+ * (the last rung repeating), not the rungs as listed; the crash fallback is
+ * AckWait as the consumer has it, not as the config asked for it. */
+#ifndef JET_SCHEDULE_H
+#define JET_SCHEDULE_H
+
+#include "config.h"
+#include "floor_monitor.h"
+
+#include <glib.h>
+
+typedef struct {
+    /* --- The binding's policy (jet_schedule_input_from_binding copies it) -- */
+    const guint64 *rungs_ms;          /* borrowed; the retry ladder */
+    gsize n_rungs;
+    guint max_attempts;               /* 0 = unlimited */
+    guint64 postpone_horizon_ms;      /* postpones are free while the message is younger */
+    guint64 max_postpone_delay_ms;    /* the longest single postpone */
+    guint64 ack_wait_ms;              /* AckWait the binding asks for (managed mode) */
+    gint64 max_deliver;               /* MaxDeliver the binding asks for; <= 0 = unlimited */
+    gint64 max_ack_pending;           /* MaxAckPending the binding asks for; <= 0 = unlimited */
+    guint capture_reserve;
+    guint crash_limit;                /* strikes before poison; 0 = poison off */
+    guint workers, batch, threshold;  /* the pull engine: what one binding holds in hand */
+
+    /* The breaker (floor_monitor.h): its room check. */
+    JetBreakerMode breaker;           /* observe (0), enforce, off */
+    guint64 floor_age_ms;             /* 0 = monitor and breaker off */
+    guint min_deliveries;
+    gboolean ledger_off;              /* the binding keeps no ledger (ledger = false) */
+
+    /* --- Optional bound --------------------------------------------------- */
+    guint64 max_time_to_dead_letter_ms;   /* 0 = no bound */
+
+    /* --- Optional facts from the server, as they are ---------------------- */
+    gboolean has_stream;
+    guint64 stream_max_age_ms;        /* 0 = unlimited */
+
+    gboolean has_consumer;            /* when TRUE, these replace the binding's values */
+    guint64 consumer_ack_wait_ms;
+    gint64 consumer_max_deliver;      /* <= 0 = unlimited (2.9.10 shows -1) */
+    gint64 consumer_max_ack_pending;  /* <= 0 = unlimited */
+    const guint64 *backoff_ms;        /* borrowed; the consumer's server BackOff */
+    gsize n_backoff;                  /* 0 = none (the only right answer) */
+
+    gboolean has_ledger;
+    guint64 ledger_max_age_ms;        /* the ledger bucket's max_age; 0 = unlimited */
+} JetScheduleInput;
+
+typedef enum {
+    JET_SCHEDULE_WARNING = 1,
+    JET_SCHEDULE_ERROR = 2,
+} JetScheduleSeverity;
+
+typedef struct {
+    JetScheduleSeverity severity;
+    const char *code;                 /* stable, static: "max-time-exceeded", ... */
+    char message[480];                /* one line, with the numbers and what to change */
+} JetScheduleViolation;
+
+/* More than the number of distinct codes: each code is reported at most once. */
+#define JET_SCHEDULE_MAX_VIOLATIONS 16
+
+typedef struct {
+    /* The envelope, term by term.  All saturate at G_MAXUINT64. */
+    gboolean unlimited;               /* max_attempts 0: ladder and worst case unbounded;
+                                         the duration checks were skipped */
+    guint64 ladder_waits;             /* max_attempts - 1 (0 when unlimited) */
+    guint64 ladder_listed;            /* of those, served from the listed rungs... */
+    guint64 ladder_repeats;           /* ...and by repeating the last rung */
+    guint64 last_rung_ms;
+    guint64 ladder_ms;                /* sum of the rungs served before the last attempt */
+    guint64 postpone_horizon_ms;
+    guint64 postpone_overshoot_ms;    /* the last free postpone can end past the horizon */
+    guint crash_limit;                /* strikes counted in the crash fallback */
+    guint64 crash_fallback_ms;        /* crash_limit x AckWait */
+    guint64 retry_span_ms;            /* ladder + horizon + overshoot: what the stream must keep */
+    guint64 worst_case_ms;            /* retry_span + crash_fallback: the envelope */
+
+    /* The values the checks used: the consumer's when known, else the binding's. */
+    gboolean from_consumer;
+    guint64 ack_wait_ms;
+    gint64 max_deliver;               /* <= 0 = unlimited */
+    gint64 max_ack_pending;           /* <= 0 = unlimited */
+    guint64 in_hand;                  /* workers x (batch + threshold) */
+
+    /* Where on the ladder the breaker can first claim (room.applies FALSE:
+     * breaker off, floor_age 0 or unlimited attempts). */
+    JetBreakerMode breaker;
+    guint64 floor_age_ms;
+    JetBreakerRoom breaker_room;
+
+    guint n_errors, n_warnings;
+    gsize n_violations;
+    JetScheduleViolation violations[JET_SCHEDULE_MAX_VIOLATIONS];
+} JetScheduleReport;
+
+/* Zeroes *in and copies the binding's policy into it; rungs_ms is borrowed
+ * from the binding.  Set the bound and the server facts afterwards. */
+void jet_schedule_input_from_binding(const JetBindingConfig *binding, JetScheduleInput *in);
+
+/* The check.  Pure: fills *out completely from *in. */
+void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out);
+
+/* The violation with this code, or NULL. */
+const JetScheduleViolation *jet_schedule_report_find(const JetScheduleReport *report,
+                                                     const char *code);
+
+/* "error" or "warning". */
+const char *jet_schedule_severity_name(JetScheduleSeverity severity);
+
+/* Writes ms as people read it: "0", "250ms", "1m 30s", "1d 2h 3m 4s 5ms"
+ * (every non-zero unit, largest first).  Always NUL-terminates; 64 bytes
+ * hold any guint64. */
+void jet_schedule_format_duration(guint64 ms, char *buf, gsize len);
+
+/* The text `jethost check` prints for one binding (the caller prints the
+ * binding's name above it): the envelope terms in words and numbers, then
+ * every violation.  Lines end with '\n'.  Caller frees. */
+char *jet_schedule_report_format(const JetScheduleReport *report);
+
+#endif

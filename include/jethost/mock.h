@@ -1,0 +1,308 @@
+/*
+ * jethost mock host: test a plugin in milliseconds, without a NATS server.
+ *
+ * The mock host runs one plugin the way the daemon does (same option
+ * validation, same init/handle/fini calls, same host function table) and
+ * returns, for each message you deliver, the settlement the daemon would
+ * make, computed by the daemon's own decision code.  It is stricter than the
+ * daemon where the daemon leaves behaviour undefined: what the daemon would
+ * treat as a plugin error, or cannot detect at all, is reported as a
+ * *violation* naming the rule (see "Strict rules" below).
+ *
+ * Modelled on GStreamer's GstHarness: wrap one plugin, push messages, step a
+ * virtual clock, read back what happened.
+ *
+ *     jet_mock *m = jet_mock_new_static(jet_plugin_entry, err, sizeof err);
+ *     jet_mock_set_option(m, "reject_subject", "orders.bad");
+ *     if (jet_mock_start(m) != JET_MOCK_OK) ...jet_mock_error(m)...
+ *     jet_mock_msg *msg = jet_mock_msg_new(m, "orders.bad");
+ *     jet_mock_settlement s;
+ *     jet_mock_deliver(m, msg, &s);         // s.action == JET_MOCK_CAPTURE
+ *     jet_mock_msg_free(msg);
+ *     jet_mock_free(m);                     // runs fini()
+ *
+ * Build and link with `pkg-config --cflags --libs jethost-mock`.  Plain C99:
+ * this header needs only <stddef.h> and <stdint.h> (and jethost/plugin.h).
+ *
+ * Threads: a jet_mock is driven from one thread (the test's).  A plugin may
+ * call host functions from other threads only when it declares
+ * JET_PLUGIN_THREAD_SAFE; the mock records such calls as violations.
+ *
+ * Memory: whoever allocates frees.  Strings returned by the mock are owned by
+ * it; each function says how long they stay valid.
+ */
+#ifndef JETHOST_MOCK_H
+#define JETHOST_MOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jethost/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define JET_MOCK_API __attribute__((visibility("default")))
+#else
+#define JET_MOCK_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Return codes                                                             */
+/* ------------------------------------------------------------------------ */
+
+#define JET_MOCK_OK          0
+#define JET_MOCK_VIOLATION   1   /* the plugin broke a strict rule; the settlement
+                                    is still filled (what the daemon would do) */
+#define JET_MOCK_EINVAL     (-1) /* a bad argument: unknown key, bad value, NULL */
+#define JET_MOCK_ESTATE     (-2) /* not allowed now (e.g. set_option after start) */
+#define JET_MOCK_ELOAD      (-3) /* the plugin could not be loaded */
+#define JET_MOCK_EOPTION    (-4) /* the options do not validate against the plugin's table */
+#define JET_MOCK_EINIT      (-5) /* the plugin's init() failed */
+
+/* A static string naming a return code. */
+JET_MOCK_API const char *jet_mock_strerror(int code);
+
+/* ------------------------------------------------------------------------ */
+/* The mock host                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct jet_mock jet_mock;
+
+/* Loads a plugin shared object the way the daemon does (same trust checks on
+ * the file and its directories, same ABI version rule).  On failure returns
+ * NULL and writes one line naming the file and the cause to err (at most
+ * err_len bytes with the NUL; err may be NULL). */
+JET_MOCK_API jet_mock *jet_mock_new_from_path(const char *so_path, char *err, size_t err_len);
+
+/* A plugin linked into the test program: pass its entry function (usually
+ * jet_plugin_entry).  The descriptor is checked as the loader checks it. */
+JET_MOCK_API jet_mock *jet_mock_new_static(jet_plugin_entry_fn entry, char *err, size_t err_len);
+
+/* Runs fini() if the plugin was started, and frees everything.  NULL is a
+ * no-op.  Violations found during fini() are reported as for jet_mock_stop. */
+JET_MOCK_API void jet_mock_free(jet_mock *m);
+
+/* The last error text of a call that returned a negative code, or "".
+ * Valid until the next call on m. */
+JET_MOCK_API const char *jet_mock_error(const jet_mock *m);
+
+/* --- before start ------------------------------------------------------- */
+
+/* Sets plugin option `name` (without the `option.` prefix) as it would be
+ * written in the config.  Checked at jet_mock_start(), like the daemon does
+ * when it loads the config. */
+JET_MOCK_API int jet_mock_set_option(jet_mock *m, const char *name, const char *value);
+
+/* Sets one settlement setting of the binding, with the config's key names and
+ * value syntax (docs/configuration.md); unset keys have the daemon's
+ * defaults:
+ *   rungs               "1s, 5s, 30s, 2m, 10m"   the retry ladder
+ *   max_attempts        "5"                      0 = unlimited
+ *   postpone_horizon    "1h"
+ *   max_postpone_delay  "15m"
+ *   max_deliver         "-1"                     the consumer's MaxDeliver
+ *   capture_reserve     "1"
+ *   crash_limit         "3"
+ * Returns JET_MOCK_EINVAL for an unknown key or a bad value (see
+ * jet_mock_error()). */
+JET_MOCK_API int jet_mock_set_policy(jet_mock *m, const char *key, const char *value);
+
+/* Names used in ctx_name(), msg_stream(), msg_consumer() and the dead-letter
+ * provenance; NULL keeps the default ("mock", "MOCK", "mock"). */
+JET_MOCK_API int jet_mock_set_binding(jet_mock *m, const char *binding, const char *stream,
+                                      const char *consumer);
+
+/* What happens on a violation.  1 (the default): print it on stderr, naming
+ * the rule, and abort(): a test that ignores return codes still fails.  0:
+ * record it; jet_mock_deliver() returns JET_MOCK_VIOLATION and the
+ * violation functions below read it (for testing the rules themselves, and
+ * for the `jethost mock` command). */
+JET_MOCK_API void jet_mock_set_abort_on_violation(jet_mock *m, int on);
+
+/* 1: also write the plugin's log lines to stderr (they are always recorded). */
+JET_MOCK_API void jet_mock_set_log_echo(jet_mock *m, int on);
+
+/* Validates the options like the daemon (an undeclared option, a value of
+ * the wrong type, a missing required option: JET_MOCK_EOPTION and a
+ * violation naming the option) and the policy, then runs init()
+ * (JET_MOCK_EINIT with the plugin's message on failure). */
+JET_MOCK_API int jet_mock_start(jet_mock *m);
+
+/* Runs fini() now (jet_mock_free() does it otherwise).  Returns
+ * JET_MOCK_VIOLATION when fini() broke a rule (e.g. used a kept jet_msg). */
+JET_MOCK_API int jet_mock_stop(jet_mock *m);
+
+/* Makes ctx_stopping() return non-zero from now on. */
+JET_MOCK_API void jet_mock_set_stopping(jet_mock *m);
+
+/* --- the clock ------------------------------------------------------------ */
+
+/* The mock's wall clock, read by the plugin's ctx_now_ns() and by the
+ * settlement (postpone horizons).  It never moves on its own.  It starts at
+ * 2024-01-01T00:00:00Z (1704067200000000000 ns). */
+JET_MOCK_API void jet_mock_clock_set_ns(jet_mock *m, int64_t unix_ns);
+JET_MOCK_API void jet_mock_clock_advance_ms(jet_mock *m, uint64_t ms);
+JET_MOCK_API int64_t jet_mock_clock_ns(const jet_mock *m);
+
+/* ------------------------------------------------------------------------ */
+/* Messages                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* One message as the daemon would hand it to the plugin.  Defaults: empty
+ * payload, no headers, the next stream and consumer sequence of this mock
+ * (1, 2, ...), first delivery (deliveries 1, no failures, no postpones), and
+ * enqueued (stored by the stream) at the mock's clock when created: a fresh
+ * message.  A builder can be delivered several times (see
+ * jet_mock_msg_redeliver()). */
+typedef struct jet_mock_msg jet_mock_msg;
+
+JET_MOCK_API jet_mock_msg *jet_mock_msg_new(jet_mock *m, const char *subject);
+JET_MOCK_API void jet_mock_msg_free(jet_mock_msg *b);
+
+/* The payload (copied). */
+JET_MOCK_API void jet_mock_msg_set_data(jet_mock_msg *b, const void *data, size_t len);
+JET_MOCK_API void jet_mock_msg_set_text(jet_mock_msg *b, const char *text);
+/* Appends one header value (copied); a name may repeat. */
+JET_MOCK_API void jet_mock_msg_add_header(jet_mock_msg *b, const char *name, const char *value);
+/* Replaces every value of header `name` with this one (e.g. to change what
+ * the next delivery of the same message carries in a scripted test). */
+JET_MOCK_API void jet_mock_msg_set_header(jet_mock_msg *b, const char *name, const char *value);
+JET_MOCK_API void jet_mock_msg_set_seq(jet_mock_msg *b, uint64_t stream_seq, uint64_t consumer_seq);
+/* The server's delivery count (>= 1). */
+JET_MOCK_API void jet_mock_msg_set_deliveries(jet_mock_msg *b, uint32_t deliveries);
+/* The stream's timestamp of the message; _clear makes it unknown. */
+JET_MOCK_API void jet_mock_msg_set_enqueued_ns(jet_mock_msg *b, int64_t unix_ns);
+JET_MOCK_API void jet_mock_msg_clear_enqueued(jet_mock_msg *b);
+/* The attempt ledger: failures and postpones recorded before this delivery. */
+JET_MOCK_API void jet_mock_msg_set_ledger(jet_mock_msg *b, uint32_t failures, uint32_t postpones);
+JET_MOCK_API void jet_mock_msg_set_first_failure_ns(jet_mock_msg *b, int64_t unix_ns);
+JET_MOCK_API void jet_mock_msg_clear_first_failure(jet_mock_msg *b);
+/* Crash attribution: strikes recorded for this message (poison at
+ * crash_limit), and an enforcing breaker's claim.  Both decided before the
+ * handler runs: the plugin is then not called. */
+JET_MOCK_API void jet_mock_msg_set_strikes(jet_mock_msg *b, uint32_t strikes);
+JET_MOCK_API void jet_mock_msg_set_breaker_claim(jet_mock_msg *b, int claimed);
+
+/* ------------------------------------------------------------------------ */
+/* Delivering and the settlement                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef enum jet_mock_action {
+    JET_MOCK_ACK = 0,        /* confirmed ack */
+    JET_MOCK_RETRY = 1,      /* delayed NAK of a ladder rung; a failure is recorded */
+    JET_MOCK_POSTPONE = 2,   /* delayed NAK of the plugin's delay; a postpone is recorded */
+    JET_MOCK_CAPTURE = 3     /* dead-lettered with provenance, then acked */
+} jet_mock_action;
+
+typedef struct jet_mock_header {
+    const char *name;
+    const char *value;
+} jet_mock_header;
+
+#define JET_MOCK_REASON_MAX 320
+
+/* What the daemon would do with one delivery.  Pointers are owned by the
+ * mock and stay valid until the next jet_mock_deliver() on it, or its free.
+ * Members are only ever added at the end. */
+typedef struct jet_mock_settlement {
+    jet_mock_action action;
+    const char *action_name;      /* "ack", "retry", "postpone", "capture" */
+    uint64_t delay_ms;            /* RETRY and POSTPONE: the NAK delay */
+    const char *cause;            /* CAPTURE: "rejected", "poison", "breaker", "budget",
+                                     "exhausted"; otherwise "none" */
+    const char *outcome;          /* "acked", "retried", "postponed", "dead-lettered" */
+    int is_failure;               /* this delivery is a failed attempt */
+    uint32_t failure_number;      /* k, when is_failure */
+    int plugin_error;             /* the daemon counts the plugin's answer as an error */
+    char reason[JET_MOCK_REASON_MAX]; /* the plugin's reason, or the rule it broke; "" when none */
+    int handled;                  /* 0 when the host settled without calling handle()
+                                     (poison, breaker) */
+    int verdict;                  /* what handle() returned, unchecked; -1 when not handled */
+    int64_t now_ns;               /* the clock the settlement read */
+    uint64_t stream_seq;          /* which message, and which delivery of it */
+    uint32_t deliveries;
+    const char *violation;        /* the rule of the first violation during this
+                                     delivery, or NULL */
+    /* CAPTURE: the dead-letter record that would be published. */
+    const char *dlq_subject;      /* NULL unless CAPTURE */
+    size_t n_dlq_headers;
+    const jet_mock_header *dlq_headers;  /* original headers (Nats-* and Jethost-* renamed
+                                            under Jethost-Orig-), then the provenance */
+} jet_mock_settlement;
+
+/* Delivers b to the plugin's handle() (unless the host would capture it
+ * before: poison, breaker) and fills *out with the settlement.  Returns
+ * JET_MOCK_OK, JET_MOCK_VIOLATION (in record mode; out is filled), or a
+ * negative code (not started; out is then zeroed). */
+JET_MOCK_API int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out);
+
+/* Turns b into its next delivery after settlement s, as the server and the
+ * attempt ledger would: deliveries + 1, failures + 1 when s was a failure
+ * (and the first-failure time set at s->now_ns if it was the first),
+ * postpones + 1 after a postpone.  Returns JET_MOCK_OK, or JET_MOCK_ESTATE
+ * when s ended the message (ack, capture): there is no next delivery.  The
+ * clock is not moved: advance it by s->delay_ms yourself. */
+JET_MOCK_API int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s);
+
+/* The value of dead-letter header `name` in s, or NULL. */
+JET_MOCK_API const char *jet_mock_settlement_header(const jet_mock_settlement *s, const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Strict rules and violations                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Rule names, as reported:
+ *   "verdict"            handle() returned a value outside jet_verdict
+ *   "postpone-delay"     JET_POSTPONE without a positive msg_set_delay_ms()
+ *   "postpone-cap"       a postpone delay above max_postpone_delay
+ *   "reason-length"      a reason longer than JET_REASON_MAX bytes
+ *   "use-after-handle"   a jet_msg used after its handle() returned
+ *   "thread"             a host call from a second thread by a plugin not
+ *                        declared JET_PLUGIN_THREAD_SAFE
+ *   "option-undeclared"  an option set, or read, that the plugin does not declare
+ *   "option-type"        an option value of the wrong type, or a typed read
+ *                        (ctx_option_int, ...) of an option declared with another type
+ *   "option-required"    a required option left unset
+ * The first four are plugin errors the daemon settles as failures (never as
+ * an ACK): the settlement shows that, and the violation says why. */
+
+JET_MOCK_API size_t jet_mock_violation_count(const jet_mock *m);
+/* Violation i (0 = oldest): its rule and its one-line message.  Valid until
+ * jet_mock_clear_violations() or free. */
+JET_MOCK_API const char *jet_mock_violation_rule(const jet_mock *m, size_t i);
+JET_MOCK_API const char *jet_mock_violation_message(const jet_mock *m, size_t i);
+/* "RULE: message" of the newest violation, or NULL. */
+JET_MOCK_API const char *jet_mock_last_violation(const jet_mock *m);
+JET_MOCK_API void jet_mock_clear_violations(jet_mock *m);
+
+/* ------------------------------------------------------------------------ */
+/* What the plugin did                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Log lines the plugin wrote with ctx_log(), oldest first.  *level (may be
+ * NULL) receives the jet_log_level.  Valid until jet_mock_clear_log() or
+ * free. */
+JET_MOCK_API size_t jet_mock_log_count(const jet_mock *m);
+JET_MOCK_API const char *jet_mock_log_line(const jet_mock *m, size_t i, int *level);
+/* How many recorded lines contain `needle`. */
+JET_MOCK_API size_t jet_mock_log_contains(const jet_mock *m, const char *needle);
+JET_MOCK_API void jet_mock_clear_log(jet_mock *m);
+
+/* Host functions the plugin called, by their jet_host_api member name
+ * ("msg_subject", "ctx_log", ...), oldest first.  The option readers are
+ * recorded with the option's name, "ctx_option_int(count)".  count(m, fn)
+ * counts the entries equal to fn, and, when fn has no parenthesis, those of
+ * fn with any option name; count(m, NULL) counts all.  Names are valid until
+ * jet_mock_clear_calls() or free. */
+JET_MOCK_API size_t jet_mock_call_count(const jet_mock *m, const char *fn);
+JET_MOCK_API const char *jet_mock_call_name(const jet_mock *m, size_t i);
+JET_MOCK_API void jet_mock_clear_calls(jet_mock *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* JETHOST_MOCK_H */

@@ -1,0 +1,107 @@
+#include "rig.h"
+#include "plugin_loader.h"
+
+#include <glib/gstdio.h>
+
+static void on_take(guint worker, guint held, gpointer data)
+{
+    Rig *r = data;
+    (void)worker;
+    if (held > r->bound)
+        g_atomic_int_inc(&r->over_bound);
+}
+
+void rig_server(Rig *r)
+{
+    r->srv = jet_test_server_start();
+    r->js = jet_test_js_open(jet_test_server_url(r->srv), &r->nc);
+    jet_test_stream_create(r->js, "ORDERS", "orders.>");
+    static guint n;
+    g_autofree char *name = g_strdup_printf("gate-%u", ++n);
+    r->dir = g_build_filename(jet_test_private_dir(), name, NULL);
+    g_assert_cmpint(g_mkdir(r->dir, 0700), ==, 0);
+}
+
+/* Starts the engine on consumer "c" with extra binding keys. */
+void rig_engine(Rig *r, const char *extra)
+{
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\nconsumer = c\n"
+        "option.dir = %s\n%s",
+        jet_test_server_url(r->srv), plugin, r->dir, extra);
+    g_autofree char *conf = jet_test_write_file("engine.conf", text);
+    g_autoptr(GError) err = NULL;
+    r->cfg = jet_config_load(conf, NULL, &err);
+    g_assert_no_error(err);
+    const JetBindingConfig *b = jet_config_binding(r->cfg, "t");
+    JetPlugin *p = jet_plugin_load(b->plugin, NULL, NULL, &err);
+    g_assert_no_error(err);
+    r->inst = jet_instance_new(p, b->name, b->options, &err);
+    g_assert_no_error(err);
+    g_assert_true(jet_instance_start(r->inst, &err));
+    const char *urls[] = { jet_test_server_url(r->srv), NULL };
+    r->conn = jet_conn_open(urls, &r->cfg->host, 3, &err);
+    g_assert_no_error(err);
+    g_assert_true(jet_consumer_ensure(jet_conn_js(r->conn), b, 0, &r->facts, &err));
+    g_assert_no_error(err);
+    r->bound = b->batch + b->threshold;
+    r->eng = jet_engine_new(r->conn, b, r->inst, &r->facts);
+    jet_engine_set_take_hook(r->eng, on_take, r);
+    jet_engine_start(r->eng);
+}
+
+void rig_stop(Rig *r)
+{
+    if (r->eng != NULL) {
+        jet_engine_stop(r->eng);
+        jet_engine_join(r->eng);
+    }
+}
+
+void rig_free(Rig *r)
+{
+    rig_stop(r);
+    jet_engine_free(r->eng);
+    jet_instance_free(r->inst);
+    jet_conn_close(r->conn);
+    jet_config_free(r->cfg);
+    jet_test_js_close(r->nc, r->js);
+    jet_test_server_free(r->srv);
+    g_free(r->dir);
+}
+
+/* The lines of handled.log: "seq deliveries thread". */
+GArray *handled_seqs(Rig *r, GArray **deliveries)
+{
+    g_autofree char *path = g_build_filename(r->dir, "handled.log", NULL);
+    g_autofree char *text = NULL;
+    GArray *seqs = g_array_new(FALSE, FALSE, sizeof(guint64));
+    if (deliveries != NULL)
+        *deliveries = g_array_new(FALSE, FALSE, sizeof(guint));
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return seqs;
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l != NULL && **l; l++) {
+        char *end = NULL;
+        guint64 seq = g_ascii_strtoull(*l, &end, 10);
+        g_array_append_val(seqs, seq);
+        if (deliveries != NULL) {
+            guint d = (guint)g_ascii_strtoull(end, NULL, 10);
+            g_array_append_val(*deliveries, d);
+        }
+    }
+    return seqs;
+}
+
+gboolean floor_reached(gpointer data)
+{
+    FloorWait *fw = data;
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, fw->r->js, "ORDERS", "c", NULL, NULL) != NATS_OK)
+        return FALSE;
+    gboolean ok = ci->AckFloor.Stream >= fw->floor && ci->NumAckPending == 0;
+    jsConsumerInfo_Destroy(ci);
+    return ok;
+}
+

@@ -1,0 +1,43 @@
+/* A paced engine running in the test process against a real nats-server,
+ * on stream ORDERS (orders.>) and consumer "c", with the fx_gate plugin. */
+#ifndef JET_TEST_RIG_H
+#define JET_TEST_RIG_H
+
+#include "harness.h"
+#include "config.h"
+#include "conn.h"
+#include "consumer_setup.h"
+#include "engine.h"
+#include "instance.h"
+
+typedef struct {
+    JetTestServer *srv;
+    natsConnection *nc;
+    jsCtx *js;
+    char *dir;             /* fx_gate's directory */
+    JetConfig *cfg;
+    JetConn *conn;
+    JetInstance *inst;
+    JetConsumerFacts facts;
+    JetEngine *eng;
+    guint bound;           /* batch + threshold */
+    gint over_bound;       /* atomic: takes that found more held */
+} Rig;
+
+/* Starts the server, the test's own connection and the stream. */
+void rig_server(Rig *r);
+/* Starts the engine with extra binding keys ("key = value\n" lines). */
+void rig_engine(Rig *r, const char *extra);
+void rig_stop(Rig *r);
+void rig_free(Rig *r);
+/* fx_gate's handled.log: stream seqs in order, and their delivery counts. */
+GArray *handled_seqs(Rig *r, GArray **deliveries);
+
+typedef struct {
+    Rig *r;
+    guint64 floor;
+} FloorWait;
+/* The consumer's ack floor reached fw->floor with nothing pending an ack. */
+gboolean floor_reached(gpointer data);
+
+#endif

@@ -1,0 +1,917 @@
+/* The schedule check: each envelope term, each violation at its boundary
+ * (equal and one off), unlimited attempts, saturation, and the text. */
+#include "schedule.h"
+
+#include <glib.h>
+#include <string.h>
+
+#define S  G_GUINT64_CONSTANT(1000)
+#define M  (60 * S)
+#define H  (60 * M)
+
+static const guint64 rungs_1s_5s[] = { 1 * S, 5 * S };
+
+/* A binding with nothing to complain about and no server facts: rungs 1s, 5s;
+ * 6 attempts; no postpone horizon; AckWait 30s; crash_limit 3. */
+static JetScheduleInput base(void)
+{
+    JetScheduleInput in;
+    memset(&in, 0, sizeof in);
+    in.rungs_ms = rungs_1s_5s;
+    in.n_rungs = G_N_ELEMENTS(rungs_1s_5s);
+    in.max_attempts = 6;
+    in.postpone_horizon_ms = 0;
+    in.max_postpone_delay_ms = 15 * M;
+    in.ack_wait_ms = 30 * S;
+    in.max_deliver = -1;
+    in.max_ack_pending = 1000;
+    in.capture_reserve = 1;
+    in.crash_limit = 3;
+    in.workers = 1;
+    in.batch = 10;
+    in.threshold = 0;
+    return in;
+}
+
+static JetScheduleReport check(const JetScheduleInput *in)
+{
+    JetScheduleReport r;
+    memset(&r, 0xa5, sizeof r);   /* the check must fill everything */
+    jet_schedule_check(in, &r);
+    for (gsize i = 0; i < r.n_violations; i++)
+        g_test_message("%s %s: %s", jet_schedule_severity_name(r.violations[i].severity),
+                       r.violations[i].code, r.violations[i].message);
+    return r;
+}
+
+/* The report has exactly these codes (NULL-terminated), in any order. */
+static void assert_codes(const JetScheduleReport *r, const char *const *codes)
+{
+    gsize n = 0;
+    for (; codes[n]; n++) {
+        const JetScheduleViolation *v = jet_schedule_report_find(r, codes[n]);
+        if (v == NULL)
+            g_error("expected violation %s is missing", codes[n]);
+        g_assert_cmpuint(strlen(v->message), >, 0);
+    }
+    if (r->n_violations != n) {
+        for (gsize i = 0; i < r->n_violations; i++)
+            g_test_message("present: %s", r->violations[i].code);
+    }
+    g_assert_cmpuint(r->n_violations, ==, n);
+    guint errors = 0, warnings = 0;
+    for (gsize i = 0; i < r->n_violations; i++) {
+        if (r->violations[i].severity == JET_SCHEDULE_ERROR)
+            errors++;
+        else
+            warnings++;
+    }
+    g_assert_cmpuint(r->n_errors, ==, errors);
+    g_assert_cmpuint(r->n_warnings, ==, warnings);
+}
+
+#define CODES(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define NONE ((const char *const[]){ NULL })
+
+static void assert_severity(const JetScheduleReport *r, const char *code, JetScheduleSeverity sev)
+{
+    const JetScheduleViolation *v = jet_schedule_report_find(r, code);
+    g_assert_nonnull(v);
+    g_assert_cmpint(v->severity, ==, sev);
+}
+
+/* --- the ladder ------------------------------------------------------------ */
+
+/* The wait after failure k is rungs[min(k-1, n-1)] (settle rule 7), for the
+ * max_attempts - 1 failures that are not the last: a plain loop, the model
+ * the closed form must agree with. */
+static guint64 ladder_by_loop(const guint64 *rungs, gsize n, guint max_attempts)
+{
+    guint64 sum = 0;
+    for (guint k = 1; k + 1 <= max_attempts; k++)
+        sum += rungs[MIN((gsize)k - 1, n - 1)];
+    return sum;
+}
+
+static void test_ladder_edges(void)
+{
+    static const guint64 r3[] = { 1 * S, 5 * S, 30 * S };
+    static const struct {
+        guint max_attempts;
+        guint64 ladder, listed, repeats;
+        const char *why;
+    } cases[] = {
+        { 1, 0, 0, 0, "one attempt: no wait at all" },
+        { 2, 1 * S, 1, 0, "two attempts: the first rung" },
+        { 3, 6 * S, 2, 0, "1s + 5s" },
+        { 4, 36 * S, 3, 0, "max_attempts n_rungs + 1: every rung once" },
+        { 5, 66 * S, 3, 1, "the last rung starts repeating" },
+        { 6, 96 * S, 3, 2, "" },
+        { 7, 126 * S, 3, 3, "n_rungs + 3 waits... 1 + 5 + 30 x 4" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        JetScheduleInput in = base();
+        in.rungs_ms = r3;
+        in.n_rungs = G_N_ELEMENTS(r3);
+        in.max_attempts = cases[i].max_attempts;
+        JetScheduleReport r = check(&in);
+        g_test_message("max_attempts %u: %s", cases[i].max_attempts, cases[i].why);
+        g_assert_false(r.unlimited);
+        g_assert_cmpuint(r.ladder_ms, ==, cases[i].ladder);
+        g_assert_cmpuint(r.ladder_waits, ==, cases[i].max_attempts - 1);
+        g_assert_cmpuint(r.ladder_listed, ==, cases[i].listed);
+        g_assert_cmpuint(r.ladder_repeats, ==, cases[i].repeats);
+        g_assert_cmpuint(r.ladder_ms, ==, ladder_by_loop(r3, G_N_ELEMENTS(r3), in.max_attempts));
+        assert_codes(&r, NONE);
+    }
+}
+
+/* Issue 10's case: rungs 1s, 5s under 6 attempts serve 1 + 5 + 5 + 5 + 5. */
+static void test_ladder_short_under_many_attempts(void)
+{
+    JetScheduleInput in = base();
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.ladder_ms, ==, 21 * S);
+    g_assert_cmpuint(r.ladder_waits, ==, 5);
+    g_assert_cmpuint(r.ladder_listed, ==, 2);
+    g_assert_cmpuint(r.ladder_repeats, ==, 3);
+    g_assert_cmpuint(r.last_rung_ms, ==, 5 * S);
+}
+
+/* Every (n_rungs, max_attempts) up to 8 x 24 against the loop. */
+static void test_ladder_matches_loop(void)
+{
+    guint64 rungs[8];
+    for (gsize n = 1; n <= G_N_ELEMENTS(rungs); n++) {
+        for (gsize i = 0; i < n; i++)
+            rungs[i] = (i + 1) * 1000 + i * 7;   /* distinct, so a wrong index shows */
+        for (guint m = 1; m <= 24; m++) {
+            JetScheduleInput in = base();
+            in.rungs_ms = rungs;
+            in.n_rungs = n;
+            in.max_attempts = m;
+            JetScheduleReport r;
+            jet_schedule_check(&in, &r);
+            g_assert_cmpuint(r.ladder_ms, ==, ladder_by_loop(rungs, n, m));
+            g_assert_cmpuint(r.ladder_listed + r.ladder_repeats, ==, m - 1);
+        }
+    }
+}
+
+static void test_no_rungs(void)
+{
+    JetScheduleInput in = base();
+    in.n_rungs = 0;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.ladder_ms, ==, 0);
+    assert_codes(&r, CODES("no-rungs"));
+    assert_severity(&r, "no-rungs", JET_SCHEDULE_ERROR);
+
+    /* Unlimited attempts still need a rung to wait. */
+    in.max_attempts = 0;
+    r = check(&in);
+    assert_codes(&r, CODES("no-rungs"));
+}
+
+/* --- the other terms --------------------------------------------------------- */
+
+static void test_terms(void)
+{
+    JetScheduleInput in = base();
+    in.postpone_horizon_ms = 1 * H;
+    in.max_postpone_delay_ms = 15 * M;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.ladder_ms, ==, 21 * S);
+    g_assert_cmpuint(r.postpone_horizon_ms, ==, 1 * H);
+    g_assert_cmpuint(r.postpone_overshoot_ms, ==, 15 * M);
+    g_assert_cmpuint(r.crash_limit, ==, 3);
+    g_assert_cmpuint(r.crash_fallback_ms, ==, 90 * S);
+    g_assert_cmpuint(r.retry_span_ms, ==, 21 * S + 1 * H + 15 * M);
+    g_assert_cmpuint(r.worst_case_ms, ==, 21 * S + 1 * H + 15 * M + 90 * S);
+    g_assert_false(r.from_consumer);
+    g_assert_cmpuint(r.ack_wait_ms, ==, 30 * S);
+    assert_codes(&r, NONE);
+
+    /* A horizon of 0 grants no postpone, so nothing can end past it. */
+    in.postpone_horizon_ms = 0;
+    r = check(&in);
+    g_assert_cmpuint(r.postpone_overshoot_ms, ==, 0);
+    g_assert_cmpuint(r.worst_case_ms, ==, 21 * S + 90 * S);
+}
+
+/* Issue 10: AckWait 1h with crash_limit 3 adds 3h and fails a 25m bound,
+ * although the ladder alone (21s) is far inside it. */
+static void test_crash_term(void)
+{
+    JetScheduleInput in = base();
+    in.ack_wait_ms = 1 * H;
+    in.max_time_to_dead_letter_ms = 25 * M;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.crash_fallback_ms, ==, 3 * H);
+    g_assert_cmpuint(r.worst_case_ms, ==, 3 * H + 21 * S);
+    assert_codes(&r, CODES("max-time-exceeded"));
+    assert_severity(&r, "max-time-exceeded", JET_SCHEDULE_ERROR);
+
+    /* The consumer's AckWait is what the server will wait, not the config's. */
+    in.ack_wait_ms = 1 * S;
+    in.has_consumer = TRUE;
+    in.consumer_ack_wait_ms = 1 * H;
+    in.consumer_max_deliver = -1;
+    in.consumer_max_ack_pending = 1000;
+    r = check(&in);
+    g_assert_true(r.from_consumer);
+    g_assert_cmpuint(r.crash_fallback_ms, ==, 3 * H);
+    assert_codes(&r, CODES("max-time-exceeded"));
+}
+
+static void test_crash_unbounded(void)
+{
+    JetScheduleInput in = base();
+    in.crash_limit = 0;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.crash_fallback_ms, ==, 0);
+    assert_codes(&r, CODES("crash-unbounded"));
+    assert_severity(&r, "crash-unbounded", JET_SCHEDULE_WARNING);
+}
+
+/* --- violations at their boundaries ------------------------------------------ */
+
+/* Issue 10: a bound equal to the envelope passes, one millisecond less fails. */
+static void test_max_time_boundary(void)
+{
+    JetScheduleInput in = base();
+    in.postpone_horizon_ms = 10 * M;
+    guint64 worst = 21 * S + 10 * M + 15 * M + 90 * S;
+
+    in.max_time_to_dead_letter_ms = worst;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.worst_case_ms, ==, worst);
+    assert_codes(&r, NONE);
+
+    in.max_time_to_dead_letter_ms = worst + 1;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    in.max_time_to_dead_letter_ms = worst - 1;
+    r = check(&in);
+    assert_codes(&r, CODES("max-time-exceeded"));
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "max-time-exceeded")->message,
+                            "by 1ms"));
+
+    in.max_time_to_dead_letter_ms = 0;   /* no bound */
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+/* The stream must keep a message longer than ladder + horizon + last
+ * postpone: equal is a violation (the server removes a message once its age
+ * reaches max_age, and backlog and handler time come on top). */
+static void test_stream_max_age_boundary(void)
+{
+    JetScheduleInput in = base();
+    in.postpone_horizon_ms = 10 * M;
+    in.max_postpone_delay_ms = 1 * M;
+    in.has_stream = TRUE;
+    guint64 span = 21 * S + 10 * M + 1 * M, worst = span + 90 * S;
+
+    in.stream_max_age_ms = span - 1;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.retry_span_ms, ==, span);
+    assert_codes(&r, CODES("stream-max-age-short"));
+    assert_severity(&r, "stream-max-age-short", JET_SCHEDULE_ERROR);
+
+    in.stream_max_age_ms = span;
+    r = check(&in);
+    assert_codes(&r, CODES("stream-max-age-short"));
+
+    /* Longer than the retries, not than the crash fallback on top: a warning. */
+    in.stream_max_age_ms = span + 1;
+    r = check(&in);
+    assert_codes(&r, CODES("stream-max-age-crash"));
+    assert_severity(&r, "stream-max-age-crash", JET_SCHEDULE_WARNING);
+
+    in.stream_max_age_ms = worst;
+    r = check(&in);
+    assert_codes(&r, CODES("stream-max-age-crash"));
+
+    in.stream_max_age_ms = worst + 1;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    in.stream_max_age_ms = 0;   /* unlimited */
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    in.stream_max_age_ms = 1;   /* no stream facts: not checked */
+    in.has_stream = FALSE;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+/* Issue 10's live case, as pure facts: max_age 10m under a ladder of 3 x 5m. */
+static void test_stream_short_ladder_case(void)
+{
+    static const guint64 r5m[] = { 5 * M };
+    JetScheduleInput in = base();
+    in.rungs_ms = r5m;
+    in.n_rungs = 1;
+    in.max_attempts = 4;
+    in.has_stream = TRUE;
+    in.stream_max_age_ms = 10 * M;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.ladder_ms, ==, 15 * M);
+    assert_codes(&r, CODES("stream-max-age-short"));
+    const char *msg = jet_schedule_report_find(&r, "stream-max-age-short")->message;
+    g_assert_nonnull(strstr(msg, "stream max_age 10m"));
+    g_assert_nonnull(strstr(msg, "ladder 15m"));
+    g_assert_nonnull(strstr(msg, "silent data loss"));
+
+    in.stream_max_age_ms = 1 * H;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+static void test_ledger_max_age_boundary(void)
+{
+    JetScheduleInput in = base();
+    in.has_ledger = TRUE;
+    guint64 worst = 21 * S + 90 * S;
+
+    in.ledger_max_age_ms = worst - 1;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, CODES("ledger-max-age-short"));
+    assert_severity(&r, "ledger-max-age-short", JET_SCHEDULE_ERROR);
+
+    in.ledger_max_age_ms = worst;
+    r = check(&in);
+    assert_codes(&r, CODES("ledger-max-age-short"));
+
+    in.ledger_max_age_ms = worst + 1;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    in.ledger_max_age_ms = 0;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    in.ledger_max_age_ms = 1;
+    in.has_ledger = FALSE;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+static void consumer(JetScheduleInput *in, guint64 ack_wait, gint64 max_deliver,
+                     const guint64 *backoff, gsize n_backoff)
+{
+    in->has_consumer = TRUE;
+    in->consumer_ack_wait_ms = ack_wait;
+    in->consumer_max_deliver = max_deliver;
+    in->consumer_max_ack_pending = 1000;
+    in->backoff_ms = backoff;
+    in->n_backoff = n_backoff;
+}
+
+static void test_backoff(void)
+{
+    static const guint64 bo[] = { 1 * S, 5 * S };
+    JetScheduleInput in = base();
+
+    /* A consumer without BackOff: nothing. */
+    consumer(&in, 30 * S, -1, NULL, 0);
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, NONE);
+
+    /* BackOff, MaxDeliver one more than its length, AckWait = BackOff[0]:
+     * only the second scheduler itself. */
+    consumer(&in, 1 * S, 3, bo, 2);
+    in.max_attempts = 2;   /* so MaxDeliver 3 >= 2 + 1 */
+    r = check(&in);
+    assert_codes(&r, CODES("server-backoff"));
+    assert_severity(&r, "server-backoff", JET_SCHEDULE_ERROR);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "server-backoff")->message, "[1s, 5s]"));
+
+    /* 2.9.10: MaxDeliver <= len(BackOff) is refused; equal included. */
+    consumer(&in, 1 * S, 2, bo, 2);
+    in.max_attempts = 1;
+    r = check(&in);
+    assert_codes(&r, CODES("server-backoff", "maxdeliver-le-backoff"));
+    assert_severity(&r, "maxdeliver-le-backoff", JET_SCHEDULE_ERROR);
+
+    /* ...and unlimited, which 2.9.10 reads as -1 <= len. */
+    consumer(&in, 1 * S, -1, bo, 2);
+    in.max_attempts = 2;
+    r = check(&in);
+    assert_codes(&r, CODES("server-backoff", "maxdeliver-le-backoff"));
+
+    /* AckWait differing from BackOff[0]: a warning, by one millisecond too. */
+    consumer(&in, 1 * S + 1, 3, bo, 2);
+    r = check(&in);
+    assert_codes(&r, CODES("server-backoff", "ackwait-ne-backoff0"));
+    assert_severity(&r, "ackwait-ne-backoff0", JET_SCHEDULE_WARNING);
+
+    /* A BackOff known without consumer facts is not a fact: ignored. */
+    in = base();
+    in.backoff_ms = bo;
+    in.n_backoff = 2;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+/* Needed: MaxDeliver >= max_attempts + capture_reserve (equal: the last
+ * attempt runs, captured as budget on the same delivery exhaustion would). */
+static void test_max_deliver_boundary(void)
+{
+    JetScheduleInput in = base();   /* 6 attempts + reserve 1 = 7 */
+    in.max_deliver = 7;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, NONE);
+
+    in.max_deliver = 6;
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-too-small"));
+    assert_severity(&r, "maxdeliver-too-small", JET_SCHEDULE_ERROR);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "maxdeliver-too-small")->message,
+                            "MaxDeliver 6 is less than max_attempts 6 + capture_reserve 1 = 7"));
+
+    in.max_deliver = -1;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    /* The consumer's MaxDeliver is the one that counts. */
+    consumer(&in, 30 * S, 6, NULL, 0);
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-too-small"));
+    in.max_deliver = 6;
+    in.consumer_max_deliver = -1;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    /* Unlimited attempts: the budget capture is the limit; not a violation. */
+    in = base();
+    in.max_attempts = 0;
+    in.max_deliver = 2;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+/* In hand: workers x (batch + threshold).  Less than half of MaxAckPending
+ * left for retrying and postponed messages is a warning; exactly half is
+ * fine. */
+static void test_ack_pending_headroom(void)
+{
+    JetScheduleInput in = base();
+    in.workers = 2;
+    in.batch = 10;
+    in.threshold = 5;
+
+    in.max_ack_pending = 60;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.in_hand, ==, 30);
+    assert_codes(&r, NONE);
+
+    in.max_ack_pending = 59;
+    r = check(&in);
+    assert_codes(&r, CODES("ackpending-headroom"));
+    assert_severity(&r, "ackpending-headroom", JET_SCHEDULE_WARNING);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "ackpending-headroom")->message,
+                            "leaves 29 of MaxAckPending 59"));
+
+    in.max_ack_pending = 10;   /* less than in hand: no room at all */
+    r = check(&in);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "ackpending-headroom")->message,
+                            "leaves 0 of MaxAckPending 10"));
+
+    in.max_ack_pending = -1;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    /* Odd MaxAckPending: 61 leaves 31, more than half. */
+    in.max_ack_pending = 61;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    /* The consumer's value counts. */
+    in.max_ack_pending = 1000;
+    consumer(&in, 30 * S, -1, NULL, 0);
+    in.consumer_max_ack_pending = 59;
+    r = check(&in);
+    assert_codes(&r, CODES("ackpending-headroom"));
+}
+
+/* Unlimited attempts skip the duration checks and never fail them. */
+static void test_unlimited(void)
+{
+    JetScheduleInput in = base();
+    in.max_attempts = 0;
+    in.postpone_horizon_ms = 1 * H;
+    in.max_time_to_dead_letter_ms = 1;
+    in.has_stream = TRUE;
+    in.stream_max_age_ms = 1;
+    in.has_ledger = TRUE;
+    in.ledger_max_age_ms = 1;
+    JetScheduleReport r = check(&in);
+    g_assert_true(r.unlimited);
+    g_assert_cmpuint(r.ladder_ms, ==, 0);
+    g_assert_cmpuint(r.ladder_waits, ==, 0);
+    g_assert_cmpuint(r.worst_case_ms, ==, G_MAXUINT64);
+    g_assert_cmpuint(r.crash_fallback_ms, ==, 90 * S);
+    assert_codes(&r, NONE);
+
+    /* The other checks still run. */
+    static const guint64 bo[] = { 30 * S };
+    consumer(&in, 30 * S, 5, bo, 1);
+    r = check(&in);
+    assert_codes(&r, CODES("server-backoff"));
+}
+
+static void test_overflow(void)
+{
+    static const guint64 huge[] = { G_MAXUINT64 / 2, G_MAXUINT64 - 1 };
+    JetScheduleInput in = base();
+    in.rungs_ms = huge;
+    in.n_rungs = 2;
+    in.max_attempts = G_MAXUINT;
+    in.postpone_horizon_ms = G_MAXUINT64;
+    in.max_postpone_delay_ms = G_MAXUINT64;
+    in.crash_limit = G_MAXUINT;
+    in.ack_wait_ms = G_MAXUINT64;
+    in.workers = G_MAXUINT;
+    in.batch = G_MAXUINT;
+    in.threshold = G_MAXUINT;
+    in.max_ack_pending = G_MAXINT64;
+    in.max_deliver = G_MAXINT64;
+    in.capture_reserve = G_MAXUINT;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.ladder_ms, ==, G_MAXUINT64);
+    g_assert_cmpuint(r.ladder_waits, ==, (guint64)G_MAXUINT - 1);
+    g_assert_cmpuint(r.crash_fallback_ms, ==, G_MAXUINT64);
+    g_assert_cmpuint(r.retry_span_ms, ==, G_MAXUINT64);
+    g_assert_cmpuint(r.worst_case_ms, ==, G_MAXUINT64);
+    g_assert_cmpuint(r.in_hand, ==, G_MAXUINT64);
+    /* Saturated in hand never fits a finite MaxAckPending. */
+    assert_codes(&r, CODES("ackpending-headroom"));
+
+    /* A saturated envelope fails every finite bound, and meets the largest. */
+    in.max_time_to_dead_letter_ms = G_MAXUINT64 - 1;
+    in.has_stream = TRUE;
+    in.stream_max_age_ms = G_MAXUINT64;
+    in.has_ledger = TRUE;
+    in.ledger_max_age_ms = G_MAXUINT64;
+    r = check(&in);
+    assert_codes(&r, CODES("ackpending-headroom", "max-time-exceeded", "stream-max-age-short",
+                           "ledger-max-age-short"));
+    in.max_time_to_dead_letter_ms = G_MAXUINT64;
+    r = check(&in);
+    assert_codes(&r, CODES("ackpending-headroom", "stream-max-age-short", "ledger-max-age-short"));
+
+    /* Large but exact: no saturation where none is due. */
+    static const guint64 big[] = { G_MAXUINT64 / 4 };
+    in = base();
+    in.rungs_ms = big;
+    in.n_rungs = 1;
+    in.max_attempts = 3;   /* two waits: exactly G_MAXUINT64 / 4 * 2 */
+    in.crash_limit = 0;
+    r = check(&in);
+    g_assert_cmpuint(r.ladder_ms, ==, (G_MAXUINT64 / 4) * 2);
+    g_assert_cmpuint(r.worst_case_ms, ==, (G_MAXUINT64 / 4) * 2);
+    in.max_attempts = 6;   /* five waits: would wrap */
+    r = check(&in);
+    g_assert_cmpuint(r.ladder_ms, ==, G_MAXUINT64);
+
+    /* MaxDeliver need at the top of both counters does not wrap. */
+    in = base();
+    in.max_attempts = G_MAXUINT;
+    in.capture_reserve = G_MAXUINT;
+    in.max_deliver = (gint64)G_MAXUINT * 2;
+    r = check(&in);
+    g_assert_null(jet_schedule_report_find(&r, "maxdeliver-too-small"));
+    in.max_deliver = (gint64)G_MAXUINT * 2 - 1;
+    r = check(&in);
+    g_assert_nonnull(jet_schedule_report_find(&r, "maxdeliver-too-small"));
+}
+
+/* No stream, no consumer, no ledger, no bound: the policy alone, clean. */
+static void test_policy_only(void)
+{
+    JetScheduleInput in = base();
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_false(r.from_consumer);
+    g_assert_cmpint(r.max_deliver, ==, -1);
+    g_assert_cmpint(r.max_ack_pending, ==, 1000);
+    g_assert_cmpuint(r.in_hand, ==, 10);
+}
+
+static void test_from_binding(void)
+{
+    guint64 rungs[] = { 2 * S, 7 * S, 1 * M };
+    JetBindingConfig b;
+    memset(&b, 0, sizeof b);
+    b.rungs_ms = rungs;
+    b.n_rungs = 3;
+    b.max_attempts = 9;
+    b.postpone_horizon_ms = 2 * H;
+    b.max_postpone_delay_ms = 5 * M;
+    b.ack_wait_ms = 45 * S;
+    b.max_deliver = 12;
+    b.max_ack_pending = 500;
+    b.capture_reserve = 2;
+    b.crash_limit = 4;
+    b.workers = 3;
+    b.batch = 20;
+    b.threshold = 5;
+    b.ledger = TRUE;
+    b.floor_age_ms = 5 * M;
+    b.breaker = JET_BREAKER_MODE_ENFORCE;
+    b.min_deliveries = 3;
+
+    JetScheduleInput in;
+    memset(&in, 0x5a, sizeof in);   /* everything not from the binding must be zeroed */
+    jet_schedule_input_from_binding(&b, &in);
+    g_assert_true(in.rungs_ms == rungs);
+    g_assert_cmpuint(in.n_rungs, ==, 3);
+    g_assert_cmpuint(in.max_attempts, ==, 9);
+    g_assert_cmpuint(in.postpone_horizon_ms, ==, 2 * H);
+    g_assert_cmpuint(in.max_postpone_delay_ms, ==, 5 * M);
+    g_assert_cmpuint(in.ack_wait_ms, ==, 45 * S);
+    g_assert_cmpint(in.max_deliver, ==, 12);
+    g_assert_cmpint(in.max_ack_pending, ==, 500);
+    g_assert_cmpuint(in.capture_reserve, ==, 2);
+    g_assert_cmpuint(in.crash_limit, ==, 4);
+    g_assert_cmpuint(in.workers, ==, 3);
+    g_assert_cmpuint(in.batch, ==, 20);
+    g_assert_cmpuint(in.threshold, ==, 5);
+    g_assert_cmpuint(in.max_time_to_dead_letter_ms, ==, 0);
+    g_assert_false(in.has_stream);
+    g_assert_false(in.has_consumer);
+    g_assert_false(in.has_ledger);
+    g_assert_null(in.backoff_ms);
+    g_assert_cmpuint(in.n_backoff, ==, 0);
+    g_assert_cmpint(in.breaker, ==, JET_BREAKER_MODE_ENFORCE);
+    g_assert_cmpuint(in.floor_age_ms, ==, 5 * M);
+    g_assert_cmpuint(in.min_deliveries, ==, 3);
+    g_assert_false(in.ledger_off);
+
+    JetScheduleReport r = check(&in);
+    /* 5m is reached after 2 + 7 + 60 x 5 s = 309 s, before failure 8 of 9. */
+    g_assert_true(r.breaker_room.applies);
+    g_assert_cmpuint(r.breaker_room.first_failure_k, ==, 8);
+    /* 2 + 7 + 60 x 6 s */
+    g_assert_cmpuint(r.ladder_ms, ==, 369 * S);
+    g_assert_cmpuint(r.crash_fallback_ms, ==, 180 * S);
+    g_assert_cmpuint(r.in_hand, ==, 75);
+    assert_codes(&r, NONE);   /* MaxDeliver 12 >= 9 + 2; 500 >= 150 */
+}
+
+/* --- the breaker's room (DESIGN 6) ------------------------------------------ */
+
+static void assert_contains(const char *text, const char *needle);
+
+/* Rungs 5m, 4 attempts: the ladder reaches 15m before the last attempt.  A
+ * claim is weighed ahead of exhaustion, so floor_age 15m can still fire
+ * (on the last attempt); 15m + 1ms never does (`>` is the never-fires line):
+ * a warning in observe, an error in enforce. */
+static const guint64 rung_5m[] = { 5 * M };
+
+static JetScheduleInput breaker_base(JetBreakerMode mode, guint64 floor_age)
+{
+    JetScheduleInput in = base();
+    in.rungs_ms = rung_5m;
+    in.n_rungs = 1;
+    in.max_attempts = 4;
+    in.breaker = mode;
+    in.floor_age_ms = floor_age;
+    in.min_deliveries = 2;
+    return in;
+}
+
+static void test_breaker_room(void)
+{
+    JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OBSERVE, 15 * M);
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_cmpuint(r.ladder_ms, ==, 15 * M);
+    g_assert_true(r.breaker_room.applies);
+    g_assert_true(r.breaker_room.only_at_exhaustion);
+    g_assert_false(r.breaker_room.never_fires);
+    g_assert_cmpuint(r.breaker_room.first_failure_k, ==, 4);
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    in = breaker_base(JET_BREAKER_MODE_OBSERVE, 15 * M + 1);
+    r = check(&in);
+    assert_codes(&r, CODES("breaker-no-room"));
+    assert_severity(&r, "breaker-no-room", JET_SCHEDULE_WARNING);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "breaker-no-room")->message,
+                            "floor_age 15m 1ms is more than the ladder's reach 15m"));
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    r = check(&in);
+    assert_codes(&r, CODES("breaker-no-room"));
+    assert_severity(&r, "breaker-no-room", JET_SCHEDULE_ERROR);
+    in.breaker = JET_BREAKER_MODE_OFF;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_false(r.breaker_room.applies);
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    in.floor_age_ms = 0;             /* monitor off */
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.floor_age_ms = 100 * H;
+    in.max_attempts = 0;             /* unlimited: always room */
+    r = check(&in);
+    assert_codes(&r, NONE);
+
+    /* min_deliveries past the last attempt: no room either. */
+    in = breaker_base(JET_BREAKER_MODE_ENFORCE, 1 * M);
+    in.min_deliveries = 4;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.min_deliveries = 5;
+    r = check(&in);
+    assert_codes(&r, CODES("breaker-no-room"));
+    assert_severity(&r, "breaker-no-room", JET_SCHEDULE_ERROR);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "breaker-no-room")->message,
+                            "min_deliveries 5 is more than max_attempts 4"));
+}
+
+/* A breaker without the ledger's first-failure time can never claim. */
+static void test_breaker_no_ledger(void)
+{
+    JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OBSERVE, 10 * M);
+    in.ledger_off = TRUE;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, CODES("breaker-no-ledger"));
+    assert_severity(&r, "breaker-no-ledger", JET_SCHEDULE_WARNING);
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    r = check(&in);
+    assert_severity(&r, "breaker-no-ledger", JET_SCHEDULE_ERROR);
+    in.breaker = JET_BREAKER_MODE_OFF;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.breaker = JET_BREAKER_MODE_OBSERVE;
+    in.floor_age_ms = 0;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+static void test_breaker_text(void)
+{
+    static const struct {
+        guint64 floor_age;
+        const char *text;
+    } cases[] = {
+        { 10 * M, "breaker             10m            floor_age (breaker observe): can claim from failure 3, before the ladder ends" },
+        { 15 * M, "breaker             15m            floor_age (breaker observe): can claim only at the last attempt (failure 4), where exhaustion would dead-letter anyway" },
+        { 15 * M + 1, "breaker             15m 1ms        floor_age (breaker observe): never claims, the ladder dead-letters first" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OBSERVE, cases[i].floor_age);
+        JetScheduleReport r = check(&in);
+        g_autofree char *text = jet_schedule_report_format(&r);
+        g_test_message("%s", text);
+        assert_contains(text, cases[i].text);
+    }
+    /* No line when the breaker is off. */
+    JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OFF, 15 * M);
+    JetScheduleReport r = check(&in);
+    g_autofree char *text = jet_schedule_report_format(&r);
+    g_assert_null(strstr(text, "breaker "));
+}
+
+/* --- the text ------------------------------------------------------------- */
+
+static void test_format_duration(void)
+{
+    static const struct { guint64 ms; const char *text; } cases[] = {
+        { 0, "0" }, { 1, "1ms" }, { 999, "999ms" }, { 1000, "1s" }, { 1500, "1s 500ms" },
+        { 21000, "21s" }, { 90000, "1m 30s" }, { 3600000, "1h" }, { 3723000, "1h 2m 3s" },
+        { 86400000, "1d" }, { 90061001, "1d 1h 1m 1s 1ms" },
+        { G_MAXUINT64, "213503982334d 14h 25m 51s 615ms" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        char buf[64];
+        jet_schedule_format_duration(cases[i].ms, buf, sizeof buf);
+        g_assert_cmpstr(buf, ==, cases[i].text);
+    }
+    /* Truncation keeps a terminated string. */
+    char small[5];
+    jet_schedule_format_duration(90061001, small, sizeof small);
+    g_assert_cmpstr(small, ==, "1d 1");
+}
+
+static void assert_contains(const char *text, const char *needle)
+{
+    if (strstr(text, needle) == NULL)
+        g_error("missing \"%s\" in:\n%s", needle, text);
+}
+
+static void test_format_report(void)
+{
+    JetScheduleInput in = base();
+    in.postpone_horizon_ms = 1 * H;
+    in.has_stream = TRUE;
+    in.stream_max_age_ms = 10 * M;
+    in.max_time_to_dead_letter_ms = 25 * M;
+    in.max_ack_pending = 15;
+    JetScheduleReport r = check(&in);
+    g_autofree char *text = jet_schedule_report_format(&r);
+    g_test_message("%s", text);
+
+    assert_contains(text, "envelope: at most 1h 16m 51s");
+    assert_contains(text, "ladder");
+    assert_contains(text, "21s");
+    assert_contains(text, "5 waits between 6 attempts: the 2 listed rungs, then the last one (5s) 3 more times");
+    assert_contains(text, "postpone horizon");
+    assert_contains(text, "1h ");
+    assert_contains(text, "last postpone");
+    assert_contains(text, "15m");
+    assert_contains(text, "crash fallback");
+    assert_contains(text, "1m 30s");
+    assert_contains(text, "crash_limit 3 strikes x AckWait 30s (the binding's)");
+    assert_contains(text, "worst case");
+    assert_contains(text, "1h 16m 51s");
+    assert_contains(text, "MaxDeliver -1 (unlimited), MaxAckPending 15 (from the binding's config)");
+    assert_contains(text, "violations: 2 errors, 1 warning\n");
+    for (gsize i = 0; i < r.n_violations; i++) {
+        g_autofree char *line = g_strdup_printf("  %-7s %s: %s\n",
+                                                jet_schedule_severity_name(r.violations[i].severity),
+                                                r.violations[i].code, r.violations[i].message);
+        assert_contains(text, line);
+    }
+    assert_contains(text, "error   max-time-exceeded: worst case 1h 16m 51s");
+    assert_contains(text, "error   stream-max-age-short: stream max_age 10m");
+    assert_contains(text, "warning ackpending-headroom: ");
+    /* Every line is one line: no message carries a newline of its own. */
+    for (gsize i = 0; i < r.n_violations; i++)
+        g_assert_null(strchr(r.violations[i].message, '\n'));
+
+    /* Clean. */
+    in = base();
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    g_test_message("%s", text);
+    assert_contains(text, "no violations\n");
+    g_assert_null(strstr(text, "violations:"));
+
+    /* One attempt; one listed rung used without repeats. */
+    in.max_attempts = 1;
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "max_attempts 1: no wait, the first failure is dead-lettered");
+    in.max_attempts = 2;
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "1 wait between 2 attempts: the first rung");
+
+    /* Unlimited. */
+    in.max_attempts = 0;
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    g_test_message("%s", text);
+    assert_contains(text, "envelope: unlimited (max_attempts 0)");
+    assert_contains(text, "duration checks are skipped");
+    assert_contains(text, "unlimited      max_attempts 0");
+
+    /* From the consumer. */
+    in = base();
+    consumer(&in, 1 * M, 20, NULL, 0);
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "AckWait 1m (the consumer's)");
+    assert_contains(text, "MaxDeliver 20, MaxAckPending 1000 (from the consumer on the server)");
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/schedule/ladder/edges", test_ladder_edges);
+    g_test_add_func("/schedule/ladder/short-under-many-attempts", test_ladder_short_under_many_attempts);
+    g_test_add_func("/schedule/ladder/matches-loop", test_ladder_matches_loop);
+    g_test_add_func("/schedule/ladder/no-rungs", test_no_rungs);
+    g_test_add_func("/schedule/terms", test_terms);
+    g_test_add_func("/schedule/crash/term", test_crash_term);
+    g_test_add_func("/schedule/crash/unbounded", test_crash_unbounded);
+    g_test_add_func("/schedule/max-time/boundary", test_max_time_boundary);
+    g_test_add_func("/schedule/stream/boundary", test_stream_max_age_boundary);
+    g_test_add_func("/schedule/stream/short-ladder-case", test_stream_short_ladder_case);
+    g_test_add_func("/schedule/ledger/boundary", test_ledger_max_age_boundary);
+    g_test_add_func("/schedule/consumer/backoff", test_backoff);
+    g_test_add_func("/schedule/consumer/max-deliver", test_max_deliver_boundary);
+    g_test_add_func("/schedule/consumer/ack-pending", test_ack_pending_headroom);
+    g_test_add_func("/schedule/unlimited", test_unlimited);
+    g_test_add_func("/schedule/overflow", test_overflow);
+    g_test_add_func("/schedule/policy-only", test_policy_only);
+    g_test_add_func("/schedule/from-binding", test_from_binding);
+    g_test_add_func("/schedule/breaker/room", test_breaker_room);
+    g_test_add_func("/schedule/breaker/no-ledger", test_breaker_no_ledger);
+    g_test_add_func("/schedule/breaker/text", test_breaker_text);
+    g_test_add_func("/schedule/format/duration", test_format_duration);
+    g_test_add_func("/schedule/format/report", test_format_report);
+    return g_test_run();
+}
