@@ -1,0 +1,153 @@
+/*
+ * noop: the benchmark's plugin.  Acknowledges every message.
+ *
+ *   option.sleep        a duration the handler sleeps before acking (0: none);
+ *                       the "1 ms handler" of the RSS runs.
+ *   option.latency_file a path: for every message, the time from publish to
+ *                       handler entry is recorded and written there, one
+ *                       integer (nanoseconds) per line, when the binding stops.
+ *                       The publisher (rawloop pace) starts the payload with
+ *                       its CLOCK_MONOTONIC time in decimal nanoseconds; the
+ *                       clock is system-wide, so it compares across processes
+ *                       of one machine.
+ *
+ * Built only by `make bench`; never installed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jethost/plugin.h>
+
+static const jet_host_api *host;
+
+struct noop_state {
+    jet_ctx *ctx;
+    uint64_t sleep_ms;
+    char *latency_file;   /* NULL: no recording */
+    int64_t *lat;         /* latencies in ns */
+    size_t n_lat, cap_lat;
+    uint64_t unparsed;    /* payloads without a timestamp */
+};
+
+static const jet_option options[] = {
+    { .name = "sleep", .type = JET_OPT_DURATION, .default_value = "0",
+      .help = "sleep this long in every handler call" },
+    { .name = "latency_file", .type = JET_OPT_STRING, .default_value = NULL,
+      .help = "write publish-to-handler latencies (ns, one a line) here at stop" },
+    { .name = NULL }
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
+{
+    struct noop_state *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return 1;
+    }
+    st->ctx = c;
+    if (host->ctx_option_duration_ms(c, "sleep", &st->sleep_ms) != JET_OK) {
+        snprintf(err, err_len, "option.sleep must be a duration");
+        free(st);
+        return 1;
+    }
+    const char *lf = host->ctx_option(c, "latency_file");
+    if (lf != NULL && *lf != '\0') {
+        st->latency_file = strdup(lf);
+        st->cap_lat = 65536;
+        st->lat = malloc(st->cap_lat * sizeof *st->lat);
+        if (st->latency_file == NULL || st->lat == NULL) {
+            snprintf(err, err_len, "out of memory");
+            free(st->latency_file);
+            free(st->lat);
+            free(st);
+            return 1;
+        }
+    }
+    *state = st;
+    return 0;
+}
+
+static void record_latency(struct noop_state *st, int64_t entry_ns, jet_msg *m)
+{
+    size_t len = 0;
+    const char *p = host->msg_data(m, &len);
+    int64_t t = 0;
+    size_t i = 0;
+    for (; i < len && i < 20 && p[i] >= '0' && p[i] <= '9'; i++)
+        t = t * 10 + (p[i] - '0');
+    if (i == 0) {
+        st->unparsed++;
+        return;
+    }
+    if (st->n_lat == st->cap_lat) {
+        int64_t *bigger = realloc(st->lat, 2 * st->cap_lat * sizeof *st->lat);
+        if (bigger == NULL)
+            return;   /* keep what we have */
+        st->lat = bigger;
+        st->cap_lat *= 2;
+    }
+    st->lat[st->n_lat++] = entry_ns - t;
+}
+
+static int noop_handle(void *state, jet_msg *m)
+{
+    struct noop_state *st = state;
+    if (st->latency_file != NULL)
+        record_latency(st, mono_ns(), m);
+    if (st->sleep_ms > 0) {
+        struct timespec ts = { .tv_sec = (time_t)(st->sleep_ms / 1000),
+                               .tv_nsec = (long)(st->sleep_ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    return JET_ACK;
+}
+
+static void noop_fini(void *state)
+{
+    struct noop_state *st = state;
+    if (st->latency_file != NULL) {
+        FILE *f = fopen(st->latency_file, "w");
+        if (f == NULL) {
+            host->ctx_log(st->ctx, JET_LOG_ERROR, "cannot write %s: %s", st->latency_file, strerror(errno));
+        } else {
+            for (size_t i = 0; i < st->n_lat; i++)
+                fprintf(f, "%lld\n", (long long)st->lat[i]);
+            if (fclose(f) != 0)
+                host->ctx_log(st->ctx, JET_LOG_ERROR, "writing %s failed", st->latency_file);
+        }
+        if (st->unparsed > 0)
+            host->ctx_log(st->ctx, JET_LOG_WARNING, "%llu payloads carried no timestamp",
+                          (unsigned long long)st->unparsed);
+    }
+    free(st->latency_file);
+    free(st->lat);
+    free(st);
+}
+
+static const jet_plugin plugin = {
+    JET_PLUGIN_HEADER,
+    .name = "noop",
+    .version = "1.0.0",
+    .flags = 0,
+    .options = options,
+    .init = noop_init,
+    .handle = noop_handle,
+    .fini = noop_fini,
+};
+
+JET_PLUGIN_EXPORT const jet_plugin *jet_plugin_entry(const jet_host_api *h)
+{
+    host = h;
+    return &plugin;
+}

@@ -1,0 +1,596 @@
+/*
+ * rawloop: the plain nats.c side of the benchmark, and its small tools.
+ * Built only by `make bench`; tests/bench/run.sh drives it.
+ *
+ *   rawloop publish URL STREAM SUBJECT N SIZE
+ *       (Re)creates the file-store stream STREAM capturing SUBJECT, then
+ *       publishes N messages of SIZE bytes with js_PublishAsync.
+ *   rawloop fetch URL STREAM CONSUMER N BATCH
+ *   rawloop raw   URL STREAM CONSUMER N BATCH
+ *       Creates the durable CONSUMER afresh with jethost's managed settings
+ *       (DeliverAll, AckExplicit, AckWait 30s, MaxDeliver -1, MaxAckPending
+ *       1000), then pulls and acks N messages, strictly paced like jethost
+ *       (the next pull only once every message of the last one is acked):
+ *         fetch: natsSubscription_FetchRequest(batch, expires, heartbeat) and
+ *                natsMsg_Ack on each message;
+ *         raw:   the pull protocol by hand: the JSON pull published to
+ *                $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> with the reply
+ *                subject <inbox>.<pull id> of one inbox subscription, each
+ *                message acked by publishing "+ACK" to its reply subject.
+ *       Pulls carry the same batch, expires and idle_heartbeat as jethost's
+ *       (defaults 30s and 5s; env RAWLOOP_EXPIRES_MS, RAWLOOP_HB_MS).
+ *   rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S
+ *       Polls the consumer's info every 5 ms (a missing consumer counts as
+ *       floor 0) until its ack floor reaches stream sequence N.  T0_NS is the
+ *       wall clock (ns) at which the measured process was started.  A consumer
+ *       that disappears after it was seen (consume.js deletes its own once it
+ *       saw the floor) ends the wait at that moment (gone=1).
+ *   rawloop del URL STREAM CONSUMER          deletes a consumer
+ *   rawloop pace URL SUBJECT COUNT RATE SIZE
+ *       Publishes COUNT messages at a steady RATE per second (absolute
+ *       schedule), each payload starting with the publisher's CLOCK_MONOTONIC
+ *       time in decimal nanoseconds (what the noop plugin's latency_file
+ *       reads).
+ *   rawloop rtt URL COUNT RATE SIZE
+ *       Core request/reply round trips at RATE per second between two
+ *       connections of this process (one replies); prints p50/p99/max.
+ *   rawloop pctl FILE
+ *       p50/p99/max of a file of nanosecond integers, one a line.
+ *
+ * Every connection sets natsOptions_SetSendAsap(true), as jethost's does
+ * (env RAWLOOP_SENDASAP=0 turns it off).  Each mode prints one line starting
+ * with "RESULT " of key=value pairs; rates are messages per second; rss_kb is
+ * this process's peak RSS (VmHWM).  Exit status 0 on success.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nats/nats.h>
+
+#define DIE_IF(s, what)                                                                  \
+    do {                                                                                 \
+        natsStatus s_ = (s);                                                             \
+        if (s_ != NATS_OK) {                                                             \
+            fprintf(stderr, "rawloop: %s: %s\n", (what), natsStatus_GetText(s_));        \
+            nats_PrintLastErrorStack(stderr);                                            \
+            exit(2);                                                                     \
+        }                                                                                \
+    } while (0)
+
+static int64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+static void sleep_until_mono(int64_t t)
+{
+    struct timespec ts = { .tv_sec = (time_t)(t / 1000000000), .tv_nsec = (long)(t % 1000000000) };
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static long peak_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kb = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
+static long env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    return v != NULL && *v != '\0' ? strtol(v, NULL, 10) : dflt;
+}
+
+static long arg_long(const char *s, const char *what, long min)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min) {
+        fprintf(stderr, "rawloop: bad %s '%s'\n", what, s);
+        exit(1);
+    }
+    return v;
+}
+
+static natsConnection *connect_to(const char *url)
+{
+    natsOptions *o = NULL;
+    natsConnection *nc = NULL;
+    DIE_IF(natsOptions_Create(&o), "options");
+    DIE_IF(natsOptions_SetURL(o, url), "url");
+    DIE_IF(natsOptions_SetSendAsap(o, env_long("RAWLOOP_SENDASAP", 1) != 0), "send asap");
+    DIE_IF(natsOptions_SetTimeout(o, 2000), "timeout");
+    DIE_IF(natsConnection_Connect(&nc, o), "connect");
+    natsOptions_Destroy(o);
+    return nc;
+}
+
+static jsCtx *js_for(natsConnection *nc)
+{
+    jsCtx *js = NULL;
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.PublishAsync.MaxPending = 4096;
+    DIE_IF(natsConnection_JetStream(&js, nc, &jo), "jetstream context");
+    return js;
+}
+
+/* --- publish ----------------------------------------------------------- */
+
+static int mode_publish(const char *url, const char *stream, const char *subject, long n, long size)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    jsStreamConfig sc;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    const char *subjects[] = { subject };
+
+    js_DeleteStream(js, stream, NULL, NULL);   /* may not exist */
+    jsStreamConfig_Init(&sc);
+    sc.Name = stream;
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);
+    if (s != NATS_OK)
+        fprintf(stderr, "rawloop: add stream: error code %d\n", (int)jerr);
+    DIE_IF(s, "add stream");
+    jsStreamInfo_Destroy(si);
+
+    char *payload = malloc((size_t)size + 1);
+    if (payload == NULL)
+        return 2;
+    memset(payload, 'x', (size_t)size);
+    int64_t t0 = mono_ns();
+    for (long i = 0; i < n; i++)
+        DIE_IF(js_PublishAsync(js, subject, payload, (int)size, NULL), "publish");
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = 60000;
+    DIE_IF(js_PublishAsyncComplete(js, &po), "publish complete");
+    /* Every message must be in the stream. */
+    si = NULL;
+    DIE_IF(js_GetStreamInfo(&si, js, stream, NULL, NULL), "stream info");
+    long stored = (long)si->State.Msgs;
+    jsStreamInfo_Destroy(si);
+    int n_failed = stored == n ? 0 : 1;
+    if (n_failed)
+        fprintf(stderr, "rawloop: the stream holds %ld messages, not %ld\n", stored, n);
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    printf("RESULT mode=publish n=%ld size=%ld secs=%.3f rate=%.0f failed=%d rss_kb=%ld\n", n, size, secs,
+           secs > 0 ? (double)n / secs : 0.0, n_failed, peak_rss_kb());
+    free(payload);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return n_failed == 0 ? 0 : 2;
+}
+
+/* --- the two pull-and-ack loops ---------------------------------------- */
+
+static void make_consumer(jsCtx *js, const char *stream, const char *consumer)
+{
+    jsConsumerConfig cc;
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+
+    js_DeleteConsumer(js, stream, consumer, NULL, NULL);   /* a fresh one */
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = consumer;
+    cc.AckPolicy = js_AckExplicit;
+    cc.DeliverPolicy = js_DeliverAll;
+    cc.AckWait = (int64_t)30 * 1000000000;
+    cc.MaxDeliver = -1;
+    cc.MaxAckPending = 1000;
+    natsStatus s = js_AddConsumer(&ci, js, stream, &cc, NULL, &jerr);
+    if (s != NATS_OK)
+        fprintf(stderr, "rawloop: add consumer: error code %d\n", (int)jerr);
+    DIE_IF(s, "add consumer");
+    jsConsumerInfo_Destroy(ci);
+}
+
+static void print_loop_result(const char *mode, long batch, long n, int64_t t0, int64_t t1, long pulls,
+                              long statuses)
+{
+    double secs = (double)(t1 - t0) / 1e9;
+    printf("RESULT mode=%s batch=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld rss_kb=%ld\n", mode, batch, n,
+           secs, secs > 0 ? (double)n / secs : 0.0, pulls, statuses, peak_rss_kb());
+}
+
+static int mode_fetch(const char *url, const char *stream, const char *consumer, long n, long batch)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    natsSubscription *sub = NULL;
+    jsSubOptions so;
+    jsErrCode jerr = 0;
+    const int64_t expires_ns = env_long("RAWLOOP_EXPIRES_MS", 30000) * 1000000;
+    const int64_t hb_ns = env_long("RAWLOOP_HB_MS", 5000) * 1000000;
+    long got = 0, pulls = 0, timeouts = 0;
+
+    make_consumer(js, stream, consumer);
+    jsSubOptions_Init(&so);
+    so.Stream = stream;
+    so.Consumer = consumer;
+    natsStatus s = js_PullSubscribe(&sub, js, NULL, consumer, NULL, &so, &jerr);
+    if (s != NATS_OK)
+        fprintf(stderr, "rawloop: pull subscribe: error code %d\n", (int)jerr);
+    DIE_IF(s, "pull subscribe");
+
+    int64_t t0 = mono_ns();
+    while (got < n) {
+        natsMsgList list = { 0 };
+        jsFetchRequest req;
+        jsFetchRequest_Init(&req);   /* FetchRequest mutates it: a fresh one each time */
+        req.Batch = (int)(n - got < batch ? n - got : batch);
+        req.Expires = expires_ns;
+        req.Heartbeat = hb_ns;
+        pulls++;
+        s = natsSubscription_FetchRequest(&list, sub, &req);
+        if (s == NATS_TIMEOUT) {
+            timeouts++;
+            continue;
+        }
+        DIE_IF(s, "fetch");
+        for (int i = 0; i < list.Count; i++) {
+            DIE_IF(natsMsg_Ack(list.Msgs[i], NULL), "ack");
+            got++;
+        }
+        natsMsgList_Destroy(&list);
+    }
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    print_loop_result("fetch", batch, got, t0, t1, pulls, timeouts);
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return 0;
+}
+
+/* The id of the pull a message on <inbox>.<id> answers. */
+static unsigned long pull_id_of(const char *subject)
+{
+    const char *dot = subject != NULL ? strrchr(subject, '.') : NULL;
+    return dot != NULL ? strtoul(dot + 1, NULL, 10) : 0;
+}
+
+static int mode_raw(const char *url, const char *stream, const char *consumer, long n, long batch)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    natsSubscription *sub = NULL;
+    natsInbox *inbox = NULL;
+    const int64_t expires_ns = env_long("RAWLOOP_EXPIRES_MS", 30000) * 1000000;
+    const int64_t hb_ns = env_long("RAWLOOP_HB_MS", 5000) * 1000000;
+    char next_subject[512], wildcard[128];
+    long got = 0, pulls = 0, statuses = 0;
+    unsigned long pull_id = 0;
+    long want = 0, received = 0;   /* of the current pull */
+    bool active = false;
+
+    make_consumer(js, stream, consumer);
+    snprintf(next_subject, sizeof next_subject, "$JS.API.CONSUMER.MSG.NEXT.%s.%s", stream, consumer);
+    DIE_IF(natsInbox_Create(&inbox), "inbox");
+    snprintf(wildcard, sizeof wildcard, "%s.*", (const char *)inbox);
+    DIE_IF(natsConnection_SubscribeSync(&sub, nc, wildcard), "subscribe");
+    DIE_IF(natsSubscription_SetPendingLimits(sub, -1, -1), "pending limits");
+    DIE_IF(natsConnection_Flush(nc), "flush");
+
+    int64_t t0 = mono_ns();
+    while (got < n) {
+        if (!active) {
+            char reply[160], body[160];
+            want = n - got < batch ? n - got : batch;
+            received = 0;
+            snprintf(reply, sizeof reply, "%s.%lu", (const char *)inbox, ++pull_id);
+            snprintf(body, sizeof body, "{\"batch\":%ld,\"expires\":%" PRId64 ",\"idle_heartbeat\":%" PRId64 "}", want,
+                     expires_ns, hb_ns);
+            DIE_IF(natsConnection_PublishRequestString(nc, next_subject, reply, body), "pull");
+            pulls++;
+            active = true;
+        }
+        natsMsg *m = NULL;
+        natsStatus s = natsSubscription_NextMsg(&m, sub, (int64_t)(expires_ns / 1000000) + 10000);
+        DIE_IF(s, "next message");
+        const char *reply = natsMsg_GetReply(m);
+        if (reply != NULL && strncmp(reply, "$JS.ACK.", 8) == 0) {
+            DIE_IF(natsConnection_PublishString(nc, reply, "+ACK"), "ack");
+            got++;
+            /* A delivery keeps the stream's subject, not the pull's reply:
+             * with one pull outstanding it belongs to that pull. */
+            if (++received == want)
+                active = false;
+        } else {
+            /* A status: 100 heartbeats go on; anything else ends its pull. */
+            const char *code = NULL;
+            statuses++;
+            if (natsMsgHeader_Get(m, "Status", &code) == NATS_OK && code != NULL && strcmp(code, "100") != 0 &&
+                pull_id_of(natsMsg_GetSubject(m)) == pull_id)
+                active = false;
+        }
+        natsMsg_Destroy(m);
+    }
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    print_loop_result("raw", batch, got, t0, t1, pulls, statuses);
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    natsInbox_Destroy(inbox);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return 0;
+}
+
+/* --- consumer tools ------------------------------------------------------ */
+
+static int mode_floor(const char *url, const char *stream, const char *consumer, long n, int64_t t0_wall,
+                      long timeout_s)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    int64_t start = mono_ns(), first_t = 0;
+    uint64_t first_floor = 0, floor = 0;
+    long polls = 0;
+    bool seen = false, gone = false;
+
+    for (;;) {
+        jsConsumerInfo *ci = NULL;
+        natsStatus s = js_GetConsumerInfo(&ci, js, stream, consumer, NULL, NULL);
+        int64_t now = mono_ns();
+        polls++;
+        if (s == NATS_OK) {
+            seen = true;
+            floor = ci->AckFloor.Stream;
+            jsConsumerInfo_Destroy(ci);
+            if (floor > 0 && first_t == 0) {
+                first_t = now;
+                first_floor = floor;
+            }
+            if (floor >= (uint64_t)n)
+                break;
+        } else if (s == NATS_NOT_FOUND && seen) {
+            /* Deleted by the client once it saw the floor itself (nats.js
+             * consume.js does): the floor was reached by now. */
+            gone = true;
+            break;
+        } else if (s != NATS_NOT_FOUND) {
+            DIE_IF(s, "consumer info");
+        }
+        if (now - start > (int64_t)timeout_s * 1000000000) {
+            fprintf(stderr, "rawloop: ack floor %" PRIu64 " after %ld s, never reached %ld\n", floor, timeout_s, n);
+            printf("RESULT mode=floor n=%ld reached=0 floor=%" PRIu64 "\n", n, floor);
+            return 3;
+        }
+        sleep_until_mono(now + 5000000);
+    }
+    int64_t end_wall = clock_ns(CLOCK_REALTIME), end = mono_ns();
+    double total = (double)(end_wall - t0_wall) / 1e9;
+    double steady = (double)(end - first_t) / 1e9;
+    uint64_t steady_n = (uint64_t)n - first_floor;
+    /* Steady rate: from the first ack-floor movement seen to the last, so the
+     * process start, connect and consumer creation are left out alike for
+     * every client.  Too short a run to see two points falls back to total. */
+    double rate = steady_n > 0 && steady > 0 ? (double)steady_n / steady : (double)n / total;
+    printf("RESULT mode=floor n=%ld reached=1 rate=%.0f total_secs=%.3f rate_total=%.0f steady_secs=%.3f "
+           "steady_n=%" PRIu64 " polls=%ld gone=%d\n",
+           n, rate, total, (double)n / total, steady, steady_n, polls, gone ? 1 : 0);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return 0;
+}
+
+static int mode_del(const char *url, const char *stream, const char *consumer)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    natsStatus s = js_DeleteConsumer(js, stream, consumer, NULL, NULL);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return s == NATS_OK || s == NATS_NOT_FOUND ? 0 : 2;
+}
+
+/* --- latency ------------------------------------------------------------ */
+
+static int mode_pace(const char *url, const char *subject, long count, long rate, long size)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    char *payload = malloc((size_t)size + 32);
+    const int64_t step = 1000000000 / rate;
+    int64_t late_max = 0;
+
+    if (payload == NULL)
+        return 2;
+    int64_t t0 = mono_ns() + 10000000;
+    for (long i = 0; i < count; i++) {
+        int64_t due = t0 + i * step;
+        sleep_until_mono(due);
+        int64_t now = mono_ns();
+        if (now - due > late_max)
+            late_max = now - due;
+        int len = snprintf(payload, (size_t)size + 32, "%" PRId64 " ", now);
+        if (len < size) {
+            memset(payload + len, 'x', (size_t)(size - len));
+            len = (int)size;
+        }
+        DIE_IF(js_PublishAsync(js, subject, payload, len, NULL), "publish");
+    }
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = 30000;
+    DIE_IF(js_PublishAsyncComplete(js, &po), "publish complete");
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    printf("RESULT mode=pace n=%ld rate=%.0f target=%ld late_max_us=%.0f\n", count, (double)count / secs, rate,
+           (double)late_max / 1e3);
+    free(payload);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest rank: the smallest value with at least p of the samples at or below it. */
+static int64_t percentile(const int64_t *sorted, size_t n, double p)
+{
+    size_t rank = (size_t)((double)n * p + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return sorted[rank - 1];
+}
+
+static void print_percentiles(const char *mode, int64_t *v, size_t n)
+{
+    if (n == 0) {
+        printf("RESULT mode=%s n=0\n", mode);
+        return;
+    }
+    qsort(v, n, sizeof *v, cmp_i64);
+    printf("RESULT mode=%s n=%zu p50_us=%.0f p99_us=%.0f max_us=%.0f\n", mode, n, (double)percentile(v, n, 0.50) / 1e3,
+           (double)percentile(v, n, 0.99) / 1e3, (double)v[n - 1] / 1e3);
+}
+
+static void on_echo(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)sub;
+    (void)closure;
+    natsConnection_Publish(nc, natsMsg_GetReply(m), natsMsg_GetData(m), natsMsg_GetDataLength(m));
+    natsMsg_Destroy(m);
+}
+
+static int mode_rtt(const char *url, long count, long rate, long size)
+{
+    natsConnection *req_nc = connect_to(url), *rep_nc = connect_to(url);
+    natsSubscription *sub = NULL;
+    int64_t *rtt = malloc((size_t)count * sizeof *rtt);
+    char *payload = malloc((size_t)size);
+    const int64_t step = 1000000000 / rate;
+    const long warmup = 10;
+
+    if (rtt == NULL || payload == NULL)
+        return 2;
+    memset(payload, 'x', (size_t)size);
+    DIE_IF(natsConnection_Subscribe(&sub, rep_nc, "rawloop.rtt", on_echo, NULL), "subscribe");
+    DIE_IF(natsConnection_Flush(rep_nc), "flush");
+    int64_t t0 = mono_ns() + 10000000;
+    size_t n = 0;
+    for (long i = 0; i < count + warmup; i++) {
+        sleep_until_mono(t0 + i * step);
+        natsMsg *reply = NULL;
+        int64_t a = mono_ns();
+        DIE_IF(natsConnection_Request(&reply, req_nc, "rawloop.rtt", payload, (int)size, 5000), "request");
+        int64_t b = mono_ns();
+        natsMsg_Destroy(reply);
+        if (i >= warmup)
+            rtt[n++] = b - a;
+    }
+    print_percentiles("rtt", rtt, n);
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(req_nc);
+    natsConnection_Destroy(rep_nc);
+    free(rtt);
+    free(payload);
+    return 0;
+}
+
+static int mode_pctl(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0, cap = 4096;
+    int64_t *v = malloc(cap * sizeof *v);
+    long long x;
+    if (f == NULL || v == NULL) {
+        fprintf(stderr, "rawloop: cannot read %s\n", path);
+        free(v);
+        if (f != NULL)
+            fclose(f);
+        return 2;
+    }
+    while (fscanf(f, "%lld", &x) == 1) {
+        if (n == cap) {
+            int64_t *bigger = realloc(v, 2 * cap * sizeof *v);
+            if (bigger == NULL)
+                break;
+            v = bigger;
+            cap *= 2;
+        }
+        v[n++] = (int64_t)x;
+    }
+    fclose(f);
+    print_percentiles("latency", v, n);
+    free(v);
+    return n > 0 ? 0 : 2;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: rawloop publish URL STREAM SUBJECT N SIZE\n"
+                    "       rawloop fetch|raw URL STREAM CONSUMER N BATCH\n"
+                    "       rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S\n"
+                    "       rawloop del URL STREAM CONSUMER\n"
+                    "       rawloop pace URL SUBJECT COUNT RATE SIZE\n"
+                    "       rawloop rtt URL COUNT RATE SIZE\n"
+                    "       rawloop pctl FILE\n");
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+    if (argc < 3)
+        return usage();
+    const char *mode = argv[1];
+    if (strcmp(mode, "pctl") == 0)
+        return argc == 3 ? mode_pctl(argv[2]) : usage();
+    const char *url = argv[2];
+    if (strcmp(mode, "publish") == 0 && argc == 7)
+        rc = mode_publish(url, argv[3], argv[4], arg_long(argv[5], "N", 0), arg_long(argv[6], "SIZE", 1));
+    else if (strcmp(mode, "fetch") == 0 && argc == 7)
+        rc = mode_fetch(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
+    else if (strcmp(mode, "raw") == 0 && argc == 7)
+        rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
+    else if (strcmp(mode, "floor") == 0 && argc == 8)
+        rc = mode_floor(url, argv[3], argv[4], arg_long(argv[5], "N", 1), (int64_t)strtoll(argv[6], NULL, 10),
+                        arg_long(argv[7], "TIMEOUT_S", 1));
+    else if (strcmp(mode, "del") == 0 && argc == 5)
+        rc = mode_del(url, argv[3], argv[4]);
+    else if (strcmp(mode, "pace") == 0 && argc == 7)
+        rc = mode_pace(url, argv[3], arg_long(argv[4], "COUNT", 1), arg_long(argv[5], "RATE", 1),
+                       arg_long(argv[6], "SIZE", 1));
+    else if (strcmp(mode, "rtt") == 0 && argc == 6)
+        rc = mode_rtt(url, arg_long(argv[3], "COUNT", 1), arg_long(argv[4], "RATE", 1), arg_long(argv[5], "SIZE", 1));
+    else
+        return usage();
+    fflush(stdout);
+    nats_Close();
+    return rc;
+}
