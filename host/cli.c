@@ -5,6 +5,7 @@
 #include "embedded.h"
 #include "log.h"
 #include "mock_cli.h"
+#include "dlq_cli.h"
 
 #include <errno.h>
 
@@ -193,6 +194,7 @@ static const struct {
     { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT" },
     { "check", cmd_check, "validate a config and its plugins without a server" },
     { "pub", cmd_pub, "publish a message to JetStream and print the pub-ack" },
+    { "dlq", jet_dlq_cli_main, "list, show and replay dead-letter records" },
     { "mock", jet_mock_cli_main, "run a plugin on the mock host: JSON lines in, settlements out" },
     { "version", cmd_version, "print the version and the plugin ABI version" },
 };

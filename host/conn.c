@@ -14,7 +14,21 @@ struct JetConn {
     GMutex lock;
     struct { void (*fn)(gpointer); gpointer data; } hooks[MAX_RECONNECT_HOOKS];
     guint n_hooks;
+    /* nats.c may still run our callbacks while it closes: the JetConn
+     * outlives the connection's closed callback. */
+    GCond closed_cond;
+    gboolean closed;
 };
+
+static void on_closed(natsConnection *nc, void *closure)
+{
+    JetConn *c = closure;
+    (void)nc;
+    g_mutex_lock(&c->lock);
+    c->closed = TRUE;
+    g_cond_broadcast(&c->closed_cond);
+    g_mutex_unlock(&c->lock);
+}
 
 char *jet_nats_error(natsStatus s)
 {
@@ -122,6 +136,7 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
     g_return_val_if_fail(urls != NULL && urls[0] != NULL, NULL);
     JetConn *c = g_new0(JetConn, 1);
     g_mutex_init(&c->lock);
+    g_cond_init(&c->closed_cond);
     natsOptions *o = NULL;
     natsStatus s = natsOptions_Create(&o);
     guint n = g_strv_length((char **)urls);
@@ -144,6 +159,8 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
         s = natsOptions_SetReconnectedCB(o, on_reconnected, c);
     if (s == NATS_OK)
         s = natsOptions_SetErrorHandler(o, on_error, c);
+    if (s == NATS_OK)
+        s = natsOptions_SetClosedCB(o, on_closed, c);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
         g_set_error(error, JET_ERROR, JET_ERROR_FAILED, "connection options: %s", why);
@@ -200,8 +217,15 @@ void jet_conn_close(JetConn *c)
     if (c->nc != NULL) {
         natsConnection_FlushTimeout(c->nc, 2000);
         natsConnection_Close(c->nc);
+        gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+        g_mutex_lock(&c->lock);
+        while (!c->closed)
+            if (!g_cond_wait_until(&c->closed_cond, &c->lock, deadline))
+                break;
+        g_mutex_unlock(&c->lock);
         natsConnection_Destroy(c->nc);
     }
+    g_cond_clear(&c->closed_cond);
     g_mutex_clear(&c->lock);
     g_free(c);
 }

@@ -1,4 +1,5 @@
 #include "daemon.h"
+#include "capture.h"
 #include "cli.h"
 #include "config.h"
 #include "conn.h"
@@ -262,6 +263,24 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
             goto out;
         }
     }
+    /* Dead-letter streams: created in managed mode; in bind mode a missing
+     * one is reported, and captures keep their messages until it exists. */
+    for (guint i = 0; i < d.bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d.bindings, i);
+        if (!jet_dlq_stream_ensure(jet_conn_js(conn), bd->b, &err)) {
+            if (bd->b->manage == JET_MANAGE_CREATE) {
+                jet_log(JET_LOG_ERROR, bd->b->name, "failed", "binding %s: dead-letter stream: %s", bd->b->name,
+                        err->message);
+                rc = JET_EXIT_FAILURE;
+                goto out;
+            }
+            jet_log(JET_LOG_ERROR, bd->b->name, "dlq-missing",
+                    "binding %s: %s; captures will fail and keep their messages until it exists", bd->b->name,
+                    err->message);
+            g_clear_error(&err);
+        }
+    }
+
     /* The attempt ledger, on a JetStream context of its own with a short
      * wait: a handler thread waits on it, and an unreachable ledger must
      * fall back quickly, not hang. */

@@ -368,10 +368,9 @@ static void take_one(Worker *w, Item *it)
 
     JetAckMeta meta;
     if (!jet_ack_subject_parse(natsMsg_GetReply(m), &meta)) {
+        /* A delivery we cannot read: never dropped, never a crash. */
         jet__release_hold(e, it);
-        STAT_ADD(e, not_jetstream, 1);
-        jet_log(JET_LOG_WARNING, e->b->name, "not-a-delivery", "reply subject '%s' is not a JetStream ack subject",
-                natsMsg_GetReply(m));
+        jet__capture_malformed(e, m);
         natsMsg_Destroy(m);
         g_free(it);
         return;

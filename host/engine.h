@@ -29,6 +29,7 @@ typedef struct {
     guint64 pulls;             /* pull requests issued */
     guint64 messages;          /* deliveries handed to the plugin */
     guint64 acked, retried, postponed, released, dead_lettered, stranded, uncertain;
+    guint64 capture_failed;    /* captures that failed and kept the message for a later try */
     guint64 handler_failed;    /* plugin errors and RETRY verdicts */
     guint64 statuses;          /* status messages received (heartbeats included) */
     guint64 stale_statuses;    /* statuses answering a pull already over */

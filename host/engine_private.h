@@ -95,6 +95,7 @@ struct JetEngine {
     JetFloorMonitor *floor;
     JetBreakerPolicy breaker;
     char *host_name;
+    gint64 capture_max_payload;   /* atomic; 0 = not read yet */
 
     /* Recovery: one worker at a time re-creates or waits for the consumer. */
     GMutex recover_lock;
@@ -124,6 +125,9 @@ gboolean jet__release_hold(JetEngine *e, Item *it);
 /* executor.c: handles one delivery and settles it (ledger, attribution,
  * breaker, the plugin, the decision and its execution). */
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta);
+/* executor.c: a delivery whose $JS.ACK subject does not parse is captured
+ * with cause malformed (with what can be read), then acked. */
+void jet__capture_malformed(JetEngine *e, natsMsg *m);
 /* executor.c: records a host release (drain) in the ledger before the NAK. */
 void jet__record_release(JetEngine *e, const JetAckMeta *meta);
 

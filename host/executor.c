@@ -12,6 +12,8 @@
  *      whose lease lapsed writes nothing and never releases. */
 #include "engine_private.h"
 #include "breaker_claim.h"
+#include "capture.h"
+#include "conn.h"
 #include "jet_msg.h"
 #include "log.h"
 
@@ -161,6 +163,155 @@ static gboolean breaker_considers(JetEngine *e, const jet_msg *jm, const JetLedg
             "stream seq %" G_GUINT64_FORMAT " (delivery %u): %s%s", jm->stream_seq, jm->deliveries, v.why,
             enforce ? "; capturing it (breaker = enforce)" : "; observe mode: counted only");
     return enforce;
+}
+
+/* --- capture-then-ack ------------------------------------------------------ */
+
+#define CAPTURE_TIMEOUT_MS 5000
+
+static gint64 capture_max_payload(JetEngine *e, gboolean refresh)
+{
+    gint64 v = __atomic_load_n(&e->capture_max_payload, __ATOMIC_RELAXED);
+    if (v <= 0 || refresh) {
+        v = jet_capture_max_payload(jet_conn_nats(e->conn), jet_conn_js(e->conn), e->b->dlq_stream);
+        __atomic_store_n(&e->capture_max_payload, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* Whether the server will deliver this message again (finite MaxDeliver). */
+static gboolean deliveries_remain(JetEngine *e, guint32 deliveries)
+{
+    return e->policy.max_deliver <= 0 || (gint64)deliveries < e->policy.max_deliver;
+}
+
+/* Keeps a message the host could not capture: a delayed NAK while the
+ * server will deliver it again, else Stranded (logged with what to do). */
+static void keep_uncaptured(JetEngine *e, const char *reply, guint32 deliveries, guint64 seq, gboolean stale,
+                            const char *what, const char *why)
+{
+    if (!stale && deliveries_remain(e, deliveries)) {
+        jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
+        STAT_ADD(e, capture_failed, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "capture-failed",
+                "stream seq %" G_GUINT64_FORMAT " delivery %u: %s: %s; kept on the consumer, tried again in %"
+                G_GUINT64_FORMAT " ms", seq, deliveries, what, why, e->policy.rungs_ms[e->policy.n_rungs - 1]);
+        return;
+    }
+    STAT_ADD(e, stranded, 1);
+    jet_log(JET_LOG_ERROR, e->b->name, "stranded",
+            "stream seq %" G_GUINT64_FORMAT " delivery %u: %s: %s; this was its last delivery (MaxDeliver %"
+            G_GINT64_FORMAT "), so it is STRANDED: never acked, never dead-lettered. To recover it, fix the "
+            "dead-letter stream %s (subject %s), then read it from stream %s at seq %" G_GUINT64_FORMAT
+            " and republish it", seq, deliveries, what, why, e->policy.max_deliver, e->b->dlq_stream, e->b->dlq_subject,
+            e->b->stream, seq);
+}
+
+/* Publishes the DLQ record, waits for the pub-ack, then acks with
+ * confirmation.  Returns TRUE when the original was acked (so its ledger
+ * record can go). */
+static gboolean capture_then_ack(JetEngine *e, natsMsg *m, const JetCaptureFacts *facts, const char *reply,
+                                 gboolean stale)
+{
+    g_auto(JetCaptureBuild) build = { 0 };
+    g_autoptr(GError) err = NULL;
+    const char *data = natsMsg_GetData(m);
+    int len = natsMsg_GetDataLength(m);
+    natsMsg *dlq = jet_capture_build(e->b->dlq_subject, data, len, m, facts, capture_max_payload(e, FALSE), &build, &err);
+    if (dlq == NULL) {
+        if (g_error_matches(err, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE)) {
+            STAT_ADD(e, stranded, 1);
+            jet_log(JET_LOG_ERROR, e->b->name, "stranded",
+                    "stream seq %" G_GUINT64_FORMAT ": too-large: %s; never truncated, never acked. It stays "
+                    "on the consumer: raise the dead-letter stream's limits or handle it by hand",
+                    facts->stream_seq, err->message);
+            if (!stale && deliveries_remain(e, facts->deliveries))
+                jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
+            return FALSE;
+        }
+        keep_uncaptured(e, reply, facts->deliveries, facts->stream_seq, stale, "capture not built",
+                        err != NULL ? err->message : "unknown");
+        return FALSE;
+    }
+    if (build.headers_dropped)
+        jet_log(JET_LOG_WARNING, e->b->name, "capture-headers-dropped",
+                "stream seq %" G_GUINT64_FORMAT ": the original headers did not fit and were left out of the "
+                "dead-letter record (their names are in Jethost-Dropped-Headers)", facts->stream_seq);
+    if (build.msg_id_shadowed)
+        jet_log(JET_LOG_WARNING, e->b->name, "capture-msg-id-shadowed",
+                "stream seq %" G_GUINT64_FORMAT ": a header mentions Nats-Msg-Id; a repeated capture of it may "
+                "make a second record", facts->stream_seq);
+    gboolean duplicate = FALSE;
+    JetCaptureOutcome out = jet_capture_publish(jet_conn_js(e->conn), dlq, CAPTURE_TIMEOUT_MS, &duplicate, &err);
+    if (out == JET_CAPTURE_FAILED && e->b->manage == JET_MANAGE_CREATE) {
+        /* A deleted dead-letter stream is re-created (managed), then tried once more. */
+        g_autoptr(GError) ensure_err = NULL;
+        if (jet_dlq_stream_ensure(jet_conn_js(e->conn), e->b, &ensure_err)) {
+            g_clear_error(&err);
+            capture_max_payload(e, TRUE);
+            out = jet_capture_publish(jet_conn_js(e->conn), dlq, CAPTURE_TIMEOUT_MS, &duplicate, &err);
+        }
+    }
+    natsMsg_Destroy(dlq);
+    if (out == JET_CAPTURE_TOO_LARGE) {
+        STAT_ADD(e, stranded, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "stranded",
+                "stream seq %" G_GUINT64_FORMAT ": too-large: the dead-letter stream refused it: %s; never "
+                "acked", facts->stream_seq, err != NULL ? err->message : "");
+        if (!stale && deliveries_remain(e, facts->deliveries))
+            jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
+        return FALSE;
+    }
+    if (out != JET_CAPTURE_CAPTURED) {
+        keep_uncaptured(e, reply, facts->deliveries, facts->stream_seq, stale, "capture failed",
+                        err != NULL ? err->message : "no pub-ack");
+        return FALSE;
+    }
+    g_clear_error(&err);
+    if (!jet_ack_confirmed(jet_conn_nats(e->conn), reply, CAPTURE_TIMEOUT_MS, &err)) {
+        STAT_ADD(e, uncertain, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "uncertain",
+                "stream seq %" G_GUINT64_FORMAT ": dead-lettered to %s (%s), but the ack was not confirmed: %s. "
+                "UNCERTAIN: if the consumer's ack floor passes %" G_GUINT64_FORMAT " it is done; if it is "
+                "delivered again it is captured again and the duplicate is discarded by Nats-Msg-Id",
+                facts->stream_seq, e->b->dlq_stream, duplicate ? "a duplicate of an earlier capture" : "new record",
+                err != NULL ? err->message : "no reply", facts->stream_seq);
+        return FALSE;
+    }
+    STAT_ADD(e, dead_lettered, 1);
+    jet_log(JET_LOG_WARNING, e->b->name, "dead-lettered",
+            "stream seq %" G_GUINT64_FORMAT " delivery %u: captured to %s (cause %s%s%s)%s, then acked",
+            facts->stream_seq, facts->deliveries, e->b->dlq_subject, jet_cause_name(facts->cause),
+            facts->reason != NULL && *facts->reason ? ": " : "", facts->reason != NULL ? facts->reason : "",
+            duplicate ? " as a duplicate of an earlier capture" : "");
+    return TRUE;
+}
+
+void jet__capture_malformed(JetEngine *e, natsMsg *m)
+{
+    const char *reply = natsMsg_GetReply(m);
+    const jet_plugin *d = jet_instance_descriptor(e->inst);
+    JetCaptureFacts facts = {
+        .stream = e->b->stream,
+        .consumer = e->b->consumer,
+        .subject = natsMsg_GetSubject(m),
+        .reply = reply,
+        .cause = JET_CAUSE_MALFORMED,
+        .reason = "the delivery's $JS.ACK reply subject could not be parsed",
+        .captured_ns = g_get_real_time() * 1000,
+        .plugin_name = d->name,
+        .plugin_version = d->version,
+        .host = e->host_name,
+        .binding = e->b->name,
+    };
+    jet_log(JET_LOG_ERROR, e->b->name, "malformed", "a delivery with reply subject '%s' does not parse; "
+            "dead-lettering it with cause malformed", reply != NULL ? reply : "");
+    if (reply == NULL || *reply == '\0') {
+        STAT_ADD(e, stranded, 1);
+        return;
+    }
+    capture_then_ack(e, m, &facts, reply, FALSE);
+    STAT_ADD(e, messages, 1);
 }
 
 /* --- one delivery ---------------------------------------------------------- */
@@ -318,19 +469,35 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
                 a.reason[0] ? ": " : "", a.reason);
         break;
     }
-    case JET_ACTION_CAPTURE:
-        /* Capture-then-ack is not built yet: the message is kept for
-         * redelivery with the last rung's delay.  Never acked, never Term'd. */
-        if (alone)
+    case JET_ACTION_CAPTURE: {
+        if (alone)   /* the marker goes first */
             ledger_forget(e, stream, consumer, jm.stream_seq);
-        if (!stale)
-            jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
-        STAT_ADD(e, stranded, 1);
-        jet_log(JET_LOG_ERROR, e->b->name, "capture-pending",
-                "stream seq %" G_GUINT64_FORMAT " delivery %u: would be dead-lettered (%s%s%s); "
-                "dead-lettering is not available yet, so it stays on the consumer",
-                jm.stream_seq, jm.deliveries, jet_cause_name(a.cause), a.reason[0] ? ": " : "", a.reason);
+        const jet_plugin *d = jet_instance_descriptor(e->inst);
+        gboolean failed_now = a.is_failure;
+        JetCaptureFacts facts = {
+            .stream = stream,
+            .consumer = consumer,
+            .subject = jm.subject,
+            .stream_seq = jm.stream_seq,
+            .deliveries = jm.deliveries,
+            .failures = jm.failures + (failed_now ? 1 : 0),
+            .postpones = jm.postpones,
+            .cause = a.cause,
+            .reason = a.reason,
+            .has_first_failure = jm.has_first_failure || failed_now,
+            .first_failure_ns = jm.has_first_failure ? jm.first_failure_ns : now_ns,
+            .has_enqueued = jm.has_enqueued,
+            .enqueued_ns = jm.enqueued_ns,
+            .captured_ns = now_ns,
+            .plugin_name = d->name,
+            .plugin_version = d->version,
+            .host = e->host_name,
+            .binding = e->b->name,
+        };
+        if (capture_then_ack(e, m, &facts, reply, stale) && have_rec && !alone)
+            ledger_forget(e, stream, consumer, jm.stream_seq);
         break;
+    }
     }
     if (alone)
         g_rw_lock_writer_unlock(&e->isolation);

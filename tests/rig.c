@@ -1,5 +1,6 @@
 #include "rig.h"
 #include "plugin_loader.h"
+#include "capture.h"
 
 #include <glib/gstdio.h>
 
@@ -45,9 +46,21 @@ void rig_engine(Rig *r, const char *extra)
     g_assert_no_error(err);
     g_assert_true(jet_consumer_ensure(jet_conn_js(r->conn), b, 0, &r->facts, &err));
     g_assert_no_error(err);
+    if (b->manage == JET_MANAGE_CREATE)
+        g_assert_true(jet_dlq_stream_ensure(jet_conn_js(r->conn), b, &err));
+    if (b->ledger) {
+        jsOptions jo;
+        jsOptions_Init(&jo);
+        jo.Wait = 1000;
+        g_assert_cmpint(natsConnection_JetStream(&r->ledger_js, jet_conn_nats(r->conn), &jo), ==, NATS_OK);
+        r->ledger = jet_ledger_open(r->ledger_js, "jethost_ledger", TRUE, 3600 * 1000, &err);
+        g_assert_no_error(err);
+        jet_ledger_set_cooldown(r->ledger, 2000);
+    }
     r->bound = b->batch + b->threshold;
     r->eng = jet_engine_new(r->conn, b, r->inst, &r->facts);
     jet_engine_set_take_hook(r->eng, on_take, r);
+    jet_engine_set_ledger(r->eng, r->ledger, "rig");
     jet_engine_start(r->eng);
 }
 
@@ -64,6 +77,9 @@ void rig_free(Rig *r)
     rig_stop(r);
     jet_engine_free(r->eng);
     jet_instance_free(r->inst);
+    jet_ledger_close(r->ledger);
+    if (r->ledger_js != NULL)
+        jsCtx_Destroy(r->ledger_js);
     jet_conn_close(r->conn);
     jet_config_free(r->cfg);
     jet_test_js_close(r->nc, r->js);

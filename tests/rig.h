@@ -20,6 +20,8 @@ typedef struct {
     JetInstance *inst;
     JetConsumerFacts facts;
     JetEngine *eng;
+    jsCtx *ledger_js;
+    JetLedger *ledger;     /* when the binding's ledger is on */
     guint bound;           /* batch + threshold */
     gint over_bound;       /* atomic: takes that found more held */
 } Rig;
