@@ -108,7 +108,7 @@ static int cmd_pub(int argc, char **argv)
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "take the server from this config (embedded included)", "FILE" },
         { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "the config's drop-in directory", "DIR" },
         { "data", 0, 0, G_OPTION_ARG_STRING, &data, "the payload (default: standard input)", "TEXT" },
-        { "header", 'H', 0, G_OPTION_ARG_STRING_ARRAY, &headers, "a header, repeatable", "NAME=VALUE" },
+        { "header", 'H', 0, G_OPTION_ARG_STRING_ARRAY, &headers, "a header, repeatable", "'NAME: VALUE'" },
         { "msg-id", 0, 0, G_OPTION_ARG_STRING, &msg_id, "set Nats-Msg-Id (de-duplication)", "ID" },
         { "count", 'n', 0, G_OPTION_ARG_INT, &count, "publish it this many times (default 1)", "N" },
         { NULL },
@@ -150,14 +150,18 @@ static int cmd_pub(int argc, char **argv)
         natsMsg *m = NULL;
         natsMsg_Create(&m, subject, NULL, data, (int)len);
         for (gchar **h = headers; h != NULL && *h != NULL; h++) {
+            /* "Name: value" (as on the wire) or "Name=value"; whichever comes first. */
+            const char *colon = strchr(*h, ':');
             const char *eq = strchr(*h, '=');
-            if (eq == NULL || eq == *h) {
-                fprintf(stderr, "jethost pub: --header '%s' is not NAME=VALUE\n", *h);
+            const char *sep = colon != NULL && (eq == NULL || colon < eq) ? colon : eq;
+            if (sep == NULL || sep == *h) {
+                fprintf(stderr, "jethost pub: --header '%s' is not 'NAME: VALUE' or NAME=VALUE\n", *h);
                 rc = JET_EXIT_USAGE;
                 break;
             }
-            g_autofree char *name = g_strndup(*h, (gsize)(eq - *h));
-            natsMsgHeader_Add(m, name, eq + 1);
+            g_autofree char *name = g_strstrip(g_strndup(*h, (gsize)(sep - *h)));
+            g_autofree char *value = g_strstrip(g_strdup(sep + 1));
+            natsMsgHeader_Add(m, name, value);
         }
         if (rc != JET_EXIT_OK) {
             natsMsg_Destroy(m);

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The jethost demo: an embedded nats-server, the shipped plugins, sample
-# messages published with `jethost pub`, and what became of each.
+# messages published with `jethost pub`, the host supervised and restarted
+# when a poison message kills it (as systemd would), and what became of each
+# message, read back from the logs, the audit file and the dead-letter stream.
 # Usage: demo.sh BUILD_DIR   (./quickstart demo calls it)
 set -uo pipefail
 build=${1:?usage: demo.sh BUILD_DIR}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 jethost="$build/host/jethost"
+conf="$src/docs/examples/demo.conf"
 
 # Everything the demo starts lives in one private directory, removed at the end.
 state=$(mktemp -d /tmp/jethost-demo.XXXXXX)
@@ -15,13 +18,18 @@ cleanup() {
     if [ -n "$host_pid" ] && kill -0 "$host_pid" 2>/dev/null; then
         kill -TERM "$host_pid"; wait "$host_pid" 2>/dev/null
     fi
+    # A host killed by abort() leaves its embedded server to the parent-death
+    # signal; make sure nothing outlives the demo.
+    pkill -f -- "$state/nats" 2>/dev/null
     rm -rf "$state"
 }
 trap cleanup EXIT
 
 # Plugins are loaded only from a directory nobody else can write to.
 mkdir -m 0700 "$state/plugins" "$state/conf.d"
-cp "$build/plugins/template/.libs/template.so" "$state/plugins/"
+for p in paced retry; do
+    cp "$build/plugins/$p/.libs/$p.so" "$state/plugins/"
+done
 chmod 0644 "$state/plugins/"*.so
 
 # docs/examples/demo.conf as shipped, plus a drop-in pointing at this run's directories.
@@ -30,48 +38,76 @@ cat > "$state/conf.d/10-demo-run.conf" <<CONF
 state_dir = $state
 plugin_dir = $state/plugins
 
-[binding demo]
-option.log_every = 1
-option.reject_subject = demo.bad
+[binding audit]
+option.path = $state/audit.jsonl
 CONF
+run() { "$jethost" "$@" -c "$conf" -d "$state/conf.d"; }
 
 echo "== jethost check"
-"$jethost" check -c "$src/docs/examples/demo.conf" -d "$state/conf.d" -v || exit 1
+run check || exit 1
 
+log="$state/jethost.log"
+start_host() {
+    JETHOST_LOG_LEVEL=debug "$jethost" run -c "$conf" -d "$state/conf.d" 2>>"$log" &
+    host_pid=$!
+}
 echo "== jethost run (embedded nats-server, state in $state)"
-JETHOST_LOG_LEVEL=debug "$jethost" run -c "$src/docs/examples/demo.conf" -d "$state/conf.d" 2>"$state/jethost.log" &
-host_pid=$!
+start_host
 for _ in $(seq 1 300); do [ -s "$state/nats/url" ] && break; sleep 0.1; done
-[ -s "$state/nats/url" ] || { echo "the embedded server did not start:"; cat "$state/jethost.log"; exit 1; }
+[ -s "$state/nats/url" ] || { echo "the embedded server did not start:"; cat "$log"; exit 1; }
 
 echo "== jethost pub"
 pub() {
     local i
     for i in $(seq 1 50); do
-        "$jethost" pub -c "$src/docs/examples/demo.conf" -d "$state/conf.d" "$@" 2>/dev/null && return 0
-        sleep 0.1   # the binding creates the stream as it starts
+        run pub "$@" 2>/dev/null && return 0
+        sleep 0.1   # the bindings create the stream as they start
     done
-    "$jethost" pub -c "$src/docs/examples/demo.conf" -d "$state/conf.d" "$@"
+    run pub "$@"
 }
 pub demo.orders.1 --data '{"order": 1}' || exit 1
-pub demo.orders.2 --data '{"order": 2}' -H Tenant=acme || exit 1
-pub demo.bad --data 'not an order' || exit 1
-pub demo.orders.3 --data '{"order": 3}' || exit 1
+pub demo.orders.2 --data '{"order": 2}' -H 'Jethost-Fault: fail=2' || exit 1
+pub demo.orders.3 --data '{"order": 3}' -H 'Jethost-Fault: postpone=1s;times=1' || exit 1
+pub demo.orders.4 --data '{"order": 4}' -H 'Jethost-Fault: reject;reason=order 4 has no customer' || exit 1
+pub demo.orders.5 --data '{"order": 5}' -H 'Jethost-Fault: fail' || exit 1
+# Last: it kills the host (and the embedded server with it) as soon as it is handled.
+pub demo.orders.6 --data '{"order": 6}' -H 'Jethost-Fault: abort' || exit 1
 
-# Wait until the four deliveries are settled.
-for _ in $(seq 1 100); do
-    [ "$(grep -c 'event=settled' "$state/jethost.log")" -ge 4 ] && break
+# Supervise: restart the host when the poison message kills it, until the
+# orders binding has settled all six (four acked or dead-lettered... see below).
+done_yet() {
+    # 3 acked (1, 2, 3) and 3 dead-lettered (4 rejected, 5 exhausted, 6 poison).
+    [ "$(grep -c 'binding=orders event=settled.*: ack' "$log")" -ge 3 ] &&
+    [ "$(grep -c 'binding=orders event=dead-lettered' "$log")" -ge 3 ]
+}
+restarts=0
+for _ in $(seq 1 600); do
+    done_yet && break
+    if ! kill -0 "$host_pid" 2>/dev/null; then
+        { wait "$host_pid"; } 2>/dev/null; rc=$?
+        restarts=$((restarts + 1))
+        echo "   (the host died with status $rc; restarting it, as a supervisor would: restart $restarts)"
+        start_host
+    fi
     sleep 0.1
 done
 
-echo "== what became of each message"
-grep 'event=settled' "$state/jethost.log" | sed -e 's/.*msg="//' -e 's/"$//' | sort -n -k2 | sed 's/^/  /'
+echo "== what became of each message (binding orders)"
+grep 'binding=orders event=settled' "$log" | sed -e 's/.*msg="//' -e 's/"$//' | sed 's/^/  /'
+echo "== the audit binding wrote every message to audit.jsonl (paced.so)"
+head -c 400 "$state/audit.jsonl" | head -2 | sed 's/^/  /'
+wc -l < "$state/audit.jsonl" | sed 's/^/  lines: /'
+echo "== the crash attribution that made seq 6 poison"
+grep -E 'binding=orders event=(suspect|dead-lettered)' "$log" | grep -E 'seq 6' | sed -e 's/.*msg="//' -e 's/"$//' | sed 's/^/  /'
+echo "== the dead-letter stream (jethost dlq list)"
+run dlq list | sed 's/^/  /'
 
 echo "== stopping (SIGTERM drains: in-flight messages finish, the rest are released)"
 kill -TERM "$host_pid"
 wait "$host_pid"; rc=$?
 host_pid=
-grep -E 'event=(stopped|exit)' "$state/jethost.log" | sed -e 's/.*msg="//' -e 's/"$//' | sed 's/^/  /'
-if pgrep -f "$state/nats" >/dev/null; then echo "a nats-server was left behind"; exit 1; fi
-echo "== done (jethost exited $rc; the embedded server is stopped)"
+grep -E 'event=(stopped|exit)' "$log" | tail -3 | sed -e 's/.*binding=\([a-z]*\).*msg="/\1: /' -e 's/.*msg="//' -e 's/"$//' | sed 's/^/  /'
+if pgrep -f -- "$state/nats" >/dev/null; then echo "a nats-server was left behind"; exit 1; fi
+if ! done_yet; then echo "not every message was settled; the log is below"; cat "$log"; exit 1; fi
+echo "== done (jethost exited $rc after $restarts restart(s); the embedded server is stopped)"
 exit "$rc"
