@@ -1,6 +1,11 @@
 /*
- * noop: the benchmark's plugin.  Acknowledges every message.
+ * noop: the benchmark's plugin.  Acknowledges every message, or rejects every
+ * one (the failure path of the bench).
  *
+ *   option.verdict      ack (default) or reject: every message REJECTed, with
+ *                       the reason "noop: verdict = reject", so the host
+ *                       captures each to the dead-letter stream and then acks
+ *                       it with confirmation (docs/dead-letters.md).
  *   option.sleep        a duration the handler sleeps before acking (0: none);
  *                       the "1 ms handler" of the RSS runs.
  *   option.latency_file a path: for every message, the time from publish to
@@ -26,6 +31,7 @@ static const jet_host_api *host;
 struct noop_state {
     jet_ctx *ctx;
     uint64_t sleep_ms;
+    int verdict;          /* JET_ACK or JET_REJECT */
     char *latency_file;   /* NULL: no recording */
     int64_t *lat;         /* latencies in ns */
     size_t n_lat, cap_lat;
@@ -33,6 +39,8 @@ struct noop_state {
 };
 
 static const jet_option options[] = {
+    { .name = "verdict", .type = JET_OPT_STRING, .default_value = "ack",
+      .help = "ack or reject: the verdict returned for every message" },
     { .name = "sleep", .type = JET_OPT_DURATION, .default_value = "0",
       .help = "sleep this long in every handler call" },
     { .name = "latency_file", .type = JET_OPT_STRING, .default_value = NULL,
@@ -55,6 +63,16 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
         return 1;
     }
     st->ctx = c;
+    const char *v = host->ctx_option(c, "verdict");
+    if (v == NULL || strcmp(v, "ack") == 0) {
+        st->verdict = JET_ACK;
+    } else if (strcmp(v, "reject") == 0) {
+        st->verdict = JET_REJECT;
+    } else {
+        snprintf(err, err_len, "option.verdict must be ack or reject, not '%s'", v);
+        free(st);
+        return 1;
+    }
     if (host->ctx_option_duration_ms(c, "sleep", &st->sleep_ms) != JET_OK) {
         snprintf(err, err_len, "option.sleep must be a duration");
         free(st);
@@ -110,7 +128,9 @@ static int noop_handle(void *state, jet_msg *m)
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
             ;
     }
-    return JET_ACK;
+    if (st->verdict == JET_REJECT)
+        host->msg_set_reason(m, "noop: verdict = reject");
+    return st->verdict;
 }
 
 static void noop_fini(void *state)

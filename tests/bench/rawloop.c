@@ -19,6 +19,19 @@
  *                message acked by publishing "+ACK" to its reply subject.
  *       Pulls carry the same batch, expires and idle_heartbeat as jethost's
  *       (defaults 30s and 5s; env RAWLOOP_EXPIRES_MS, RAWLOOP_HB_MS).
+ *   rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT
+ *       The failure path done by hand, beside jethost with every message
+ *       REJECTed: the same consumer and the same raw pulls as `raw`, then for
+ *       each message, one at a time: js_PublishMsg of its payload to
+ *       DLQ_SUBJECT with "Nats-Msg-Id: raw:<stream>.<consumer>:<stream seq>",
+ *       waiting for the pub-ack, then natsConnection_Request(reply, "+ACK"),
+ *       waiting for the server's confirmation.  Nothing else: no provenance
+ *       headers, no original headers, no log line.
+ *   rawloop dlq URL STREAM SUBJECT
+ *       (Re)creates STREAM as jethost's managed mode creates its DLQ stream:
+ *       file storage, limits retention without limits, a 2 h duplicate
+ *       window, SUBJECT (e.g. jethost.dlq.>).
+ *   rawloop msgs URL STREAM                  prints the stream's message count
  *   rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S
  *       Polls the consumer's info every 5 ms (a missing consumer counts as
  *       floor 0) until its ack floor reaches stream sequence N.  T0_NS is the
@@ -343,6 +356,153 @@ static int mode_raw(const char *url, const char *stream, const char *consumer, l
     return 0;
 }
 
+/* --- the failure path by hand ------------------------------------------ */
+
+/* The stream sequence of a $JS.ACK reply subject: token 5 of the 9-token
+ * form ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>),
+ * token 7 of the form with domain and account hash (12 tokens). */
+static uint64_t ack_stream_seq(const char *reply)
+{
+    const char *tok[16];
+    int n = 0;
+    tok[n++] = reply;
+    for (const char *p = reply; *p != '\0' && n < 16; p++)
+        if (*p == '.')
+            tok[n++] = p + 1;
+    int at = n == 9 ? 5 : n >= 11 ? 7 : -1;
+    return at < 0 ? 0 : strtoull(tok[at], NULL, 10);
+}
+
+static int mode_capture(const char *url, const char *stream, const char *consumer, long n, long batch,
+                        const char *dlq_subject)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    natsSubscription *sub = NULL;
+    natsInbox *inbox = NULL;
+    const int64_t expires_ns = env_long("RAWLOOP_EXPIRES_MS", 30000) * 1000000;
+    const int64_t hb_ns = env_long("RAWLOOP_HB_MS", 5000) * 1000000;
+    char next_subject[512], wildcard[128];
+    long got = 0, pulls = 0, statuses = 0, duplicates = 0;
+    unsigned long pull_id = 0;
+    long want = 0, received = 0;   /* of the current pull */
+    bool active = false;
+    jsPubOptions po;
+
+    jsPubOptions_Init(&po);
+    po.MaxWait = 5000;   /* jethost's CAPTURE_TIMEOUT_MS */
+    make_consumer(js, stream, consumer);
+    snprintf(next_subject, sizeof next_subject, "$JS.API.CONSUMER.MSG.NEXT.%s.%s", stream, consumer);
+    DIE_IF(natsInbox_Create(&inbox), "inbox");
+    snprintf(wildcard, sizeof wildcard, "%s.*", (const char *)inbox);
+    DIE_IF(natsConnection_SubscribeSync(&sub, nc, wildcard), "subscribe");
+    DIE_IF(natsSubscription_SetPendingLimits(sub, -1, -1), "pending limits");
+    DIE_IF(natsConnection_Flush(nc), "flush");
+
+    int64_t t0 = mono_ns();
+    while (got < n) {
+        if (!active) {
+            char reply[160], body[160];
+            want = n - got < batch ? n - got : batch;
+            received = 0;
+            snprintf(reply, sizeof reply, "%s.%lu", (const char *)inbox, ++pull_id);
+            snprintf(body, sizeof body, "{\"batch\":%ld,\"expires\":%" PRId64 ",\"idle_heartbeat\":%" PRId64 "}", want,
+                     expires_ns, hb_ns);
+            DIE_IF(natsConnection_PublishRequestString(nc, next_subject, reply, body), "pull");
+            pulls++;
+            active = true;
+        }
+        natsMsg *m = NULL;
+        natsStatus s = natsSubscription_NextMsg(&m, sub, (int64_t)(expires_ns / 1000000) + 10000);
+        DIE_IF(s, "next message");
+        const char *reply = natsMsg_GetReply(m);
+        if (reply != NULL && strncmp(reply, "$JS.ACK.", 8) == 0) {
+            /* 1. the record, 2. its pub-ack, 3. the ack, 4. its confirmation */
+            char msg_id[320];
+            natsMsg *dlq = NULL;
+            jsPubAck *pa = NULL;
+            jsErrCode jerr = 0;
+            snprintf(msg_id, sizeof msg_id, "raw:%s.%s:%" PRIu64, stream, consumer, ack_stream_seq(reply));
+            DIE_IF(natsMsg_Create(&dlq, dlq_subject, NULL, natsMsg_GetData(m), natsMsg_GetDataLength(m)),
+                   "dlq message");
+            DIE_IF(natsMsgHeader_Set(dlq, "Nats-Msg-Id", msg_id), "msg id");
+            s = js_PublishMsg(&pa, js, dlq, &po, &jerr);
+            if (s != NATS_OK)
+                fprintf(stderr, "rawloop: capture publish: error code %d\n", (int)jerr);
+            DIE_IF(s, "capture publish");
+            if (pa->Duplicate)
+                duplicates++;
+            jsPubAck_Destroy(pa);
+            natsMsg_Destroy(dlq);
+            natsMsg *confirm = NULL;
+            DIE_IF(natsConnection_Request(&confirm, nc, reply, "+ACK", 4, 5000), "confirmed ack");
+            natsMsg_Destroy(confirm);
+            got++;
+            if (++received == want)
+                active = false;
+        } else {
+            const char *code = NULL;
+            statuses++;
+            if (natsMsgHeader_Get(m, "Status", &code) == NATS_OK && code != NULL && strcmp(code, "100") != 0 &&
+                pull_id_of(natsMsg_GetSubject(m)) == pull_id)
+                active = false;
+        }
+        natsMsg_Destroy(m);
+    }
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    double secs = (double)(t1 - t0) / 1e9;
+    printf("RESULT mode=capture batch=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld duplicates=%ld "
+           "rss_kb=%ld\n", batch, got, secs, secs > 0 ? (double)got / secs : 0.0, pulls, statuses, duplicates,
+           peak_rss_kb());
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    natsInbox_Destroy(inbox);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return 0;
+}
+
+static int mode_dlq(const char *url, const char *stream, const char *subject)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    jsStreamConfig sc;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    const char *subjects[] = { subject };
+
+    js_DeleteStream(js, stream, NULL, NULL);   /* may not exist */
+    jsStreamConfig_Init(&sc);
+    sc.Name = stream;
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Retention = js_LimitsPolicy;
+    sc.Duplicates = (int64_t)2 * 3600 * 1000000000;   /* JET_DLQ_DUPLICATE_WINDOW_NS */
+    natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);
+    if (s != NATS_OK)
+        fprintf(stderr, "rawloop: add stream: error code %d\n", (int)jerr);
+    DIE_IF(s, "add DLQ stream");
+    jsStreamInfo_Destroy(si);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return 0;
+}
+
+static int mode_msgs(const char *url, const char *stream)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    jsStreamInfo *si = NULL;
+    DIE_IF(js_GetStreamInfo(&si, js, stream, NULL, NULL), "stream info");
+    printf("RESULT mode=msgs stream=%s msgs=%" PRIu64 "\n", stream, si->State.Msgs);
+    jsStreamInfo_Destroy(si);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return 0;
+}
+
 /* --- consumer tools ------------------------------------------------------ */
 
 static int mode_floor(const char *url, const char *stream, const char *consumer, long n, int64_t t0_wall,
@@ -555,6 +715,9 @@ static int usage(void)
 {
     fprintf(stderr, "usage: rawloop publish URL STREAM SUBJECT N SIZE\n"
                     "       rawloop fetch|raw URL STREAM CONSUMER N BATCH\n"
+                    "       rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT\n"
+                    "       rawloop dlq URL STREAM SUBJECT\n"
+                    "       rawloop msgs URL STREAM\n"
                     "       rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S\n"
                     "       rawloop del URL STREAM CONSUMER\n"
                     "       rawloop pace URL SUBJECT COUNT RATE SIZE\n"
@@ -578,6 +741,12 @@ int main(int argc, char **argv)
         rc = mode_fetch(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
     else if (strcmp(mode, "raw") == 0 && argc == 7)
         rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
+    else if (strcmp(mode, "capture") == 0 && argc == 8)
+        rc = mode_capture(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7]);
+    else if (strcmp(mode, "dlq") == 0 && argc == 5)
+        rc = mode_dlq(url, argv[3], argv[4]);
+    else if (strcmp(mode, "msgs") == 0 && argc == 4)
+        rc = mode_msgs(url, argv[3]);
     else if (strcmp(mode, "floor") == 0 && argc == 8)
         rc = mode_floor(url, argv[3], argv[4], arg_long(argv[5], "N", 1), (int64_t)strtoll(argv[6], NULL, 10),
                         arg_long(argv[7], "TIMEOUT_S", 1));

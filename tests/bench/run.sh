@@ -9,13 +9,19 @@
 #   threshold), the two plain nats.c loops of rawloop (Fetch and raw pull
 #   protocol), and nats.js consume() from ../shared/anchors when nats.js is
 #   installed, at batch 1, 10 and 100, each run on a fresh durable consumer;
+# then the failure path: jethost with every message REJECTed (capture to the
+# DLQ stream, wait for the pub-ack, confirmed ack) beside `rawloop capture`
+# doing the same by hand, at batch 10 and 100 on a stream FAIL of N_FAIL
+# messages, the DLQ stream re-created before each run;
 # then the publish-to-handler latency at a steady 1,000 msgs/s beside a core
 # request/reply round trip, and jethost's peak RSS with a 1 ms handler over
 # two run lengths.  Prints one table and writes it to
 # $JET_BUILDDIR/bench-results.txt.
 #
-# Env: N (200000), REPS (3), QUICK=1 (N=20000, REPS=1, shorter latency and
-# RSS runs), LAT_N (10000) and LAT_RATE (1000), RSS_SMALL (10000) and
+# Env: N (200000), REPS (3), QUICK=1 (N=20000, N_FAIL=2000, REPS=1, shorter
+# latency and RSS runs), N_FAIL (20000), CASES (which parts run, any of
+# "throughput failure latency rss"; default all of them, e.g. CASES=failure),
+# LAT_N (10000) and LAT_RATE (1000), RSS_SMALL (10000) and
 # RSS_LARGE (100000), NATSJS_DIR (a directory where `require('nats')` works;
 # default: the first of /tmp/natsjs, /tmp/anchors/js that has it),
 # ANCHORS_DIR (default ../shared/anchors beside the source tree), KEEP=1
@@ -27,17 +33,24 @@ set -uo pipefail
 NATS_SERVER=${NATS_SERVER:-nats-server}
 
 if [ "${QUICK:-0}" = 1 ]; then
-    N=${N:-20000}; REPS=${REPS:-1}
+    N=${N:-20000}; REPS=${REPS:-1}; N_FAIL=${N_FAIL:-2000}
     LAT_N=${LAT_N:-2000}; RSS_SMALL=${RSS_SMALL:-1000}; RSS_LARGE=${RSS_LARGE:-10000}
 fi
 N=${N:-200000}
 REPS=${REPS:-3}
+N_FAIL=${N_FAIL:-20000}
+CASES=${CASES:-throughput failure latency rss}
+CASES=${CASES//,/ }
 LAT_N=${LAT_N:-10000}
 LAT_RATE=${LAT_RATE:-1000}
 RSS_SMALL=${RSS_SMALL:-10000}
 RSS_LARGE=${RSS_LARGE:-100000}
 SIZE=128
 BATCHES="1 10 100"
+FAIL_BATCHES="10 100"
+DLQ_STREAM=JETHOST_DLQ             # jethost's managed default ...
+DLQ_SUBJECTS='jethost.dlq.>'       # ... and the subjects it would give it
+DLQ_SUBJECT=jethost.dlq.bench      # the binding's default dlq_subject
 
 RAW=$JET_BUILDDIR/tests/bench/rawloop
 JH=$JET_BUILDDIR/host/jethost
@@ -48,7 +61,11 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
 for f in "$RAW" "$JH" "$SO"; do [ -e "$f" ] || die "$f is missing (run make bench)"; done
-[ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"
+want() { [[ " $CASES " == *" $1 "* ]]; }
+for c in $CASES; do
+    case $c in throughput | failure | latency | rss) ;; *) die "CASES: unknown part '$c' (throughput failure latency rss)" ;; esac
+done
+want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
 
 # --- nats.js peer (optional) -------------------------------------------------
 ANCHORS_DIR=${ANCHORS_DIR:-$(cd "$JET_SRCDIR/.." && pwd)/shared/anchors}
@@ -114,19 +131,21 @@ jethost_conf() {
 
 # run_jethost LABEL BATCH THRESHOLD REP NMSG [option lines...]
 # Starts jethost, waits until the consumer's ack floor reaches NMSG, reads its
-# VmHWM, stops it with SIGTERM.  Records the floor rate.
+# VmHWM, stops it with SIGTERM.  Records the floor rate.  The stream is
+# $RUN_STREAM (default BENCH).
 run_jethost() {
     local label=$1 batch=$2 threshold=$3 rep=$4 n=$5
     shift 5
+    local stream=${RUN_STREAM:-BENCH}
     local c=${label}_b${batch}_r${rep}
     local d=$WORK/runs/$c
     mkdir -p "$d"
-    jethost_conf "$d/jethost.conf" BENCH "$c" "$batch" "$threshold" "$@"
+    jethost_conf "$d/jethost.conf" "$stream" "$c" "$batch" "$threshold" "$@"
     local t0
     t0=$(now_ns)
     JETHOST_LOG_LEVEL=warning "$JH" run -c "$d/jethost.conf" 2>"$d/jethost.log" &
     CHILD=$!
-    "$RAW" floor "$URL" BENCH "$c" "$n" "$t0" "$(floor_timeout "$n")" >"$d/floor.out" 2>"$d/floor.err"
+    "$RAW" floor "$URL" "$stream" "$c" "$n" "$t0" "$(floor_timeout "$n")" >"$d/floor.out" 2>"$d/floor.err"
     local frc=$?
     local rss
     rss=$(awk '/^VmHWM:/{print $2}' "/proc/$CHILD/status" 2>/dev/null)
@@ -134,7 +153,7 @@ run_jethost() {
     wait "$CHILD"
     local jrc=$?
     CHILD=""
-    "$RAW" del "$URL" BENCH "$c" >/dev/null 2>&1
+    "$RAW" del "$URL" "$stream" "$c" >/dev/null 2>&1
     if [ "$frc" -ne 0 ] || [ "$jrc" -ne 0 ]; then
         say "$c: FAILED (floor rc $frc, jethost rc $jrc); log: $d/jethost.log"
         tail -5 "$d/jethost.log" >&2
@@ -149,10 +168,11 @@ run_jethost() {
 }
 
 # run_client LABEL BATCH REP cmd...  (the command consumes N from BENCH with
-# consumer @C@ and exits)
+# consumer @C@ and exits; $RUN_STREAM and $RUN_N override BENCH and N)
 run_client() {
     local label=$1 batch=$2 rep=$3
     shift 3
+    local stream=${RUN_STREAM:-BENCH} n=${RUN_N:-$N}
     local c=${label}_b${batch}_r${rep}
     local d=$WORK/runs/$c
     mkdir -p "$d"
@@ -161,12 +181,12 @@ run_client() {
     t0=$(now_ns)
     "${args[@]}" >"$d/client.out" 2>"$d/client.err" &
     CHILD=$!
-    "$RAW" floor "$URL" BENCH "$c" "$N" "$t0" "$(floor_timeout "$N")" >"$d/floor.out" 2>"$d/floor.err"
+    "$RAW" floor "$URL" "$stream" "$c" "$n" "$t0" "$(floor_timeout "$n")" >"$d/floor.out" 2>"$d/floor.err"
     local frc=$?
     wait "$CHILD"
     local crc=$?
     CHILD=""
-    "$RAW" del "$URL" BENCH "$c" >/dev/null 2>&1
+    "$RAW" del "$URL" "$stream" "$c" >/dev/null 2>&1
     local rss
     rss=$(field rss_kb "$d/client.out")
     [ -z "$rss" ] && [ -s "$d/rss" ] && rss=$(cat "$d/rss")
@@ -192,6 +212,33 @@ run_node() {
         node "$ANCHORS_DIR/consume.js" "$URL" BENCH @C@ "$N" "$batch" ack
 }
 
+# run_failure LABEL BATCH REP: one failure-path run on stream FAIL (N_FAIL
+# messages), the DLQ stream re-created first so every run starts from the
+# same empty stream and duplicate window; afterwards the DLQ must hold exactly
+# N_FAIL records (one per message: nothing lost, nothing doubled).
+run_failure() {
+    local label=$1 batch=$2 rep=$3 rc
+    local c=${label}_b${batch}_r${rep}
+    "$RAW" dlq "$URL" "$DLQ_STREAM" "$DLQ_SUBJECTS" >/dev/null 2>"$WORK/dlq.err" ||
+        { cat "$WORK/dlq.err" >&2; say "$c: could not create the DLQ stream"; echo "$label $batch $rep FAIL - -" >>"$RESULTS"; return 1; }
+    if [ "$label" = jethost_fail ]; then
+        RUN_STREAM=FAIL run_jethost jethost_fail "$batch" 0 "$rep" "$N_FAIL" "option.verdict = reject"
+    else
+        RUN_STREAM=FAIL RUN_N=$N_FAIL run_client capture "$batch" "$rep" "$RAW" capture "$URL" FAIL @C@ "$N_FAIL" "$batch" "$DLQ_SUBJECT"
+    fi
+    rc=$?
+    [ "$rc" -eq 0 ] || return $rc
+    local records
+    records=$("$RAW" msgs "$URL" "$DLQ_STREAM" 2>/dev/null | sed -n 's/.* msgs=\([0-9]*\).*/\1/p')
+    if [ "$records" != "$N_FAIL" ]; then
+        say "$c: the DLQ stream holds ${records:-?} records, not $N_FAIL"
+        # the run does not count: its rate line goes, a FAIL line takes its place
+        sed -i "/^$label $batch $rep /d" "$RESULTS"
+        echo "$label $batch $rep FAIL - -" >>"$RESULTS"
+        return 1
+    fi
+}
+
 threshold_for() { case $1 in 10) echo 5 ;; 100) echo 50 ;; *) echo 0 ;; esac; }
 
 # One case of one batch, by name.
@@ -202,6 +249,8 @@ run_case() {
         jethost_thr) run_jethost jethost_thr "$batch" "$(threshold_for "$batch")" "$rep" "$N" ;;
         fetch) run_client fetch "$batch" "$rep" "$RAW" fetch "$URL" BENCH @C@ "$N" "$batch" ;;
         raw) run_client raw "$batch" "$rep" "$RAW" raw "$URL" BENCH @C@ "$N" "$batch" ;;
+        jethost_fail) run_failure jethost_fail "$batch" "$rep" ;;
+        capture) run_failure capture "$batch" "$rep" ;;
         nodejs)
             # consume.js runs from its own directory (never copied here)
             local here=$PWD
@@ -225,23 +274,37 @@ ENV_TXT=$WORK/env.txt
     else
         echo "nats.js:  not installed (npm install nats@2 in /tmp/natsjs, or set NATSJS_DIR): no peer column"
     fi
-    echo "workload: file stream, N=$N x $SIZE B, fresh durable per run, REPS=$REPS, server $URL"
+    if want throughput || want rss; then
+        echo "workload: file stream, N=$N x $SIZE B, fresh durable per run, REPS=$REPS, server $URL"
+    else
+        echo "workload: REPS=$REPS, server $URL"
+    fi
+    want failure && echo "failure:  stream FAIL, N_FAIL=$N_FAIL x $SIZE B, every message REJECTed; DLQ stream $DLQ_STREAM ($DLQ_SUBJECTS, file, 2 h duplicate window) re-created per run"
+    echo "cases:    $CASES"
 } >"$ENV_TXT"
 cat "$ENV_TXT" >&2
 
 # --- fill ----------------------------------------------------------------------
-say "filling stream BENCH with $N messages"
-ok=0
-for _ in 1 2 3 4 5; do
-    if "$RAW" publish "$URL" BENCH bench.x "$N" "$SIZE" >"$WORK/fill.out" 2>"$WORK/fill.err"; then ok=1; break; fi
-    sleep 0.5
-done
-[ "$ok" = 1 ] || { cat "$WORK/fill.err" >&2; die "filling the stream failed"; }
-FILL_RATE=$(field rate "$WORK/fill.out")
+# fill STREAM SUBJECT COUNT OUTFILE
+fill() {
+    say "filling stream $1 with $3 messages"
+    local ok=0
+    for _ in 1 2 3 4 5; do
+        if "$RAW" publish "$URL" "$1" "$2" "$3" "$SIZE" >"$4" 2>"$WORK/fill.err"; then ok=1; break; fi
+        sleep 0.5
+    done
+    [ "$ok" = 1 ] || { cat "$WORK/fill.err" >&2; die "filling stream $1 failed"; }
+}
+FILL_RATE=-
+if want throughput || want rss; then
+    fill BENCH bench.x "$N" "$WORK/fill.out"
+    FILL_RATE=$(field rate "$WORK/fill.out")
+fi
+want failure && fill FAIL fail.x "$N_FAIL" "$WORK/fill-fail.out"
 
 # --- throughput, alternating -----------------------------------------------------
 fails=0
-for rep in $(seq "$REPS"); do
+want throughput && for rep in $(seq "$REPS"); do
     for batch in $BATCHES; do
         cases=(jethost)
         [ "$(threshold_for "$batch")" -gt 0 ] && cases+=(jethost_thr)
@@ -255,9 +318,22 @@ for rep in $(seq "$REPS"); do
     done
 done
 
+# --- the failure path, alternating ------------------------------------------------
+want failure && for rep in $(seq "$REPS"); do
+    for batch in $FAIL_BATCHES; do
+        cases=(jethost_fail capture)
+        k=${#cases[@]}
+        for i in $(seq 0 $((k - 1))); do
+            run_case "${cases[$(((i + rep - 1) % k))]}" "$batch" "$rep" || fails=$((fails + 1))
+        done
+    done
+done
+
 # --- latency at a steady rate, beside a core round trip ---------------------------
+if want latency; then
 say "core request/reply round trip, $LAT_N at $LAT_RATE/s"
 "$RAW" rtt "$URL" "$LAT_N" "$LAT_RATE" "$SIZE" >"$WORK/rtt.out" 2>"$WORK/rtt.err" || { fails=$((fails + 1)); cat "$WORK/rtt.err" >&2; }
+fi
 
 # run_latency BATCH: jethost on a fresh stream LAT, publisher paced at LAT_RATE.
 run_latency() {
@@ -285,13 +361,13 @@ run_latency() {
     "$RAW" pctl "$d/latency.txt" >"$d/latency.out"
 }
 LAT_BATCHES="1 10"
-for batch in $LAT_BATCHES; do
+want latency && for batch in $LAT_BATCHES; do
     say "jethost latency, batch $batch, $LAT_N at $LAT_RATE/s"
     run_latency "$batch" || fails=$((fails + 1))
 done
 
 # --- peak RSS with a 1 ms handler -------------------------------------------------
-for n in "$RSS_SMALL" "$RSS_LARGE"; do
+want rss && for n in "$RSS_SMALL" "$RSS_LARGE"; do
     say "jethost peak RSS, 1 ms handler, $n messages"
     run_jethost rss"$n" 10 0 1 "$n" "option.sleep = 1ms" || fails=$((fails + 1))
 done
@@ -325,6 +401,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/
     echo "rate = messages / time between the first and the last movement of the consumer's ack floor"
     echo "       (server-side, polled every 5 ms; process start, connect and consumer creation excluded alike)"
     echo "fill:     js_PublishAsync $FILL_RATE msgs/s"
+    if want throughput; then
     echo
     printf '%-6s %-24s %-30s %-24s %-24s' batch "jethost msgs/s" "jethost+threshold" "nats.c Fetch" "raw pull protocol"
     [ -n "$NODE_MODULES" ] && printf ' %-24s' "nats.js consume()"
@@ -350,6 +427,19 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/
         [ -n "$NODE_MODULES" ] && printf ' %-16s' "$(rsscell nodejs "$b")"
         echo
     done
+    fi
+    if want failure; then
+    echo
+    echo "failure path, $N_FAIL messages each run, every one REJECTed: capture to $DLQ_STREAM, wait for the pub-ack, then"
+    echo "the ack as a request (confirmed); one message at a time.  msgs/s median [min-max], peak RSS MiB:"
+    printf '%-6s %-24s %-24s %-8s %-16s %-16s\n' batch "jethost (reject)" "nats.c capture loop" "jh/raw" "RSS jethost" "RSS raw"
+    for b in $FAIL_BATCHES; do
+        printf '%-6s %-24s %-24s %-8s %-16s %-16s\n' "$b" "$(cell jethost_fail "$b")" "$(cell capture "$b")" \
+            "$(ratio "$(med jethost_fail "$b")" "$(med capture "$b")")" "$(rsscell jethost_fail "$b")" "$(rsscell capture "$b")"
+    done
+    echo "target: jh/raw >= 0.5"
+    fi
+    if want latency; then
     echo
     echo "latency at a steady $LAT_RATE msgs/s, $LAT_N messages (p50 / p99 / max, microseconds):"
     printf '  %-52s %s\n' "core request/reply round trip (rawloop rtt)" \
@@ -358,11 +448,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/
         printf '  %-52s %s\n' "jethost publish -> handler entry, batch $b" \
             "$(awk '/RESULT/{for (i = 1; i <= NF; i++) {split($i, kv, "="); r[kv[1]] = kv[2]} printf "%s / %s / %s", r["p50_us"], r["p99_us"], r["max_us"]}' "$WORK/runs/latency_b$b/latency.out" 2>/dev/null)"
     done
+    fi
+    if want rss; then
     echo
     echo "jethost peak RSS with a 1 ms handler (batch 10):"
     for n in "$RSS_SMALL" "$RSS_LARGE"; do
         printf '  %-10s messages: %s MiB (rate %s msgs/s)\n' "$n" "$(rsscell rss"$n" 10)" "$(med rss"$n" 10)"
     done
+    fi
     echo "nats-server peak RSS over the run: $(awk -v k="${SERVER_HWM:-0}" 'BEGIN {printf "%.0f", k / 1024}') MiB"
     [ "$fails" -gt 0 ] && echo "FAILED runs: $fails (see the log above; KEEP=1 keeps every run's logs)"
 } >"$OUT"
