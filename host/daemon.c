@@ -178,6 +178,18 @@ static gpointer drain_thread(gpointer data)
     return NULL;
 }
 
+static gboolean on_drain_timeout(gpointer data)
+{
+    Daemon *d = data;
+    /* Handlers still running: their messages stay unacknowledged and the
+     * server redelivers them after AckWait.  Nothing is acked on this path. */
+    jet_log(JET_LOG_ERROR, NULL, "exit-now",
+            "drain_timeout %" G_GUINT64_FORMAT " ms passed with handlers still running; exiting, their messages "
+            "will be redelivered", d->cfg->host.drain_timeout_ms);
+    _exit(JET_EXIT_FAILURE);
+    return G_SOURCE_REMOVE;
+}
+
 static gboolean on_signal(gpointer data)
 {
     Daemon *d = data;
@@ -192,6 +204,8 @@ static gboolean on_signal(gpointer data)
         jet_log(JET_LOG_INFO, NULL, "draining",
                 "stopping: finishing the messages in handlers, releasing the rest (a second signal exits at once)");
         d->drainer = g_thread_new("jet-drain", drain_thread, d);
+        if (d->cfg->host.drain_timeout_ms > 0)
+            g_timeout_add((guint)MIN(d->cfg->host.drain_timeout_ms, G_MAXUINT), on_drain_timeout, d);
     } else {
         /* Prompt exit: whatever is unfinished stays unacknowledged and the
          * server redelivers it.  Nothing is acked on this path. */

@@ -208,6 +208,47 @@ static void test_embedded(void)
     g_assert_false(server_on_store(state));
 }
 
+/* A handler that does not finish within drain_timeout: the host exits 1 and
+ * the message is left unacknowledged, for redelivery. */
+static void test_drain_timeout(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    jet_test_publish_n(js, "orders.new", 3);
+    g_autofree char *dir = g_build_filename(jet_test_private_dir(), "drain-timeout", NULL);
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *extra = g_strdup_printf("option.dir = %s\noption.block_seq = 1\n", dir);
+    g_autofree char *text = config_for(jet_test_server_url(srv), plugin, extra);
+    g_autofree char *full = g_strconcat(text, "", NULL);
+    /* drain_timeout belongs to [host]: put it right after the server line. */
+    g_autofree char *with_timeout = NULL;
+    {
+        const char *at = strstr(full, "\n\n[binding");
+        g_assert_nonnull(at);
+        with_timeout = g_strdup_printf("%.*s\ndrain_timeout = 1s%s", (int)(at - full), full, at);
+    }
+    g_autofree char *conf = jet_test_write_file("drain-timeout.conf", with_timeout);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "drain-timeout.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    g_autofree char *inflight = g_build_filename(dir, "inflight-1", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 30000));
+    gint64 t0 = g_get_monotonic_time();
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 1);
+    gint64 ms = (g_get_monotonic_time() - t0) / 1000;
+    g_test_message("exited %" G_GINT64_FORMAT " ms after SIGTERM", ms);
+    g_assert_cmpint(ms, >=, 900);
+    g_assert_cmpint(ms, <, 10000);
+    jsConsumerInfo *ci = jet_test_consumer_info(js, "ORDERS", "billing");
+    g_assert_cmpuint(ci->AckFloor.Stream, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    jet_test_js_close(nc, js);
+}
+
 /* Two jethost processes on one consumer, two workers each: every message
  * handled exactly once, and each process takes a fair share. */
 typedef struct {
@@ -382,6 +423,7 @@ int main(int argc, char **argv)
     g_test_add_func("/run/sigterm-mid-stream", test_sigterm_mid_stream);
     g_test_add_func("/run/embedded", test_embedded);
     g_test_add_func("/run/two-hosts", test_two_hosts);
+    g_test_add_func("/run/drain-timeout", test_drain_timeout);
     g_test_add_func("/run/schedule-live", test_schedule_live);
     g_test_add_func("/run/failing-binding-exits", test_failing_binding_exits);
     int rc = g_test_run();
