@@ -283,14 +283,13 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         Binding *bd = g_ptr_array_index(d.bindings, i);
         if (!jet_dlq_stream_ensure(jet_conn_js(conn), bd->b, &err)) {
             if (bd->b->manage == JET_MANAGE_CREATE) {
-                jet_log(JET_LOG_ERROR, bd->b->name, "failed", "binding %s: dead-letter stream: %s", bd->b->name,
-                        err->message);
+                /* err names the binding and the DLQ stream already */
+                jet_log(JET_LOG_ERROR, bd->b->name, "failed", "%s", err->message);
                 rc = JET_EXIT_FAILURE;
                 goto out;
             }
             jet_log(JET_LOG_ERROR, bd->b->name, "dlq-missing",
-                    "binding %s: %s; captures will fail and keep their messages until it exists", bd->b->name,
-                    err->message);
+                    "%s; captures will fail and keep their messages until it exists", err->message);
             g_clear_error(&err);
         }
     }

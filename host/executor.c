@@ -42,7 +42,8 @@ typedef enum {
     OP_ISOLATE,       /* set the marker (and the strike) before a suspect runs alone */
     OP_FAILURE,       /* one failure (+ survived, when alone) */
     OP_POSTPONE,      /* one postpone (+ survived, when alone) */
-    OP_RELEASE,       /* the host gave it back unhandled */
+    OP_RELEASE,       /* the host gave it back unhandled, or kept it after a failed capture */
+    OP_SURVIVED,      /* a suspect's handler returned: clear the marker */
 } LedgerOp;
 
 typedef struct {
@@ -87,6 +88,9 @@ static gboolean mutate(JetLedgerRecord *rec, gpointer data)
         return TRUE;
     case OP_RELEASE:
         rec->releases++;
+        return TRUE;
+    case OP_SURVIVED:
+        jet_attribution_apply_survived(rec, m->att);
         return TRUE;
     }
     return FALSE;
@@ -185,9 +189,16 @@ static gboolean deliveries_remain(JetEngine *e, guint32 deliveries)
     return e->policy.max_deliver <= 0 || (gint64)deliveries < e->policy.max_deliver;
 }
 
+/* What became of a capture. */
+typedef enum {
+    CAPTURE_ACKED,       /* dead-lettered and acked */
+    CAPTURE_KEPT,        /* not captured; NAK'd to be tried again at a later delivery */
+    CAPTURE_NOT_ACKED,   /* stranded, uncertain, or stale: nothing more to do here */
+} CaptureResult;
+
 /* Keeps a message the host could not capture: a delayed NAK while the
  * server will deliver it again, else Stranded (logged with what to do). */
-static void keep_uncaptured(JetEngine *e, const char *reply, guint32 deliveries, guint64 seq, gboolean stale,
+static CaptureResult keep_uncaptured(JetEngine *e, const char *reply, guint32 deliveries, guint64 seq, gboolean stale,
                             const char *what, const char *why)
 {
     if (!stale && deliveries_remain(e, deliveries)) {
@@ -196,7 +207,7 @@ static void keep_uncaptured(JetEngine *e, const char *reply, guint32 deliveries,
         jet_log(JET_LOG_ERROR, e->b->name, "capture-failed",
                 "stream seq %" G_GUINT64_FORMAT " delivery %u: %s: %s; kept on the consumer, tried again in %"
                 G_GUINT64_FORMAT " ms", seq, deliveries, what, why, e->policy.rungs_ms[e->policy.n_rungs - 1]);
-        return;
+        return CAPTURE_KEPT;
     }
     STAT_ADD(e, stranded, 1);
     jet_log(JET_LOG_ERROR, e->b->name, "stranded",
@@ -205,12 +216,14 @@ static void keep_uncaptured(JetEngine *e, const char *reply, guint32 deliveries,
             "dead-letter stream %s (subject %s), then read it from stream %s at seq %" G_GUINT64_FORMAT
             " and republish it", seq, deliveries, what, why, e->policy.max_deliver, e->b->dlq_stream, e->b->dlq_subject,
             e->b->stream, seq);
+    return CAPTURE_NOT_ACKED;
 }
 
 /* Publishes the DLQ record, waits for the pub-ack, then acks with
- * confirmation.  Returns TRUE when the original was acked (so its ledger
- * record can go). */
-static gboolean capture_then_ack(JetEngine *e, natsMsg *m, const JetCaptureFacts *facts, const char *reply,
+ * confirmation.  CAPTURE_ACKED: the original was acked (its ledger record
+ * can go); CAPTURE_KEPT: NAK'd for another try (the ledger must explain
+ * that redelivery). */
+static CaptureResult capture_then_ack(JetEngine *e, natsMsg *m, const JetCaptureFacts *facts, const char *reply,
                                  gboolean stale)
 {
     g_auto(JetCaptureBuild) build = { 0 };
@@ -225,13 +238,14 @@ static gboolean capture_then_ack(JetEngine *e, natsMsg *m, const JetCaptureFacts
                     "stream seq %" G_GUINT64_FORMAT ": too-large: %s; never truncated, never acked. It stays "
                     "on the consumer: raise the dead-letter stream's limits or handle it by hand",
                     facts->stream_seq, err->message);
-            if (!stale && deliveries_remain(e, facts->deliveries))
+            if (!stale && deliveries_remain(e, facts->deliveries)) {
                 jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
-            return FALSE;
+                return CAPTURE_KEPT;
+            }
+            return CAPTURE_NOT_ACKED;
         }
-        keep_uncaptured(e, reply, facts->deliveries, facts->stream_seq, stale, "capture not built",
-                        err != NULL ? err->message : "unknown");
-        return FALSE;
+        return keep_uncaptured(e, reply, facts->deliveries, facts->stream_seq, stale, "capture not built",
+                               err != NULL ? err->message : "unknown");
     }
     if (build.headers_dropped)
         jet_log(JET_LOG_WARNING, e->b->name, "capture-headers-dropped",
@@ -258,14 +272,15 @@ static gboolean capture_then_ack(JetEngine *e, natsMsg *m, const JetCaptureFacts
         jet_log(JET_LOG_ERROR, e->b->name, "stranded",
                 "stream seq %" G_GUINT64_FORMAT ": too-large: the dead-letter stream refused it: %s; never "
                 "acked", facts->stream_seq, err != NULL ? err->message : "");
-        if (!stale && deliveries_remain(e, facts->deliveries))
+        if (!stale && deliveries_remain(e, facts->deliveries)) {
             jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
-        return FALSE;
+            return CAPTURE_KEPT;
+        }
+        return CAPTURE_NOT_ACKED;
     }
     if (out != JET_CAPTURE_CAPTURED) {
-        keep_uncaptured(e, reply, facts->deliveries, facts->stream_seq, stale, "capture failed",
-                        err != NULL ? err->message : "no pub-ack");
-        return FALSE;
+        return keep_uncaptured(e, reply, facts->deliveries, facts->stream_seq, stale, "capture failed",
+                               err != NULL ? err->message : "no pub-ack");
     }
     g_clear_error(&err);
     if (!jet_ack_confirmed(jet_conn_nats(e->conn), reply, CAPTURE_TIMEOUT_MS, &err)) {
@@ -276,7 +291,7 @@ static gboolean capture_then_ack(JetEngine *e, natsMsg *m, const JetCaptureFacts
                 "delivered again it is captured again and the duplicate is discarded by Nats-Msg-Id",
                 facts->stream_seq, e->b->dlq_stream, duplicate ? "a duplicate of an earlier capture" : "new record",
                 err != NULL ? err->message : "no reply", facts->stream_seq);
-        return FALSE;
+        return CAPTURE_NOT_ACKED;
     }
     STAT_ADD(e, dead_lettered, 1);
     jet_log(JET_LOG_WARNING, e->b->name, "dead-lettered",
@@ -284,7 +299,7 @@ static gboolean capture_then_ack(JetEngine *e, natsMsg *m, const JetCaptureFacts
             facts->stream_seq, facts->deliveries, e->b->dlq_subject, jet_cause_name(facts->cause),
             facts->reason != NULL && *facts->reason ? ": " : "", facts->reason != NULL ? facts->reason : "",
             duplicate ? " as a duplicate of an earlier capture" : "");
-    return TRUE;
+    return CAPTURE_ACKED;
 }
 
 void jet__capture_malformed(JetEngine *e, natsMsg *m)
@@ -470,8 +485,13 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         break;
     }
     case JET_ACTION_CAPTURE: {
-        if (alone)   /* the marker goes first */
-            ledger_forget(e, stream, consumer, jm.stream_seq);
+        if (alone) {
+            /* The marker goes first (a death after this earns no strike);
+             * the record itself stays until the capture is acked: a capture
+             * that fails must not lose the message's failures. */
+            Mutation clr = { .e = e, .it = it, .op = OP_SURVIVED, .att = &att, .alone = TRUE, .now_ns = now_ns };
+            ledger_write(e, stream, consumer, jm.stream_seq, &clr);
+        }
         const jet_plugin *d = jet_instance_descriptor(e->inst);
         gboolean failed_now = a.is_failure;
         JetCaptureFacts facts = {
@@ -494,8 +514,15 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
             .host = e->host_name,
             .binding = e->b->name,
         };
-        if (capture_then_ack(e, m, &facts, reply, stale) && have_rec && !alone)
+        CaptureResult cr = capture_then_ack(e, m, &facts, reply, stale);
+        if (cr == CAPTURE_ACKED && (have_rec || alone)) {
             ledger_forget(e, stream, consumer, jm.stream_seq);
+        } else if (cr == CAPTURE_KEPT) {
+            /* The host gave it back for another try: its next delivery is
+             * explained, not a crash (no suspect), and its failures stay. */
+            Mutation kept = { .e = e, .it = it, .op = OP_RELEASE, .now_ns = now_ns };
+            ledger_write(e, stream, consumer, jm.stream_seq, &kept);
+        }
         break;
     }
     }

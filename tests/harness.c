@@ -97,6 +97,7 @@ struct JetTestServer {
     int port;
     GSubprocess *proc;
     gboolean running;
+    char **extra;     /* more arguments, kept for restarts */
 };
 
 static void die_with_parent(gpointer data)
@@ -167,6 +168,8 @@ static void server_spawn(JetTestServer *s)
     g_ptr_array_add(argv, s->dir);
     g_ptr_array_add(argv, "-sd");
     g_ptr_array_add(argv, store);
+    for (char **a = s->extra; a != NULL && *a != NULL; a++)
+        g_ptr_array_add(argv, *a);
     g_ptr_array_add(argv, NULL);
 
     g_autoptr(GSubprocessLauncher) l =
@@ -200,8 +203,8 @@ static void server_spawn(JetTestServer *s)
 
 JetTestServer *jet_test_server_start_args(const char *const *extra)
 {
-    (void)extra;
     JetTestServer *s = g_new0(JetTestServer, 1);
+    s->extra = g_strdupv((char **)extra);
     GError *err = NULL;
     s->dir = g_dir_make_tmp("jethost-nats-XXXXXX", &err);
     g_assert_no_error(err);
@@ -290,6 +293,7 @@ void jet_test_server_free(JetTestServer *s)
     remove_tree(s->dir);
     g_free(s->dir);
     g_free(s->url);
+    g_strfreev(s->extra);
     g_free(s);
 }
 

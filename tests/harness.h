@@ -28,7 +28,10 @@ typedef struct JetTestServer JetTestServer;
 
 /* Starts one; a test that needs a server fails when it cannot start. */
 JetTestServer *jet_test_server_start(void);
-/* Starts one with extra command-line arguments (NULL-terminated). */
+/* Starts one with extra command-line arguments (NULL-terminated; NULL for
+ * none), appended after the fixture's own and kept for restarts: e.g.
+ * { "-c", conf } with a config file setting max_payload (nats-server has no
+ * flag for it; its flags still win over the file). */
 JetTestServer *jet_test_server_start_args(const char *const *extra);
 const char *jet_test_server_url(const JetTestServer *s);
 int jet_test_server_port(const JetTestServer *s);

@@ -14,7 +14,7 @@ static void on_take(guint worker, guint held, gpointer data)
 
 void rig_server(Rig *r)
 {
-    r->srv = jet_test_server_start();
+    r->srv = jet_test_server_start_args(r->server_args);
     r->js = jet_test_js_open(jet_test_server_url(r->srv), &r->nc);
     jet_test_stream_create(r->js, "ORDERS", "orders.>");
     static guint n;

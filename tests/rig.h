@@ -12,6 +12,7 @@
 
 typedef struct {
     JetTestServer *srv;
+    const char *const *server_args;   /* extra nats-server arguments, set before rig_server */
     natsConnection *nc;
     jsCtx *js;
     char *dir;             /* fx_gate's directory */
