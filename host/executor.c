@@ -284,6 +284,18 @@ static CaptureResult capture_then_ack(JetEngine *e, natsMsg *m, const JetCapture
     }
     g_clear_error(&err);
     if (!jet_ack_confirmed(jet_conn_nats(e->conn), reply, CAPTURE_TIMEOUT_MS, &err)) {
+        if (facts->cause == JET_CAUSE_MALFORMED) {
+            /* Without readable metadata there is no floor to check and no
+             * Msg-Id to de-duplicate a second capture: an operator must look. */
+            STAT_ADD(e, stranded, 1);
+            jet_log(JET_LOG_ERROR, e->b->name, "stranded",
+                    "a malformed delivery (reply '%s') was dead-lettered to %s, but it cannot be acked: %s. "
+                    "STRANDED: the record in %s carries its payload and reply subject; if the server "
+                    "delivers it again it is captured again",
+                    facts->reply != NULL ? facts->reply : "", e->b->dlq_stream,
+                    err != NULL ? err->message : "no reply", e->b->dlq_stream);
+            return CAPTURE_NOT_ACKED;
+        }
         STAT_ADD(e, uncertain, 1);
         jet_log(JET_LOG_ERROR, e->b->name, "uncertain",
                 "stream seq %" G_GUINT64_FORMAT ": dead-lettered to %s (%s), but the ack was not confirmed: %s. "
