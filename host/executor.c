@@ -473,27 +473,21 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         if (alone)   /* the marker goes first */
             ledger_forget(e, stream, consumer, jm.stream_seq);
         const jet_plugin *d = jet_instance_descriptor(e->inst);
-        gboolean failed_now = a.is_failure;
         JetCaptureFacts facts = {
             .stream = stream,
             .consumer = consumer,
             .subject = jm.subject,
             .stream_seq = jm.stream_seq,
             .deliveries = jm.deliveries,
-            .failures = jm.failures + (failed_now ? 1 : 0),
             .postpones = jm.postpones,
-            .cause = a.cause,
-            .reason = a.reason,
-            .has_first_failure = jm.has_first_failure || failed_now,
-            .first_failure_ns = jm.has_first_failure ? jm.first_failure_ns : now_ns,
             .has_enqueued = jm.has_enqueued,
             .enqueued_ns = jm.enqueued_ns,
-            .captured_ns = now_ns,
             .plugin_name = d->name,
             .plugin_version = d->version,
             .host = e->host_name,
             .binding = e->b->name,
         };
+        jet_capture_facts_settled(&facts, &a, jm.failures, jm.has_first_failure, jm.first_failure_ns, now_ns);
         if (capture_then_ack(e, m, &facts, reply, stale) && have_rec && !alone)
             ledger_forget(e, stream, consumer, jm.stream_seq);
         break;
