@@ -499,6 +499,8 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         g_rw_lock_reader_unlock(&e->isolation);
 
     STAT_ADD(e, messages, 1);
+    if (e->settle_hook != NULL)
+        e->settle_hook(jm.stream_seq, jm.deliveries, &a, e->settle_hook_data);
     if (jet_log_enabled(JET_LOG_DEBUG))
         jet_log(JET_LOG_DEBUG, e->b->name, "settled", "seq %" G_GUINT64_FORMAT " %s delivery %u: %s%s%s%s%s",
                 jm.stream_seq, jm.subject, jm.deliveries, jet_action_name(a.kind),
