@@ -761,6 +761,60 @@ static void test_dlq_daemon_rules(void)
     jet_mock_free(m);
 }
 
+/* --- the ABI promise ------------------------------------------------------------------- */
+
+/* A plugin built against the frozen 1.0 header (tests/abi-1.0) loads in the
+ * current host and works: it reads the message and qualifies its verdict
+ * through the 1.0 table, and every verdict settles as the daemon would. */
+static void test_abi10_works(void)
+{
+    jet_mock *m = fixture("fx_abi10", FALSE, "label=old", NULL);
+    jet_mock_set_policy(m, "rungs", "2s");
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    static const struct {
+        const char *verdict, *action, *cause, *reason;
+        guint64 delay_ms;
+    } cases[] = {
+        { NULL, "ack", "none", "", 0 },
+        { "retry", "retry", "none", "fx: retry", 2000 },
+        { "postpone:1500", "postpone", "none", "fx: postpone:1500", 1500 },
+        { "reject", "capture", "rejected", "fx: reject", 0 },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        jet_mock_msg *b = jet_mock_msg_new(m, "old.x");
+        if (cases[i].verdict != NULL)
+            jet_mock_msg_add_header(b, "Fx-Verdict", cases[i].verdict);
+        jet_mock_settlement s;
+        g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+        g_assert_true(s.handled);
+        g_assert_cmpstr(s.action_name, ==, cases[i].action);
+        g_assert_cmpstr(s.cause, ==, cases[i].cause);
+        g_assert_cmpstr(s.reason, ==, cases[i].reason);
+        g_assert_cmpuint(s.delay_ms, ==, cases[i].delay_ms);
+        if (s.action == JET_MOCK_CAPTURE) {
+            g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Plugin"), ==, "fx");
+            g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Reason"), ==, "fx: reject");
+        }
+        jet_mock_msg_free(b);
+    }
+    g_assert_cmpuint(jet_mock_call_count(m, "msg_header"), ==, G_N_ELEMENTS(cases));
+    g_assert_cmpuint(jet_mock_call_count(m, "msg_set_reason"), ==, 3);
+    g_assert_cmpuint(jet_mock_call_count(m, "msg_set_delay_ms"), ==, 1);
+    g_assert_cmpuint(jet_mock_violation_count(m), ==, 0);
+    jet_mock_free(m);
+}
+
+/* A plugin declaring a newer minor is refused by the mock too, naming both
+ * versions, as the daemon's loader does (tests/loader.c). */
+static void test_abi_newer_minor_refused(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_abi_minor");
+    char err[512] = "";
+    g_assert_null(jet_mock_new_from_path(path, err, sizeof err));
+    assert_contains(err, path);
+    assert_contains(err, "built for plugin ABI 1.9; this host speaks 1.0");
+}
+
 /* --- recording ---------------------------------------------------------------------- */
 
 static void test_calls_and_log(void)
@@ -908,6 +962,8 @@ int main(int argc, char **argv)
     g_test_add_func("/mock/before-handle", test_before_handle);
     g_test_add_func("/mock/dlq-provenance", test_dlq_provenance);
     g_test_add_func("/mock/dlq-daemon-rules", test_dlq_daemon_rules);
+    g_test_add_func("/mock/abi-1.0-works", test_abi10_works);
+    g_test_add_func("/mock/abi-newer-minor-refused", test_abi_newer_minor_refused);
     g_test_add_func("/mock/calls-and-log", test_calls_and_log);
     g_test_add_func("/mock/cli", test_cli);
     return g_test_run();
