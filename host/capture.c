@@ -168,30 +168,37 @@ static void provenance(GArray *hs, const JetCaptureFacts *f)
     add(hs, JET_HDR_BINDING, f->binding);
 }
 
-/* The original's headers under their carried names, in the original's key
- * order; every value of a repeated key. */
-static GArray *original_headers(natsMsg *original)
+GPtrArray *jet_capture_msg_headers(natsMsg *m)
 {
-    GArray *hs = headers_new();
-    if (original == NULL)
-        return hs;
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
     const char **keys = NULL;
     int count = 0;
-    if (natsMsgHeader_Keys(original, &keys, &count) != NATS_OK)
-        return hs;
+    if (m == NULL || natsMsgHeader_Keys(m, &keys, &count) != NATS_OK)
+        return out;
     for (int i = 0; i < count; i++) {
         const char **values = NULL;
         int nv = 0;
-        if (natsMsgHeader_Values(original, keys[i], &values, &nv) != NATS_OK)
+        if (natsMsgHeader_Values(m, keys[i], &values, &nv) != NATS_OK)
             continue;
-        g_autofree char *carried = jet_capture_carried_name(keys[i]);
         for (int j = 0; j < nv; j++) {
-            Header h = { g_strdup(carried), g_strdup(values[j] != NULL ? values[j] : "") };
-            g_array_append_val(hs, h);
+            g_ptr_array_add(out, g_strdup(keys[i]));
+            g_ptr_array_add(out, g_strdup(values[j] != NULL ? values[j] : ""));
         }
         free((void *)values);
     }
     free((void *)keys);
+    return out;
+}
+
+/* The original headers under their carried names, in the given order. */
+static GArray *original_headers(const GPtrArray *orig)
+{
+    GArray *hs = headers_new();
+    for (guint i = 0; orig != NULL && i + 1 < orig->len; i += 2) {
+        Header h = { jet_capture_carried_name(g_ptr_array_index(orig, i)),
+                     g_strdup(g_ptr_array_index(orig, i + 1)) };
+        g_array_append_val(hs, h);
+    }
     return hs;
 }
 
@@ -247,19 +254,13 @@ void jet_capture_build_clear(JetCaptureBuild *r)
     memset(r, 0, sizeof *r);
 }
 
-natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, natsMsg *original,
-                           const JetCaptureFacts *f, gint64 max_payload, JetCaptureBuild *result,
-                           GError **error)
+GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const JetCaptureFacts *f,
+                               gint64 max_payload, JetCaptureBuild *result, GError **error)
 {
-    g_return_val_if_fail(f != NULL, NULL);
-    g_return_val_if_fail(len >= 0 && (len == 0 || data != NULL), NULL);
+    g_return_val_if_fail(f != NULL && len >= 0, NULL);
     JetCaptureBuild local = { 0 };
     JetCaptureBuild *r = result != NULL ? result : &local;
     memset(r, 0, sizeof *r);
-    if (dlq_subject == NULL || *dlq_subject == '\0') {
-        g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_INVALID, "no DLQ subject");
-        return NULL;
-    }
 
     g_autoptr(GArray) prov = headers_new();
     if (f->stream != NULL && *f->stream && f->stream_seq > 0) {
@@ -303,21 +304,56 @@ natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, n
     }
     r->msg_id_shadowed = r->msg_id != NULL && shadowed(hs);
 
+    GPtrArray *out = g_ptr_array_new_full(2 * hs->len, g_free);
+    for (guint i = 0; i < hs->len; i++) {
+        Header *h = &g_array_index(hs, Header, i);
+        g_ptr_array_add(out, g_steal_pointer(&h->name));
+        g_ptr_array_add(out, g_steal_pointer(&h->value));
+    }
+    jet_capture_build_clear(&local);
+    return out;
+}
+
+natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, natsMsg *original,
+                           const JetCaptureFacts *f, gint64 max_payload, JetCaptureBuild *result,
+                           GError **error)
+{
+    g_return_val_if_fail(f != NULL, NULL);
+    g_return_val_if_fail(len >= 0 && (len == 0 || data != NULL), NULL);
+    if (result != NULL)
+        memset(result, 0, sizeof *result);
+    if (dlq_subject == NULL || *dlq_subject == '\0') {
+        g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_INVALID, "no DLQ subject");
+        return NULL;
+    }
+    g_autoptr(GPtrArray) orig = original != NULL ? jet_capture_msg_headers(original) : NULL;
+    g_autoptr(GPtrArray) hs = jet_capture_headers(len, orig, f, max_payload, result, error);
+    if (hs == NULL)
+        return NULL;
+
     natsMsg *m = NULL;
     natsStatus s = natsMsg_Create(&m, dlq_subject, NULL, len > 0 ? data : NULL, len);
-    for (guint i = 0; s == NATS_OK && i < hs->len; i++) {
-        Header *h = &g_array_index(hs, Header, i);
-        s = natsMsgHeader_Add(m, h->name, h->value);
-    }
+    for (guint i = 0; s == NATS_OK && i + 1 < hs->len; i += 2)
+        s = natsMsgHeader_Add(m, g_ptr_array_index(hs, i), g_ptr_array_index(hs, i + 1));
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
         g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_INVALID, "building the DLQ message: %s", why);
         natsMsg_Destroy(m);
-        jet_capture_build_clear(&local);
         return NULL;
     }
-    jet_capture_build_clear(&local);
     return m;
+}
+
+void jet_capture_facts_settled(JetCaptureFacts *f, const JetSettleAction *a, guint32 failures_before,
+                               gboolean has_first_failure, gint64 first_failure_ns, gint64 now_ns)
+{
+    g_return_if_fail(f != NULL && a != NULL);
+    f->failures = a->is_failure ? a->failure_number : failures_before;
+    f->cause = a->cause;
+    f->reason = a->reason;
+    f->has_first_failure = has_first_failure || a->is_failure;
+    f->first_failure_ns = has_first_failure ? first_failure_ns : now_ns;
+    f->captured_ns = now_ns;
 }
 
 gint64 jet_capture_max_payload(natsConnection *nc, jsCtx *js, const char *dlq_stream)

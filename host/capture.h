@@ -22,7 +22,7 @@
 
 /* --- the contract: header names ------------------------------------------- */
 
-/* The names shared with the mock host's provenance.h are its names. */
+/* The provenance names are provenance.h's (one list). */
 #define JET_HDR_ORIGIN_STREAM    JET_PROV_STREAM           /* "Jethost-Origin-Stream" */
 #define JET_HDR_ORIGIN_SUBJECT   JET_PROV_SUBJECT          /* "Jethost-Origin-Subject" */
 #define JET_HDR_ORIGIN_SEQ       JET_PROV_SEQ              /* "Jethost-Origin-Seq" */
@@ -127,6 +127,29 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(JetCaptureBuild, jet_capture_build_clear)
 natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, natsMsg *original,
                            const JetCaptureFacts *f, gint64 max_payload, JetCaptureBuild *result,
                            GError **error);
+
+/* The header list of that DLQ message, in the order jet_capture_build adds
+ * it (the wire order is nats.c's): name and value alternating, g_strdup'd
+ * (free with g_ptr_array_unref).  original: the original's headers under
+ * their own names, name and value alternating (jet_capture_msg_headers), or
+ * NULL; len: the payload's length.  The result and the errors are
+ * jet_capture_build's, which calls it.  The mock host calls it too, so the
+ * record it previews is the one the daemon writes (one implementation). */
+GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const JetCaptureFacts *f,
+                               gint64 max_payload, JetCaptureBuild *result, GError **error);
+
+/* Every header value of m, name and value alternating (g_strdup'd), in
+ * nats.c's key order, the values of a repeated name together.  Empty for
+ * NULL or a message without headers. */
+GPtrArray *jet_capture_msg_headers(natsMsg *m);
+
+/* The facts that follow from the settlement of a captured delivery, shared by
+ * the executor and the mock host: failures (this delivery's included when it
+ * was one: a->failure_number), cause and reason (borrowed from a), the first
+ * failure (failures_before's, or now_ns when this delivery is the first), and
+ * the capture time now_ns.  The other members are the caller's. */
+void jet_capture_facts_settled(JetCaptureFacts *f, const JetSettleAction *a, guint32 failures_before,
+                               gboolean has_first_failure, gint64 first_failure_ns, gint64 now_ns);
 
 /* The limit to give jet_capture_build: the server's max_payload, lowered to
  * the DLQ stream's max_msg_size when it sets one.  0 when unknown. */

@@ -640,6 +640,12 @@ void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data)
     e->take_hook_data = data;
 }
 
+void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer data)
+{
+    e->settle_hook = fn;
+    e->settle_hook_data = data;
+}
+
 void jet_engine_start(JetEngine *e)
 {
     natsConnection *nc = jet_conn_nats(e->conn);

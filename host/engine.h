@@ -21,6 +21,7 @@
 #include "floor_monitor.h"
 #include "instance.h"
 #include "ledger.h"
+#include "settle.h"
 
 typedef struct JetEngine JetEngine;
 
@@ -52,11 +53,23 @@ typedef struct {
  * (tests use it to hold a handshake with the fixture plugin). */
 typedef void (*JetEngineTakeHook)(guint worker, guint held, gpointer data);
 
+/* Called by a worker once per delivery the executor settled, after acting
+ * on it (tests compare it with the mock host's settlement: tests/parity.c):
+ * the message's stream seq, the server's delivery count, and the action
+ * settle.c decided (kind, delay, cause, failure number, reason).  A stale
+ * delivery's action is reported too, though a NAK is then not sent.  Not
+ * called for a malformed delivery (no decision) or one released unhandled
+ * at a drain.  Set it before jet_engine_start(); it runs on worker
+ * threads. */
+typedef void (*JetEngineSettleHook)(guint64 stream_seq, guint32 deliveries, const JetSettleAction *a,
+                                    gpointer data);
+
 /* binding and inst must outlive the engine.  facts: what setup learnt of
  * the consumer. */
 JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *binding, JetInstance *inst,
                           const JetConsumerFacts *facts);
 void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data);
+void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer data);
 
 /* The attempt ledger (borrowed; NULL: none, the delivery count is all the
  * engine knows) and this host's name, for the isolation marker, breaker

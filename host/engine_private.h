@@ -85,6 +85,8 @@ struct JetEngine {
 
     JetEngineTakeHook take_hook;
     gpointer take_hook_data;
+    JetEngineSettleHook settle_hook;
+    gpointer settle_hook_data;
 
     /* Settlement: the ledger (NULL: none or not configured), crash
      * isolation (a suspect takes it for writing: no other message of the

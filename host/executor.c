@@ -505,27 +505,21 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
             ledger_write(e, stream, consumer, jm.stream_seq, &clr);
         }
         const jet_plugin *d = jet_instance_descriptor(e->inst);
-        gboolean failed_now = a.is_failure;
         JetCaptureFacts facts = {
             .stream = stream,
             .consumer = consumer,
             .subject = jm.subject,
             .stream_seq = jm.stream_seq,
             .deliveries = jm.deliveries,
-            .failures = jm.failures + (failed_now ? 1 : 0),
             .postpones = jm.postpones,
-            .cause = a.cause,
-            .reason = a.reason,
-            .has_first_failure = jm.has_first_failure || failed_now,
-            .first_failure_ns = jm.has_first_failure ? jm.first_failure_ns : now_ns,
             .has_enqueued = jm.has_enqueued,
             .enqueued_ns = jm.enqueued_ns,
-            .captured_ns = now_ns,
             .plugin_name = d->name,
             .plugin_version = d->version,
             .host = e->host_name,
             .binding = e->b->name,
         };
+        jet_capture_facts_settled(&facts, &a, jm.failures, jm.has_first_failure, jm.first_failure_ns, now_ns);
         CaptureResult cr = capture_then_ack(e, m, &facts, reply, stale);
         if (cr == CAPTURE_ACKED && (have_rec || alone)) {
             ledger_forget(e, stream, consumer, jm.stream_seq);
@@ -544,6 +538,8 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         g_rw_lock_reader_unlock(&e->isolation);
 
     STAT_ADD(e, messages, 1);
+    if (e->settle_hook != NULL)
+        e->settle_hook(jm.stream_seq, jm.deliveries, &a, e->settle_hook_data);
     if (jet_log_enabled(JET_LOG_DEBUG))
         jet_log(JET_LOG_DEBUG, e->b->name, "settled", "seq %" G_GUINT64_FORMAT " %s delivery %u: %s%s%s%s%s",
                 jm.stream_seq, jm.subject, jm.deliveries, jet_action_name(a.kind),

@@ -5,11 +5,12 @@
  * What is the daemon's and used as is: the loader and its checks
  * (plugin_loader.c), option validation and init/fini (instance.c), the host
  * function table (host_api.c), the settlement decision (settle.c), the
- * dead-letter provenance (provenance.c) and the config's default policy
+ * dead-letter record (capture.c's jet_capture_headers) and the config's default policy
  * (config.c's key table).  What is the mock's: the clock, the message
  * builder, recording, and the strict rules the daemon cannot check. */
 #include <jethost/mock.h>
 
+#include "capture.h"
 #include "config.h"
 #include "duration.h"
 #include "errors.h"
@@ -17,7 +18,6 @@
 #include "instance.h"
 #include "jet_msg.h"
 #include "plugin_loader.h"
-#include "provenance.h"
 #include "settle.h"
 
 #include <stdio.h>
@@ -1037,30 +1037,47 @@ static const char *plugin_error_rule(const JetSettlePolicy *p, const JetSettleFa
     return RULE_VERDICT;   /* not reached while settle.c keeps this list */
 }
 
+/* The dead-letter record: the daemon's own jet_capture_headers() (capture.c)
+ * on the mock message's headers, with the facts the executor would give it.  The mock knows no server, so no max_payload: only
+ * the 64 KiB header-block limit applies (docs/mock.md). */
 static void fill_dlq(jet_mock *m, const jet_mock_msg *b, const JetSettleFacts *f,
                      const JetSettleAction *a, jet_mock_settlement *out)
 {
-    JetProvenance p = {
+    /* The headers in the order they were added (the daemon reads a
+     * delivery's in nats.c's key order); a header with no name cannot come
+     * from a server and is left out. */
+    g_autoptr(GPtrArray) orig = g_ptr_array_new();
+    for (guint i = 0; i + 1 < b->headers->len; i += 2) {
+        if (*(const char *)g_ptr_array_index(b->headers, i) == '\0')
+            continue;
+        g_ptr_array_add(orig, g_ptr_array_index(b->headers, i));
+        g_ptr_array_add(orig, g_ptr_array_index(b->headers, i + 1));
+    }
+    JetCaptureFacts c = {
         .stream = m->stream,
         .consumer = m->consumer,
         .subject = b->subject,
-        .binding = m->binding,
         .stream_seq = b->stream_seq,
         .deliveries = f->deliveries,
-        .failures = a->is_failure ? a->failure_number : f->failures,
         .postpones = f->postpones,
-        .cause = jet_cause_name(a->cause),
-        .reason = a->reason,
-        .has_first_failure = b->has_first_failure || a->is_failure,
-        .first_failure_ns = b->has_first_failure ? b->first_failure_ns : f->now_ns,
         .has_enqueued = b->has_enqueued,
         .enqueued_ns = b->enqueued_ns,
-        .captured_ns = f->now_ns,
         .plugin_name = m->desc->name,
         .plugin_version = m->desc->version,
-        .host_name = MOCK_HOST_NAME,
+        .host = MOCK_HOST_NAME,
+        .binding = m->binding,
     };
-    jet_provenance_headers(&p, b->headers, m->dlq_strings);
+    jet_capture_facts_settled(&c, a, f->failures, b->has_first_failure, b->first_failure_ns, f->now_ns);
+    g_autoptr(GError) err = NULL;
+    GPtrArray *hs = jet_capture_headers((int)MIN(b->len, (gsize)G_MAXINT), orig, &c, 0, NULL, &err);
+    if (hs == NULL) {
+        /* Too large even without the original headers: the daemon keeps it
+         * on the consumer, never truncated, never acked. */
+        out->outcome = "stranded";
+        return;
+    }
+    g_ptr_array_unref(m->dlq_strings);
+    m->dlq_strings = hs;
     gsize n = m->dlq_strings->len / 2;
     m->dlq_headers = g_new0(jet_mock_header, n + 1);
     for (gsize i = 0; i < n; i++) {

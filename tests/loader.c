@@ -2,6 +2,7 @@
  * fixture that breaks exactly one rule. */
 #include "harness.h"
 #include "errors.h"
+#include "host_api.h"
 #include "instance.h"
 #include "plugin_loader.h"
 
@@ -122,6 +123,31 @@ static void test_descriptor_rules(void)
     g_clear_error(&err);
 
     g_assert_false(jet_plugin_descriptor_check(NULL, &out, &err));
+}
+
+/* The host table's side of the promise: a plugin reads a member added after
+ * 1.0 only when the table's struct_size covers it (JET_HOST_HAS), so a
+ * smaller table, as an older host's would be, reads with the missing members
+ * absent.  The table this host hands out is its full size and version. */
+static void test_host_table_size(void)
+{
+    const jet_host_api *h = jet_host_api_table();
+    g_assert_cmpuint(h->struct_size, ==, sizeof(jet_host_api));
+    g_assert_cmpuint(h->abi_major, ==, JET_ABI_MAJOR);
+    g_assert_cmpuint(h->abi_minor, ==, JET_ABI_MINOR);
+    g_assert_true(JET_HOST_HAS(h, ctx_stopping));
+    g_assert_nonnull(h->ctx_stopping);
+
+    jet_host_api older = *h;
+    older.struct_size = offsetof(jet_host_api, ctx_now_ns);
+    g_assert_true(JET_HOST_HAS(&older, msg_subject));
+    g_assert_true(JET_HOST_HAS(&older, ctx_log));
+    g_assert_false(JET_HOST_HAS(&older, ctx_now_ns));
+    g_assert_false(JET_HOST_HAS(&older, ctx_stopping));
+    /* One byte short of a member is not having it. */
+    older.struct_size = offsetof(jet_host_api, ctx_stopping) + sizeof older.ctx_stopping - 1;
+    g_assert_false(JET_HOST_HAS(&older, ctx_stopping));
+    g_assert_true(JET_HOST_HAS(&older, ctx_now_ns));
 }
 
 static void test_init_failure(void)
@@ -279,6 +305,7 @@ int main(int argc, char **argv)
     g_test_add_func("/loader/abi-minor-newer", test_abi_minor_newer);
     g_test_add_func("/loader/abi-frozen-1.0", test_abi_frozen_10);
     g_test_add_func("/loader/descriptor-rules", test_descriptor_rules);
+    g_test_add_func("/loader/host-table-size", test_host_table_size);
     g_test_add_func("/loader/init-failure", test_init_failure);
     g_test_add_func("/loader/options", test_options);
     g_test_add_func("/loader/required-option", test_required_option);

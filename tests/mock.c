@@ -652,16 +652,28 @@ static void test_dlq_provenance(void)
     g_assert_cmpstr(s.outcome, ==, "dead-lettered");
     g_assert_cmpstr(s.dlq_subject, ==, "jethost.dlq.orders");
 
+    /* The daemon's record (capture.c): the original headers first, in
+     * nats.c's key order, Nats-<rest> renamed Jethost-Orig-Nats_<rest>... */
+    g_assert_cmpuint(s.n_dlq_headers, >=, 2);
+    for (gsize i = 0; i < 2; i++) {
+        const jet_mock_header *h = &s.dlq_headers[i];
+        if (strcmp(h->name, "Trace") == 0)
+            g_assert_cmpstr(h->value, ==, "abc");
+        else if (strcmp(h->name, "Jethost-Orig-Nats_Msg-Id") == 0)
+            g_assert_cmpstr(h->value, ==, "client-1");
+        else
+            g_error("unexpected original header %s: %s", h->name, h->value);
+    }
+    g_assert_cmpstr(s.dlq_headers[0].name, !=, s.dlq_headers[1].name);
+    /* ...then the Msg-Id and the provenance, in the daemon's order. */
     static const struct {
         const char *name, *value;
     } want[] = {
-        { "Jethost-Orig-Nats-Msg-Id", "client-1" },
-        { "Trace", "abc" },
+        { "Nats-Msg-Id", "jethost:ORDERS.orders-worker:1234" },
         { "Jethost-Origin-Stream", "ORDERS" },
         { "Jethost-Origin-Subject", "orders.created" },
         { "Jethost-Origin-Seq", "1234" },
         { "Jethost-Origin-Consumer", "orders-worker" },
-        { "Jethost-Binding", "orders" },
         { "Jethost-Deliveries", "5" },
         { "Jethost-Failures", "3" },          /* this delivery's failure included */
         { "Jethost-Postpones", "2" },
@@ -673,12 +685,12 @@ static void test_dlq_provenance(void)
         { "Jethost-Plugin", "fx_misuse" },
         { "Jethost-Plugin-Version", "0.1.0" },
         { "Jethost-Host", "jethost-mock" },
-        { "Nats-Msg-Id", "jethost-dlq:ORDERS:1234" },
+        { "Jethost-Binding", "orders" },
     };
-    g_assert_cmpuint(s.n_dlq_headers, ==, G_N_ELEMENTS(want));
+    g_assert_cmpuint(s.n_dlq_headers, ==, 2 + G_N_ELEMENTS(want));
     for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
-        g_assert_cmpstr(s.dlq_headers[i].name, ==, want[i].name);
-        g_assert_cmpstr(s.dlq_headers[i].value, ==, want[i].value);
+        g_assert_cmpstr(s.dlq_headers[2 + i].name, ==, want[i].name);
+        g_assert_cmpstr(s.dlq_headers[2 + i].value, ==, want[i].value);
     }
     g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Cause"), ==, "exhausted");
 
@@ -690,6 +702,117 @@ static void test_dlq_provenance(void)
     jet_mock_msg_free(ok);
     jet_mock_msg_free(b);
     jet_mock_free(m);
+}
+
+/* The record is the daemon's own (jet_capture_headers): its rules show in the
+ * mock, not a look-alike's. */
+static void test_dlq_daemon_rules(void)
+{
+    jet_mock *m = fixture("fx_misuse", FALSE, "verdict=reject", NULL);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_settlement s;
+
+    /* Unknown values are left out, never written empty or as 0: no reason,
+     * no enqueue time, no first failure (a REJECT is not a failure). */
+    jet_mock_msg *b = jet_mock_msg_new(m, "a.b");
+    jet_mock_msg_clear_enqueued(b);
+    jet_mock_msg_add_header(b, "Jethost-Cause", "from an earlier capture");
+    jet_mock_msg_add_header(b, "nats-rollup", "all");
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.cause, ==, "rejected");
+    g_assert_null(jet_mock_settlement_header(&s, "Jethost-Reason"));
+    g_assert_null(jet_mock_settlement_header(&s, "Jethost-Enqueued"));
+    g_assert_null(jet_mock_settlement_header(&s, "Jethost-First-Failure"));
+    g_assert_null(jet_mock_settlement_header(&s, "Jethost-Dropped-Headers"));
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Failures"), ==, "0");
+    /* An earlier capture's provenance cannot pass for this one's, and no
+     * server-read name survives, even in another case. */
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Cause"), ==, "rejected");
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Orig-Jethost-Cause"), ==, "from an earlier capture");
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Orig-nats_rollup"), ==, "all");
+    g_assert_null(jet_mock_settlement_header(&s, "nats-rollup"));
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Nats-Msg-Id"), ==, "jethost:MOCK.mock:1");
+    jet_mock_msg_free(b);
+
+    /* A reason mentioning Nats-Msg-Id is defused (2.9.10 would read it). */
+    b = jet_mock_msg_new(m, "a.b");
+    jet_mock_msg_add_header(b, "reason", "dup Nats-Msg-Id: x");
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Reason"), ==, "dup Nats_Msg-Id: x");
+    g_assert_cmpstr(s.reason, ==, "dup Nats-Msg-Id: x");   /* the settlement keeps the plugin's words */
+    jet_mock_msg_free(b);
+
+    /* Original headers past the 64 KiB header block are left out and named. */
+    b = jet_mock_msg_new(m, "a.b");
+    g_autofree char *big = g_strnfill(70 * 1024, 'x');
+    jet_mock_msg_add_header(b, "X-Big", big);
+    jet_mock_msg_add_header(b, "Nats-Msg-Id", "app-9");
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "dead-lettered");
+    g_assert_null(jet_mock_settlement_header(&s, "X-Big"));
+    g_assert_null(jet_mock_settlement_header(&s, "Jethost-Orig-Nats_Msg-Id"));
+    const char *dropped = jet_mock_settlement_header(&s, "Jethost-Dropped-Headers");
+    g_assert_nonnull(dropped);
+    g_auto(GStrv) names = g_strsplit(dropped, ",", -1);
+    g_assert_cmpuint(g_strv_length(names), ==, 2);
+    g_assert_true(g_strv_contains((const char *const *)names, "X-Big"));
+    g_assert_true(g_strv_contains((const char *const *)names, "Jethost-Orig-Nats_Msg-Id"));
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+}
+
+/* --- the ABI promise ------------------------------------------------------------------- */
+
+/* A plugin built against the frozen 1.0 header (tests/abi-1.0) loads in the
+ * current host and works: it reads the message and qualifies its verdict
+ * through the 1.0 table, and every verdict settles as the daemon would. */
+static void test_abi10_works(void)
+{
+    jet_mock *m = fixture("fx_abi10", FALSE, "label=old", NULL);
+    jet_mock_set_policy(m, "rungs", "2s");
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    static const struct {
+        const char *verdict, *action, *cause, *reason;
+        guint64 delay_ms;
+    } cases[] = {
+        { NULL, "ack", "none", "", 0 },
+        { "retry", "retry", "none", "fx: retry", 2000 },
+        { "postpone:1500", "postpone", "none", "fx: postpone:1500", 1500 },
+        { "reject", "capture", "rejected", "fx: reject", 0 },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        jet_mock_msg *b = jet_mock_msg_new(m, "old.x");
+        if (cases[i].verdict != NULL)
+            jet_mock_msg_add_header(b, "Fx-Verdict", cases[i].verdict);
+        jet_mock_settlement s;
+        g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+        g_assert_true(s.handled);
+        g_assert_cmpstr(s.action_name, ==, cases[i].action);
+        g_assert_cmpstr(s.cause, ==, cases[i].cause);
+        g_assert_cmpstr(s.reason, ==, cases[i].reason);
+        g_assert_cmpuint(s.delay_ms, ==, cases[i].delay_ms);
+        if (s.action == JET_MOCK_CAPTURE) {
+            g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Plugin"), ==, "fx");
+            g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Reason"), ==, "fx: reject");
+        }
+        jet_mock_msg_free(b);
+    }
+    g_assert_cmpuint(jet_mock_call_count(m, "msg_header"), ==, G_N_ELEMENTS(cases));
+    g_assert_cmpuint(jet_mock_call_count(m, "msg_set_reason"), ==, 3);
+    g_assert_cmpuint(jet_mock_call_count(m, "msg_set_delay_ms"), ==, 1);
+    g_assert_cmpuint(jet_mock_violation_count(m), ==, 0);
+    jet_mock_free(m);
+}
+
+/* A plugin declaring a newer minor is refused by the mock too, naming both
+ * versions, as the daemon's loader does (tests/loader.c). */
+static void test_abi_newer_minor_refused(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_abi_minor");
+    char err[512] = "";
+    g_assert_null(jet_mock_new_from_path(path, err, sizeof err));
+    assert_contains(err, path);
+    assert_contains(err, "built for plugin ABI 1.9; this host speaks 1.0");
 }
 
 /* --- recording ---------------------------------------------------------------------- */
@@ -838,6 +961,9 @@ int main(int argc, char **argv)
     g_test_add_func("/mock/strict/aborts", test_strict_aborts);
     g_test_add_func("/mock/before-handle", test_before_handle);
     g_test_add_func("/mock/dlq-provenance", test_dlq_provenance);
+    g_test_add_func("/mock/dlq-daemon-rules", test_dlq_daemon_rules);
+    g_test_add_func("/mock/abi-1.0-works", test_abi10_works);
+    g_test_add_func("/mock/abi-newer-minor-refused", test_abi_newer_minor_refused);
     g_test_add_func("/mock/calls-and-log", test_calls_and_log);
     g_test_add_func("/mock/cli", test_cli);
     return g_test_run();

@@ -26,11 +26,16 @@ void rig_server(Rig *r)
 /* Starts the engine on consumer "c" with extra binding keys. */
 void rig_engine(Rig *r, const char *extra)
 {
-    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *keys = g_strdup_printf("option.dir = %s\n%s", r->dir, extra);
+    rig_engine_plugin(r, "fx_gate", keys);
+}
+
+void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
+{
+    g_autofree char *plugin = jet_test_plugin_copy(plugin_name);
     g_autofree char *text = g_strdup_printf(
-        "[host]\nserver = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\nconsumer = c\n"
-        "option.dir = %s\n%s",
-        jet_test_server_url(r->srv), plugin, r->dir, extra);
+        "[host]\nserver = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\nconsumer = c\n%s",
+        jet_test_server_url(r->srv), plugin, extra);
     g_autofree char *conf = jet_test_write_file("engine.conf", text);
     g_autoptr(GError) err = NULL;
     r->cfg = jet_config_load(conf, NULL, &err);
@@ -60,6 +65,8 @@ void rig_engine(Rig *r, const char *extra)
     r->bound = b->batch + b->threshold;
     r->eng = jet_engine_new(r->conn, b, r->inst, &r->facts);
     jet_engine_set_take_hook(r->eng, on_take, r);
+    if (r->settle_hook != NULL)
+        jet_engine_set_settle_hook(r->eng, r->settle_hook, r->settle_data);
     jet_engine_set_ledger(r->eng, r->ledger, "rig");
     jet_engine_start(r->eng);
 }

@@ -24,6 +24,8 @@ typedef struct {
     jsCtx *ledger_js;
     JetLedger *ledger;     /* when the binding's ledger is on */
     guint bound;           /* batch + threshold */
+    JetEngineSettleHook settle_hook;   /* set before rig_engine*(): installed on the engine */
+    gpointer settle_data;
     gint over_bound;       /* atomic: takes that found more held */
 } Rig;
 
@@ -31,6 +33,9 @@ typedef struct {
 void rig_server(Rig *r);
 /* Starts the engine with extra binding keys ("key = value\n" lines). */
 void rig_engine(Rig *r, const char *extra);
+/* The same with another built plugin (a name for jet_test_plugin_copy), whose
+ * options go in extra. */
+void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra);
 void rig_stop(Rig *r);
 void rig_free(Rig *r);
 /* fx_gate's handled.log: stream seqs in order, and their delivery counts. */

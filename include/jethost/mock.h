@@ -213,7 +213,8 @@ typedef struct jet_mock_settlement {
     uint64_t delay_ms;            /* RETRY and POSTPONE: the NAK delay */
     const char *cause;            /* CAPTURE: "rejected", "poison", "breaker", "budget",
                                      "exhausted"; otherwise "none" */
-    const char *outcome;          /* "acked", "retried", "postponed", "dead-lettered" */
+    const char *outcome;          /* "acked", "retried", "postponed", "dead-lettered";
+                                     "stranded": a capture too large to build (no record) */
     int is_failure;               /* this delivery is a failed attempt */
     uint32_t failure_number;      /* k, when is_failure */
     int plugin_error;             /* the daemon counts the plugin's answer as an error */
@@ -227,10 +228,15 @@ typedef struct jet_mock_settlement {
     const char *violation;        /* the rule of the first violation during this
                                      delivery, or NULL */
     /* CAPTURE: the dead-letter record that would be published. */
-    const char *dlq_subject;      /* NULL unless CAPTURE */
+    const char *dlq_subject;      /* NULL unless CAPTURE (and not stranded) */
     size_t n_dlq_headers;
-    const jet_mock_header *dlq_headers;  /* original headers (Nats-* and Jethost-* renamed
-                                            under Jethost-Orig-), then the provenance */
+    const jet_mock_header *dlq_headers;  /* the daemon's record, built by its own code:
+                                            original headers (Nats-<rest> renamed
+                                            Jethost-Orig-Nats_<rest>, Jethost-<rest>
+                                            Jethost-Orig-Jethost-<rest>), then Nats-Msg-Id
+                                            jethost:<stream>.<consumer>:<seq> and the
+                                            provenance; unknown values left out
+                                            (docs/dead-letters.md) */
 } jet_mock_settlement;
 
 /* Delivers b to the plugin's handle() (unless the host would capture it

@@ -100,7 +100,7 @@ static void test_rejects_configured_subject(void)
         CHECK(v != NULL && strcmp(v, "orders.bad") == 0);
         /* The original Nats-* header travels renamed, never as itself. */
         CHECK(jet_mock_settlement_header(&s, "Nats-Expected-Stream") == NULL);
-        v = jet_mock_settlement_header(&s, "Jethost-Orig-Nats-Expected-Stream");
+        v = jet_mock_settlement_header(&s, "Jethost-Orig-Nats_Expected-Stream");
         CHECK(v != NULL && strcmp(v, "ORDERS") == 0);
         jet_mock_msg_free(good);
         jet_mock_msg_free(bad);
