@@ -143,6 +143,10 @@ static gboolean server_answers(const char *url)
     natsOptions_SetAllowReconnect(o, false);
     natsStatus s = natsConnection_Connect(&nc, o);
     natsOptions_Destroy(o);
+    /* A server that requires credentials answers by refusing ours: it is up. */
+    if (s == NATS_CONNECTION_AUTH_FAILED ||
+        (s != NATS_OK && g_strrstr(nats_GetLastError(NULL) != NULL ? nats_GetLastError(NULL) : "", "uthorization")))
+        return TRUE;
     if (s != NATS_OK)
         return FALSE;
     /* JetStream answers too: $JS.API.INFO. */

@@ -6,6 +6,7 @@
 
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <string.h>
 
 typedef struct {
@@ -249,6 +250,68 @@ static void test_drain_timeout(void)
     jet_test_js_close(nc, js);
 }
 
+/* Credentials: user and password from a private file, a token from one; a
+ * secret file others can read is refused; no secret ever reaches the log. */
+static void run_with_auth(const char *const *server_args, const char *host_keys, const char *secret,
+                          int expect_rc)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start_args(server_args);
+    g_autofree char *plain = g_strdup(jet_test_server_url(srv));
+    g_autofree char *dir = g_build_filename(jet_test_private_dir(), "auth", NULL);
+    g_mkdir(dir, 0700);
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "state", NULL);
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\nstate_dir = %s\n%s\n[binding orders]\nplugin = %s\nstream = ORDERS\n"
+        "consumer = billing\nsubjects = orders.>\noption.dir = %s\n",
+        plain, state, host_keys, plugin, dir);
+    g_autofree char *conf = jet_test_write_file("auth.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "auth.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    if (expect_rc == 0) {
+        /* It connected and bound: the stream exists, created by the binding. */
+        gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+        gboolean bound = FALSE;
+        while (!bound && g_get_monotonic_time() < deadline) {
+            g_autofree char *log = NULL;
+            bound = g_file_get_contents(errlog, &log, NULL, NULL) && strstr(log, "event=subscribed") != NULL;
+            if (!bound)
+                g_usleep(20000);
+        }
+        g_assert_true(bound);
+        g_subprocess_send_signal(host, SIGTERM);
+    }
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, expect_rc);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_null(strstr(log, secret));
+    g_unlink(errlog);
+}
+
+static void test_credentials(void)
+{
+    g_autofree char *pw = jet_test_write_file("pw.secret", "s3cret-pw\n");
+    g_assert_cmpint(chmod(pw, 0600), ==, 0);
+    g_autofree char *tok = jet_test_write_file("tok.secret", "t0ken-abc\n");
+    g_assert_cmpint(chmod(tok, 0600), ==, 0);
+    const char *user_args[] = { "--user", "svc", "--pass", "s3cret-pw", NULL };
+    const char *token_args[] = { "--auth", "t0ken-abc", NULL };
+
+    g_autofree char *user_keys = g_strdup_printf("user = svc\npassword_file = %s\n", pw);
+    run_with_auth(user_args, user_keys, "s3cret-pw", 0);
+    g_autofree char *token_keys = g_strdup_printf("token_file = %s\n", tok);
+    run_with_auth(token_args, token_keys, "t0ken-abc", 0);
+    /* Wrong password: the first connect gives up (exit 1), the password is not logged. */
+    g_autofree char *wrong = jet_test_write_file("wrong.secret", "not-it\n");
+    g_assert_cmpint(chmod(wrong, 0600), ==, 0);
+    g_autofree char *wrong_keys = g_strdup_printf("user = svc\npassword_file = %s\n", wrong);
+    run_with_auth(user_args, wrong_keys, "not-it", 1);
+    /* A password file the group can read is refused before anything runs. */
+    g_assert_cmpint(chmod(pw, 0640), ==, 0);
+    run_with_auth(user_args, user_keys, "s3cret-pw", 3);
+}
+
 /* Two jethost processes on one consumer, two workers each: every message
  * handled exactly once, and each process takes a fair share. */
 typedef struct {
@@ -424,6 +487,7 @@ int main(int argc, char **argv)
     g_test_add_func("/run/embedded", test_embedded);
     g_test_add_func("/run/two-hosts", test_two_hosts);
     g_test_add_func("/run/drain-timeout", test_drain_timeout);
+    g_test_add_func("/run/credentials", test_credentials);
     g_test_add_func("/run/schedule-live", test_schedule_live);
     g_test_add_func("/run/failing-binding-exits", test_failing_binding_exits);
     int rc = g_test_run();
