@@ -36,7 +36,7 @@ static void die_with_parent(gpointer data)
     prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
-static char *ports_url(const char *dir, const char *pid)
+char *jet_nats_ports_url(const char *dir, const char *pid)
 {
     g_autofree char *file = g_strdup_printf("%s/nats-server_%s.ports", dir, pid);
     g_autofree char *text = NULL;
@@ -136,7 +136,7 @@ static gboolean spawn(JetEmbedded *e, GError **error)
         if (g_subprocess_get_identifier(e->proc) == NULL)
             break;
         if (e->url == NULL)
-            e->url = ports_url(e->dir, pid);
+            e->url = jet_nats_ports_url(e->dir, pid);
         if (e->url != NULL && answers(e->url)) {
             if (e->port <= 0) {
                 const char *colon = strrchr(e->url, ':');

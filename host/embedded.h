@@ -22,4 +22,9 @@ void jet_embedded_stop(JetEmbedded *e);
  * file), for `jethost pub`.  Caller frees; NULL with an error when none. */
 char *jet_embedded_read_url(const char *state_dir, GError **error);
 
+/* The client URL a nats-server started with `--ports_file_dir dir` wrote
+ * to its ports file (`nats-server_<pid>.ports`), or NULL while it has not
+ * (yet) written a complete one.  Caller frees. */
+char *jet_nats_ports_url(const char *dir, const char *pid);
+
 #endif

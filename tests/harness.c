@@ -1,10 +1,10 @@
 #define _GNU_SOURCE
 #include "harness.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <gio/gio.h>
 #include <glib/gstdio.h>
-#include <json-glib/json-glib.h>
 #include <nats/nats.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -114,23 +114,8 @@ static const char *server_binary(void)
 
 static char *read_ports_url(const char *dir, GPid pid)
 {
-    g_autofree char *file = g_strdup_printf("%s/nats-server_%d.ports", dir, (int)pid);
-    g_autofree char *text = NULL;
-    if (!g_file_get_contents(file, &text, NULL, NULL))
-        return NULL;
-    g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_data(p, text, -1, NULL))
-        return NULL;   /* written but not complete yet */
-    JsonNode *root = json_parser_get_root(p);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
-        return NULL;
-    JsonObject *o = json_node_get_object(root);
-    if (!json_object_has_member(o, "nats"))
-        return NULL;
-    JsonArray *a = json_object_get_array_member(o, "nats");
-    if (a == NULL || json_array_get_length(a) == 0)
-        return NULL;
-    return g_strdup(json_array_get_string_element(a, 0));
+    g_autofree char *id = g_strdup_printf("%d", (int)pid);
+    return jet_nats_ports_url(dir, id);
 }
 
 static gboolean server_answers(const char *url)
