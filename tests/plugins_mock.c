@@ -371,6 +371,15 @@ static void test_exec_garbage_delay_retries(void)
             assert_contains(s.reason, "'soon please'");
         jet_mock_free(m);
     }
+    /* A long line of UTF-8 text is quoted cut on a character boundary. */
+    jet_mock *m;
+    jet_mock_settlement s;
+    exec_sh("printf 'x'; for i in 1 2 3 4 5 6 7 8; do printf '\303\251\303\251\303\251\303\251\303\251'; done;"
+            " echo; exit 76", "10s", &s, &m);
+    g_assert_cmpint(s.action, ==, JET_MOCK_RETRY);
+    assert_contains(s.reason, "with a bad delay on stdout: 'x\xc3\xa9");
+    g_assert_true(g_utf8_validate(s.reason, -1, NULL));
+    jet_mock_free(m);
 }
 
 static void test_exec_other_exit_rejects(void)
