@@ -712,9 +712,16 @@ static int exec_handle(void *state, jet_msg *m)
                 host->msg_set_reason(m, err_line);
         } else {
             verdict = JET_RETRY;
+            /* Quote at most 64 bytes of it, cut on a UTF-8 boundary. */
+            size_t q = strlen(out_line);
+            if (q > 64) {
+                q = 64;
+                while (q > 0 && ((unsigned char)out_line[q] & 0xC0) == 0x80)
+                    q--;
+            }
             snprintf(reason, sizeof reason,
-                     "exit 76 (postpone) with a bad delay on stdout: '%.64s' (write like 30s, 250ms or 1500)",
-                     out_line);
+                     "exit 76 (postpone) with a bad delay on stdout: '%.*s' (write like 30s, 250ms or 1500)",
+                     (int)q, out_line);
             host->msg_set_reason(m, reason);
         }
     } else {
