@@ -200,13 +200,14 @@ typedef struct {
     Rig *a, *b;
 } Pair;
 
+/* Both hosts have tried: one lost a claim, or (wrongly) both made one. */
 static gboolean both_tried(gpointer data)
 {
     Pair *p = data;
     JetFloorStats fa, fb;
     floor_stats(p->a, &fa);
     floor_stats(p->b, &fb);
-    return fa.claims + fb.claims >= 1 && fa.claims_lost + fb.claims_lost >= 1;
+    return (fa.claims + fb.claims >= 1 && fa.claims_lost + fb.claims_lost >= 1) || fa.claims + fb.claims >= 2;
 }
 
 /* Two engines (two connections, two floor monitors) on one consumer, the
@@ -241,9 +242,10 @@ static void test_two_hosts_one_claim(void)
     /* Each claim is a window of its own: the count of claims is the count
      * of keys, and window 0 of floor 5 was claimed once, by one host. */
     g_autoptr(GHashTable) ck = claim_keys(a.js);
-    g_assert_cmpuint(fa.claims + fb.claims, ==, g_hash_table_size(ck));
-    g_assert_nonnull(g_hash_table_lookup(ck, "5.0"));
     g_assert_cmpuint(fa.claims + fb.claims, ==, 1);
+    g_assert_cmpuint(fa.claims_lost + fb.claims_lost, >=, 1);
+    g_assert_cmpuint(g_hash_table_size(ck), ==, 1);
+    g_assert_nonnull(g_hash_table_lookup(ck, "5.0"));
     g_assert_cmpuint(fa.would_quarantine + fb.would_quarantine, ==, 1);
 
     jet_engine_free(b.eng);

@@ -296,7 +296,7 @@ static void test_postpones_are_not_failures(void)
                    "option.postpone_delay = 100ms\n");
     jet_test_publish_n(r.js, "orders.new", 1);
     FloorWait fw = { &r, 1 };
-    g_assert_true(jet_test_wait_until(floor_reached, &fw, 15000));
+    gboolean done = jet_test_wait_until(floor_reached, &fw, 10000);
     g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
 
     /* What the engine told the server, in order (lease extensions aside). */
@@ -310,10 +310,11 @@ static void test_postpones_are_not_failures(void)
     g_mutex_unlock(&spy.lock);
     for (guint i = 0; i < naks->len; i++)
         g_test_message("settlement %u: %s", i + 1, (const char *)g_ptr_array_index(naks, i));
-    g_assert_cmpuint(naks->len, ==, 6);
+    g_assert_cmpuint(naks->len, >=, 6);
     for (guint i = 0; i < 5; i++)
         g_assert_cmpstr(g_ptr_array_index(naks, i), ==, "-NAK {\"delay\": 100000000}");
     g_assert_cmpstr(g_ptr_array_index(naks, 5), ==, "-NAK {\"delay\": 200000000}");   /* rung 1 */
+    g_assert_true(done);
 
     g_autoptr(GArray) h = handled_full(r.dir, 0, NULL);
     g_assert_cmpuint(h->len, ==, 7);
@@ -418,6 +419,9 @@ static void test_poison_abort(void)
         if (g_subprocess_get_identifier(host) != NULL) {
             g_subprocess_send_signal(host, SIGTERM);
             g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+            g_autofree char *log = NULL;
+            g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+            suspects += jet_test_count_lines(log, "event=suspect");
             break;
         }
         g_assert_cmpint(jet_test_jethost_wait(host, 1000), ==, 128 + SIGABRT);
@@ -578,6 +582,58 @@ static void test_killed_between_suspects(void)
     rig_free(&r);
 }
 
+/* Suspects redelivered to a host whose other workers are busy: each is
+ * handled alone as soon as the handlers in flight finish, because new
+ * messages are held back meanwhile (docs/retries.md) -- not whenever the
+ * busy workers happen to be between messages all at once. */
+static void test_suspect_not_starved(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 1500;
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *err1 = NULL;
+    g_autoptr(GSubprocess) h1 = spawn_host(&r, "starve-1", "batch = 10\noption.block_seq = 5\n", &err1);
+    g_autofree char *inflight = g_build_filename(r.dir, "inflight-5", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 30000));
+    g_subprocess_force_exit(h1);
+    g_assert_cmpint(jet_test_jethost_wait(h1, 10000), ==, 128 + SIGKILL);
+    g_autofree char *go = g_build_filename(r.dir, "go-5", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    g_autoptr(GArray) before = handled_full(r.dir, 0, NULL);
+
+    g_autofree char *err2 = NULL;
+    g_autoptr(GSubprocess) h2 = spawn_host(&r, "starve-2", "workers = 6\nbatch = 10\noption.sleep = 20ms\n", &err2);
+    FloorWait fw = { &r, n };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 90000));
+    g_subprocess_send_signal(h2, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(h2, 20000), ==, 0);
+
+    /* Where, among the second host's handler calls, the suspects ran. */
+    g_autoptr(GArray) h = handled_full(r.dir, 0, NULL);
+    guint total = h->len - before->len, n_suspects = 0, last = 0;
+    for (guint i = before->len; i < h->len; i++) {
+        Handled *x = &g_array_index(h, Handled, i);
+        if (x->deliveries >= 2) {
+            n_suspects++;
+            last = i - before->len + 1;
+        }
+    }
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(err2, &log, NULL, NULL));
+    g_test_message("%u suspects (%u logged), the last handled as call %u of %u", n_suspects,
+                   jet_test_count_lines(log, "event=suspect"), last, total);
+    g_assert_cmpuint(n_suspects, >=, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=suspect"), ==, n_suspects);
+    /* They come back after AckWait (2 s), some 600 calls into the
+     * backlog, and run within a few handler times of that (the calls in
+     * flight finish first); starved, they run whenever all the busy
+     * workers happen to be between messages at once: later, often near
+     * the end. */
+    g_assert_cmpuint(last, <, total / 2);
+    rig_free(&r);
+}
+
 static gboolean ledger_was_used(gpointer data)
 {
     Rig *r = data;
@@ -629,6 +685,7 @@ int main(int argc, char **argv)
     g_test_add_func("/crash/two-hosts-one-record", test_two_hosts_one_record);
     g_test_add_func("/crash/poison-abort", test_poison_abort);
     g_test_add_func("/crash/killed-between-suspects", test_killed_between_suspects);
+    g_test_add_func("/crash/suspect-not-starved", test_suspect_not_starved);
     g_test_add_func("/crash/ledger-deleted", test_ledger_deleted);
     int rc = g_test_run();
     nats_Close();
