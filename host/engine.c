@@ -592,7 +592,7 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     g_mutex_init(&e->stats_lock);
     g_mutex_init(&e->lease_lock);
     g_mutex_init(&e->recover_lock);
-    g_rw_lock_init(&e->isolation);
+    jet_isolation_init(&e->isolation);
     e->host_name = g_strdup(g_get_host_name());
     if (b->floor_age_ms > 0) {
         JetFloorPolicy fp = { .floor_age_ns = (gint64)b->floor_age_ms * 1000000 };
@@ -722,7 +722,7 @@ void jet_engine_free(JetEngine *e)
     g_mutex_clear(&e->stats_lock);
     g_mutex_clear(&e->lease_lock);
     g_mutex_clear(&e->recover_lock);
-    g_rw_lock_clear(&e->isolation);
+    jet_isolation_clear(&e->isolation);
     jet_floor_monitor_free(e->floor);
     g_free(e->host_name);
     g_cond_clear(&e->lease_cond);

@@ -36,6 +36,63 @@ typedef struct {
     guint64 stream_seq;        /* parsed at arrival (0 when the subject does not parse) */
 } Item;
 
+/* Crash isolation: a suspect is handled alone.  Ordinary deliveries share
+ * it, a suspect takes it alone; a suspect that is waiting holds new
+ * deliveries back, so it runs as soon as the handlers in flight finish.
+ * (GRWLock gives no such promise: on glibc it prefers readers, and a few
+ * busy workers whose handlers overlap can starve a suspect for as long as
+ * the backlog lasts.) */
+typedef struct {
+    GMutex lock;
+    GCond cond;
+    guint shared;              /* ordinary deliveries in a handler */
+    guint waiting;             /* suspects waiting to run alone */
+    gboolean alone;            /* a suspect is running alone */
+} JetIsolation;
+
+static inline void jet_isolation_init(JetIsolation *iso)
+{
+    g_mutex_init(&iso->lock);
+    g_cond_init(&iso->cond);
+    iso->shared = iso->waiting = 0;
+    iso->alone = FALSE;
+}
+
+static inline void jet_isolation_clear(JetIsolation *iso)
+{
+    g_cond_clear(&iso->cond);
+    g_mutex_clear(&iso->lock);
+}
+
+static inline void jet_isolation_enter(JetIsolation *iso, gboolean alone)
+{
+    g_mutex_lock(&iso->lock);
+    if (alone) {
+        iso->waiting++;
+        while (iso->alone || iso->shared > 0)
+            g_cond_wait(&iso->cond, &iso->lock);
+        iso->waiting--;
+        iso->alone = TRUE;
+    } else {
+        while (iso->alone || iso->waiting > 0)
+            g_cond_wait(&iso->cond, &iso->lock);
+        iso->shared++;
+    }
+    g_mutex_unlock(&iso->lock);
+}
+
+static inline void jet_isolation_leave(JetIsolation *iso, gboolean alone)
+{
+    g_mutex_lock(&iso->lock);
+    if (alone)
+        iso->alone = FALSE;
+    else
+        iso->shared--;
+    if (!iso->alone && iso->shared == 0)
+        g_cond_broadcast(&iso->cond);
+    g_mutex_unlock(&iso->lock);
+}
+
 typedef struct {
     guint id;
     guint batch;
@@ -89,11 +146,11 @@ struct JetEngine {
     gpointer settle_hook_data;
 
     /* Settlement: the ledger (NULL: none or not configured), crash
-     * isolation (a suspect takes it for writing: no other message of the
+     * isolation (a suspect takes it alone: no other message of the
      * binding is in a handler meanwhile), the floor monitor and breaker. */
     JetLedger *ledger;
     gint ledger_down;          /* atomic: the last ledger call found it unreachable */
-    GRWLock isolation;
+    JetIsolation isolation;
     JetFloorMonitor *floor;
     JetBreakerPolicy breaker;
     char *host_name;

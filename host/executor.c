@@ -408,10 +408,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
                              breaker_considers(e, &jm, &rec);
 
     /* 4. The plugin, alone when a suspect. */
-    if (alone)
-        g_rw_lock_writer_lock(&e->isolation);
-    else
-        g_rw_lock_reader_lock(&e->isolation);
+    jet_isolation_enter(&e->isolation, alone);
 
     JetSettleFacts f = {
         .deliveries = jm.deliveries,
@@ -532,10 +529,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         break;
     }
     }
-    if (alone)
-        g_rw_lock_writer_unlock(&e->isolation);
-    else
-        g_rw_lock_reader_unlock(&e->isolation);
+    jet_isolation_leave(&e->isolation, alone);
 
     STAT_ADD(e, messages, 1);
     if (e->settle_hook != NULL)

@@ -3,6 +3,7 @@
 #include "embedded.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <nats/nats.h>
@@ -416,4 +417,44 @@ static gboolean file_exists(gpointer data)
 gboolean jet_test_wait_file(const char *path, guint timeout_ms)
 {
     return jet_test_wait_until(file_exists, (gpointer)path, timeout_ms);
+}
+
+/* --- stderr capture --- */
+
+static int saved_stderr = -1;
+static char *stderr_path;
+
+void jet_test_stderr_begin(const char *name)
+{
+    g_assert_cmpint(saved_stderr, ==, -1);
+    fflush(stderr);
+    g_free(stderr_path);
+    stderr_path = g_build_filename(jet_test_private_dir(), name, NULL);
+    int fd = open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    g_assert_cmpint(fd, >=, 0);
+    saved_stderr = dup(2);
+    g_assert_cmpint(saved_stderr, >=, 0);
+    g_assert_cmpint(dup2(fd, 2), ==, 2);
+    close(fd);
+}
+
+char *jet_test_stderr_end(void)
+{
+    g_assert_cmpint(saved_stderr, >=, 0);
+    fflush(stderr);
+    g_assert_cmpint(dup2(saved_stderr, 2), ==, 2);
+    close(saved_stderr);
+    saved_stderr = -1;
+    char *text = NULL;
+    g_assert_true(g_file_get_contents(stderr_path, &text, NULL, NULL));
+    return text;
+}
+
+guint jet_test_count_lines(const char *text, const char *needle)
+{
+    guint n = 0;
+    g_auto(GStrv) lines = g_strsplit(text != NULL ? text : "", "\n", -1);
+    for (char **l = lines; *l != NULL; l++)
+        n += strstr(*l, needle) != NULL;
+    return n;
 }

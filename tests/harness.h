@@ -79,3 +79,11 @@ GSubprocess *jet_test_jethost_spawn(const char *stderr_path, const char *const *
 int jet_test_jethost_wait(GSubprocess *p, guint timeout_ms);
 /* Waits until a file exists. */
 gboolean jet_test_wait_file(const char *path, guint timeout_ms);
+
+/* Sends this process's stderr (where jet_log writes) to a file until
+ * jet_test_stderr_end(), which returns what was written (caller frees).
+ * For in-process engines whose log lines a test checks. */
+void jet_test_stderr_begin(const char *name);
+char *jet_test_stderr_end(void);
+/* Lines of text containing needle (e.g. "event=ledger-fallback"). */
+guint jet_test_count_lines(const char *text, const char *needle);

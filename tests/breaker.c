@@ -1,0 +1,306 @@
+/* The floor monitor and the breaker through the engine, against a real
+ * nats-server (issue 11, DESIGN section 6, docs/floor-monitor.md):
+ *
+ * - a blocker that fails for ever while later messages succeed: the floor
+ *   is reported stalled at the right sequence (log line and gauges) and the
+ *   blocker is claimed once per stall window; observe counts it only,
+ *   enforce captures it with cause breaker and the floor moves;
+ * - two hosts on the consumer: one claim for the window, not two;
+ * - five postponed messages on a MaxAckPending 5 consumer: saturation.
+ *
+ * floor_age is 2 s, the ladder one 300 ms rung with unlimited attempts (room
+ * for the breaker), min_deliveries 2, AckWait 2 s. */
+#include "rig.h"
+#include "ledger.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+#define HB "idle_heartbeat = 500ms\nexpires = 2s\n"
+#define BUCKET "jethost_ledger"
+#define BREAKER_KEYS "batch = 5\nack_wait = 2s\n" HB "floor_age = 2s\nmin_deliveries = 2\n" \
+                     "max_attempts = 0\nrungs = 300ms\noption.fail_seq = 6\n"
+
+static void floor_stats(Rig *r, JetFloorStats *fs)
+{
+    jet_engine_floor_stats(r->eng, fs);
+}
+
+static gboolean claimed(gpointer data)
+{
+    JetFloorStats fs;
+    floor_stats(data, &fs);
+    return fs.claims >= 1;
+}
+
+static guint64 dlq_msgs(jsCtx *js)
+{
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, js, "JETHOST_DLQ", NULL, NULL), ==, NATS_OK);
+    guint64 n = si->State.Msgs;
+    jsStreamInfo_Destroy(si);
+    return n;
+}
+
+static const char *hget(natsMsg *m, const char *name)
+{
+    const char *v = NULL;
+    if (natsMsgHeader_Get(m, name, &v) != NATS_OK)
+        return "";
+    return v;
+}
+
+/* The breaker's claim keys in the ledger bucket, "floor.n" -> value. */
+static GHashTable *claim_keys(jsCtx *js)
+{
+    GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    kvStore *kv = NULL;
+    g_assert_cmpint(js_KeyValue(&kv, js, BUCKET), ==, NATS_OK);
+    kvKeysList keys = { 0 };
+    natsStatus s = kvStore_Keys(&keys, kv, NULL);
+    if (s == NATS_OK) {
+        for (int i = 0; i < keys.Count; i++) {
+            if (!g_str_has_prefix(keys.Keys[i], "breaker.ORDERS.c."))
+                continue;
+            kvEntry *e = NULL;
+            g_assert_cmpint(kvStore_Get(&e, kv, keys.Keys[i]), ==, NATS_OK);
+            g_hash_table_insert(t, g_strdup(keys.Keys[i] + strlen("breaker.ORDERS.c.")),
+                                g_strdup(kvEntry_ValueString(e)));
+            kvEntry_Destroy(e);
+        }
+        kvKeysList_Destroy(&keys);
+    } else {
+        g_assert_cmpint(s, ==, NATS_NOT_FOUND);
+    }
+    kvStore_Destroy(kv);
+    return t;
+}
+
+static guint deliveries_of(Rig *r, guint64 seq)
+{
+    g_autoptr(GArray) seqs = handled_seqs(r, NULL);
+    guint n = 0;
+    for (guint i = 0; i < seqs->len; i++)
+        n += g_array_index(seqs, guint64, i) == seq;
+    return n;
+}
+
+/* Five messages acked (the floor at 5), then a blocker at 6 that fails for
+ * ever and 7..15 that succeed. */
+static void publish_blocked(Rig *r)
+{
+    jet_test_publish_n(r->js, "orders.new", 5);
+    FloorWait fw = { r, 5 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 20000));
+    jet_test_publish_n(r->js, "orders.new", 10);
+}
+
+static void test_observe(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_stderr_begin("observe.log");
+    rig_engine(&r, BREAKER_KEYS "breaker = observe\n");
+    publish_blocked(&r);
+    gboolean got = jet_test_wait_until(claimed, &r, 30000);
+    JetFloorStats at_claim;
+    floor_stats(&r, &at_claim);
+    guint before = deliveries_of(&r, 6);
+    /* Less than floor_age more: the window stays claimed however often the
+     * blocker comes back. */
+    g_usleep(1200 * 1000);
+    JetFloorStats fs;
+    floor_stats(&r, &fs);
+    guint after = deliveries_of(&r, 6);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    rig_stop(&r);
+    g_autofree char *log = jet_test_stderr_end();
+
+    g_test_message("claim %s; floor %" G_GUINT64_FORMAT ", stalled %d, stalls %" G_GUINT64_FORMAT
+                   ", claims %" G_GUINT64_FORMAT ", would quarantine %" G_GUINT64_FORMAT
+                   ", quarantined %" G_GUINT64_FORMAT "; blocker delivered %u times after the claim",
+                   got ? "made" : "NOT made", fs.floor, fs.stalled, fs.stalls, fs.claims, fs.would_quarantine,
+                   fs.quarantined, after - before);
+    g_assert_true(got);
+    g_assert_cmpuint(fs.floor, ==, 5);
+    g_assert_true(fs.stalled);
+    g_assert_cmpuint(fs.stalls, ==, 1);
+    g_assert_cmpuint(fs.claims, ==, 1);
+    g_assert_cmpuint(fs.claims_lost, ==, 0);   /* it knew its window was used: no second try */
+    g_assert_cmpuint(fs.would_quarantine, ==, 1);
+    g_assert_cmpuint(fs.quarantined, ==, 0);
+    g_assert_cmpuint(after - before, >=, 2);   /* considered again, not claimed again */
+    g_assert_cmpuint(st.dead_lettered, ==, 0);
+
+    g_assert_cmpuint(jet_test_count_lines(log, "event=floor-stalled"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=floor-stalled msg=\"ack floor 5 stalled for"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "6 (floor + 1)"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=would-quarantine"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=would-quarantine msg=\"stream seq 6 "), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=quarantine "), ==, 0);
+
+    /* One key, window 0 of floor 5, held by seq 6; nothing captured. */
+    g_autoptr(GHashTable) keys = claim_keys(r.js);
+    g_assert_cmpuint(g_hash_table_size(keys), ==, 1);
+    const char *v = g_hash_table_lookup(keys, "5.0");
+    g_assert_nonnull(v);
+    g_assert_nonnull(strstr(v, "\"seq\":6"));
+    g_assert_cmpuint(dlq_msgs(r.js), ==, 0);
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpuint(ci->AckFloor.Stream, ==, 5);
+    g_assert_cmpuint(ci->Delivered.Stream, ==, 15);
+    jsConsumerInfo_Destroy(ci);
+    rig_free(&r);
+}
+
+static void test_enforce(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_stderr_begin("enforce.log");
+    rig_engine(&r, BREAKER_KEYS "breaker = enforce\n");
+    publish_blocked(&r);
+    gboolean got = jet_test_wait_until(claimed, &r, 30000);
+    /* Captured, then acked: the floor moves past the blocker, to the end. */
+    FloorWait fw = { &r, 15 };
+    gboolean moved = got && jet_test_wait_until(floor_reached, &fw, 10000);
+    JetFloorStats fs;
+    floor_stats(&r, &fs);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    rig_stop(&r);
+    g_autofree char *log = jet_test_stderr_end();
+
+    g_test_message("claims %" G_GUINT64_FORMAT ", quarantined %" G_GUINT64_FORMAT ", would quarantine %"
+                   G_GUINT64_FORMAT ", dead-lettered %" G_GUINT64_FORMAT, fs.claims, fs.quarantined,
+                   fs.would_quarantine, st.dead_lettered);
+    g_assert_true(got);
+    g_assert_true(moved);
+    g_assert_cmpuint(fs.claims, ==, 1);
+    g_assert_cmpuint(fs.quarantined, ==, 1);
+    g_assert_cmpuint(fs.would_quarantine, ==, 0);
+    g_assert_cmpuint(st.dead_lettered, ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=floor-stalled msg=\"ack floor 5 stalled for"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=quarantine msg=\"stream seq 6 "), ==, 1);
+
+    g_assert_cmpuint(dlq_msgs(r.js), ==, 1);
+    natsMsg *m = NULL;
+    g_assert_cmpint(js_GetMsg(&m, r.js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
+    g_assert_cmpstr(hget(m, "Jethost-Cause"), ==, "breaker");
+    g_assert_cmpstr(hget(m, "Jethost-Origin-Seq"), ==, "6");
+    natsMsg_Destroy(m);
+    /* Settled: its ledger record is gone. */
+    JetLedgerRecord rec;
+    g_assert_cmpint(jet_ledger_get(r.ledger, "ORDERS", "c", 6, &rec, NULL), ==, JET_LEDGER_ABSENT);
+    rig_free(&r);
+}
+
+typedef struct {
+    Rig *a, *b;
+} Pair;
+
+/* Both hosts have tried: one lost a claim, or (wrongly) both made one. */
+static gboolean both_tried(gpointer data)
+{
+    Pair *p = data;
+    JetFloorStats fa, fb;
+    floor_stats(p->a, &fa);
+    floor_stats(p->b, &fb);
+    return (fa.claims + fb.claims >= 1 && fa.claims_lost + fb.claims_lost >= 1) || fa.claims + fb.claims >= 2;
+}
+
+/* Two engines (two connections, two floor monitors) on one consumer, the
+ * blocker delivered to either: both find the stall and try to claim the
+ * window; one claim, the other finds it taken. */
+static void test_two_hosts_one_claim(void)
+{
+    Rig a = { 0 }, b;
+    rig_server(&a);
+    const char *keys = BREAKER_KEYS "batch = 1\nbreaker = observe\n";
+    rig_engine(&a, keys);
+    memset(&b, 0, sizeof b);
+    b.srv = a.srv;
+    b.dir = g_build_filename(jet_test_private_dir(), "gate-b", NULL);
+    g_assert_cmpint(g_mkdir(b.dir, 0700), ==, 0);
+    rig_engine(&b, keys);
+    publish_blocked(&a);
+    Pair p = { &a, &b };
+    gboolean tried = jet_test_wait_until(both_tried, &p, 30000);
+    rig_stop(&a);
+    rig_stop(&b);
+    JetFloorStats fa, fb;
+    floor_stats(&a, &fa);
+    floor_stats(&b, &fb);
+    g_test_message("host a: claims %" G_GUINT64_FORMAT " lost %" G_GUINT64_FORMAT " errors %" G_GUINT64_FORMAT
+                   "; host b: claims %" G_GUINT64_FORMAT " lost %" G_GUINT64_FORMAT " errors %" G_GUINT64_FORMAT
+                   "; blocker on a %u times, on b %u times",
+                   fa.claims, fa.claims_lost, fa.claim_errors, fb.claims, fb.claims_lost, fb.claim_errors,
+                   deliveries_of(&a, 6), deliveries_of(&b, 6));
+    g_assert_true(tried);
+    g_assert_cmpuint(fa.claim_errors + fb.claim_errors, ==, 0);
+    /* Each claim is a window of its own: the count of claims is the count
+     * of keys, and window 0 of floor 5 was claimed once, by one host. */
+    g_autoptr(GHashTable) ck = claim_keys(a.js);
+    g_assert_cmpuint(fa.claims + fb.claims, ==, 1);
+    g_assert_cmpuint(fa.claims_lost + fb.claims_lost, >=, 1);
+    g_assert_cmpuint(g_hash_table_size(ck), ==, 1);
+    g_assert_nonnull(g_hash_table_lookup(ck, "5.0"));
+    g_assert_cmpuint(fa.would_quarantine + fb.would_quarantine, ==, 1);
+
+    jet_engine_free(b.eng);
+    jet_instance_free(b.inst);
+    jet_ledger_close(b.ledger);
+    jsCtx_Destroy(b.ledger_js);
+    jet_conn_close(b.conn);
+    jet_config_free(b.cfg);
+    g_free(b.dir);
+    rig_free(&a);
+}
+
+static gboolean saturation_seen(gpointer data)
+{
+    JetFloorStats fs;
+    floor_stats(data, &fs);
+    return fs.saturation_events >= 1;
+}
+
+/* Five messages postponed for 30 s on a MaxAckPending 5 consumer hold
+ * every slot; the engine's pull waits with nothing to get. */
+static void test_saturation(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_stderr_begin("saturation.log");
+    rig_engine(&r, "batch = 10\nack_wait = 2s\n" HB "max_ack_pending = 5\nfloor_age = 2s\n"
+                   "option.verdict = postpone\noption.postpone_delay = 30s\n");
+    jet_test_publish_n(r.js, "orders.new", 8);
+    gboolean seen = jet_test_wait_until(saturation_seen, &r, 20000);
+    JetFloorStats fs;
+    floor_stats(&r, &fs);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    rig_stop(&r);
+    g_autofree char *log = jet_test_stderr_end();
+    g_test_message("saturation events %" G_GUINT64_FORMAT ", saturated %d, postponed %" G_GUINT64_FORMAT,
+                   fs.saturation_events, fs.saturated, st.postponed);
+    g_assert_true(seen);
+    g_assert_true(fs.saturated);
+    g_assert_cmpuint(fs.saturation_events, ==, 1);
+    g_assert_cmpuint(st.postponed, ==, 5);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=ack-pending-saturated"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "NumAckPending 5 at MaxAckPending 5"), ==, 1);
+    rig_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/breaker/observe", test_observe);
+    g_test_add_func("/breaker/enforce", test_enforce);
+    g_test_add_func("/breaker/two-hosts-one-claim", test_two_hosts_one_claim);
+    g_test_add_func("/breaker/saturation", test_saturation);
+    int rc = g_test_run();
+    nats_Close();
+    return rc;
+}
