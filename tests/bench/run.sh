@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# jethost benchmark: what `make bench` runs (see docs/benchmarks.md).
+# jethost benchmark: what `make bench` runs (see docs/performance.md).
 #
 # Starts its own nats-server (loopback, port chosen by the server, store in a
 # temporary directory; killed at exit), fills a file-store stream with N
