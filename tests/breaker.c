@@ -95,15 +95,14 @@ static void publish_blocked(Rig *r)
     jet_test_publish_n(r->js, "orders.new", 10);
 }
 
-static gboolean delivered_all(gpointer data)
+
+static gboolean handled_all(gpointer data)
 {
     Rig *r = data;
-    jsConsumerInfo *ci = NULL;
-    if (js_GetConsumerInfo(&ci, r->js, "ORDERS", "c", NULL, NULL) != NATS_OK)
-        return FALSE;
-    gboolean ok = ci->Delivered.Stream >= 15;
-    jsConsumerInfo_Destroy(ci);
-    return ok;
+    for (guint64 seq = 7; seq <= 15; seq++)
+        if (deliveries_of(r, seq) == 0)
+            return FALSE;
+    return TRUE;
 }
 
 static void test_observe(void)
@@ -125,9 +124,9 @@ static void test_observe(void)
     guint after = deliveries_of(&r, 6);
     JetEngineStats st;
     jet_engine_stats(r.eng, &st);
-    /* Every later message has been delivered (they succeed around the
+    /* Every later message has been handled (they succeed around the
      * blocker) before the host stops: on a loaded machine that can lag. */
-    g_assert_true(jet_test_wait_until(delivered_all, &r, 20000));
+    g_assert_true(jet_test_wait_until(handled_all, &r, 20000));
     rig_stop(&r);
     g_autofree char *log = jet_test_stderr_end();
 
@@ -163,8 +162,10 @@ static void test_observe(void)
     g_assert_cmpuint(dlq_msgs(r.js), ==, 0);
     jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
     g_assert_cmpuint(ci->AckFloor.Stream, ==, 5);
-    g_assert_cmpuint(ci->Delivered.Stream, ==, 15);
     jsConsumerInfo_Destroy(ci);
+    /* The later messages were handled around the blocker. */
+    for (guint64 seq = 7; seq <= 15; seq++)
+        g_assert_cmpuint(deliveries_of(&r, seq), >=, 1);
     rig_free(&r);
 }
 
