@@ -14,7 +14,7 @@ static gboolean engine_stopping(JetEngine *e)
     return g_atomic_int_get(&e->stopping) != 0;
 }
 
-/* --- arrival, on nats.c's delivery thread ------------------------------ */
+/* --- arrival --------------------------------------------------------------- */
 
 static gboolean is_status(natsMsg *m, int *code, const char **desc)
 {
@@ -28,18 +28,18 @@ static gboolean is_status(natsMsg *m, int *code, const char **desc)
     return TRUE;
 }
 
-static void on_message(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+/* A message off the inbox becomes an Item.  A delivery is held from here
+ * on: the lease covers it while it waits and while it is handled.  Called
+ * under the worker's take_lock (by the worker or the lease keeper). */
+static Item *arrive(Worker *w, natsMsg *m, gint64 now)
 {
-    Worker *w = closure;
     JetEngine *e = w->eng;
-    (void)nc;
-    (void)sub;
     Item *it = g_new0(Item, 1);
-    it->kind = ITEM_MSG;
     it->msg = m;
-    it->arrived_us = now_us();
-    it->extended_us = it->arrived_us;
-    __atomic_store_n(&w->last_heard_us, it->arrived_us, __ATOMIC_RELAXED);
+    it->worker = w->index;
+    it->arrived_us = now;
+    it->extended_us = now;
+    __atomic_store_n(&w->last_heard_us, now, __ATOMIC_RELAXED);
 
     const char *reply = natsMsg_GetReply(m);
     if (reply != NULL && g_str_has_prefix(reply, "$JS.ACK.")) {
@@ -47,20 +47,75 @@ static void on_message(natsConnection *nc, natsSubscription *sub, natsMsg *m, vo
         JetAckMeta meta;
         if (jet_ack_subject_parse(reply, &meta))
             it->stream_seq = meta.stream_seq;
-        g_atomic_int_inc(&w->buffered);
-        /* Held from the moment it arrives: the lease covers the buffer too. */
         g_mutex_lock(&e->lease_lock);
         g_hash_table_add(e->held, it);
         g_mutex_unlock(&e->lease_lock);
     }
-    g_async_queue_push(w->queue, it);
+    return it;
 }
 
+/* The next item for the worker: what the keeper moved aside first, then
+ * the subscription, waiting up to timeout_ms.  NULL: nothing came. */
+static Item *take_next(Worker *w, gint64 timeout_ms)
+{
+    g_mutex_lock(&w->take_lock);
+    Item *it = g_queue_pop_head(&w->moved);
+    if (it != NULL) {
+        g_atomic_int_add(&w->n_moved, -1);
+    } else {
+        natsMsg *m = NULL;
+        if (natsSubscription_NextMsg(&m, w->sub, timeout_ms) == NATS_OK)
+            it = arrive(w, m, now_us());
+    }
+    g_mutex_unlock(&w->take_lock);
+    return it;
+}
+
+/* Messages that wait, not yet taken: moved aside or still in the
+ * subscription (statuses included). */
+static guint waiting_msgs(Worker *w)
+{
+    int pending = 0;
+    if (natsSubscription_GetPending(w->sub, &pending, NULL) != NATS_OK || pending < 0)
+        pending = 0;
+    return (guint)g_atomic_int_get(&w->n_moved) + (guint)pending;
+}
+
+/* The lease keeper, while the worker is busy in a handler: moves what waits
+ * in the subscription aside, so it is held and its lease extended.  Never
+ * waits for the worker.  `backdate_us` makes a moved delivery's first
+ * extension come sooner: it may have waited unseen since the last visit. */
+static void move_waiting(Worker *w, gint64 backdate_us)
+{
+    if (!g_mutex_trylock(&w->take_lock))
+        return;   /* the worker is taking: nothing is left waiting for long */
+    int pending = 0;
+    if (natsSubscription_GetPending(w->sub, &pending, NULL) == NATS_OK) {
+        gint64 now = now_us();
+        for (int i = 0; i < pending; i++) {
+            natsMsg *m = NULL;
+            if (natsSubscription_NextMsg(&m, w->sub, 0) != NATS_OK)
+                break;
+            Item *it = arrive(w, m, now);
+            if (it->is_delivery) {
+                g_mutex_lock(&w->eng->lease_lock);
+                it->extended_us = now - backdate_us;
+                g_mutex_unlock(&w->eng->lease_lock);
+            }
+            g_queue_push_tail(&w->moved, it);
+            g_atomic_int_inc(&w->n_moved);
+        }
+    }
+    g_mutex_unlock(&w->take_lock);
+}
+
+/* Wakes a worker waiting for its inbox (a reconnect, a stop): a message to
+ * <inbox>.0, which answers no pull.  Without a connection the worker's own
+ * wait step (TAKE_STEP_US) is the bound. */
 static void wake_worker(Worker *w)
 {
-    Item *it = g_new0(Item, 1);
-    it->kind = ITEM_WAKE;
-    g_async_queue_push(w->queue, it);
+    if (w->wake_subject != NULL)
+        natsConnection_Publish(jet_conn_nats(w->eng->conn), w->wake_subject, NULL, 0);
 }
 
 static void on_reconnect(gpointer data)
@@ -95,6 +150,57 @@ gboolean jet__release_hold(JetEngine *e, Item *it)
     gboolean stale = it->stale;
     g_mutex_unlock(&e->lease_lock);
     return stale;
+}
+
+/* --- acks, sent together -------------------------------------------------- */
+
+/* Sends the acks that wait, in the order they were decided. */
+static void acks_flush(Worker *w)
+{
+    g_mutex_lock(&w->ack_lock);
+    if (w->n_acks > 0)
+        STAT_ADD(w->eng, acks_grouped, w->n_acks);
+    for (guint i = 0; i < w->n_acks; i++) {
+        jet__publish_ack(w->eng, w->acks[i], "+ACK");
+        g_free(w->acks[i]);
+        w->acks[i] = NULL;
+    }
+    w->n_acks = 0;
+    g_mutex_unlock(&w->ack_lock);
+}
+
+/* Sends them if the oldest has waited `after_us` (0: whenever any wait). */
+static void acks_due(Worker *w, gint64 after_us)
+{
+    g_mutex_lock(&w->ack_lock);
+    gboolean due = w->n_acks > 0 && now_us() - w->acks_since_us >= after_us;
+    g_mutex_unlock(&w->ack_lock);
+    if (due)
+        acks_flush(w);
+}
+
+void jet__ack_soon(JetEngine *e, Item *it)
+{
+    Worker *w = &e->workers[it->worker];
+    const char *reply = natsMsg_GetReply(it->msg);
+    /* handler_since_us is written by this thread only (the keeper reads it). */
+    gint64 handler_us = it->handler_since_us > 0 ? now_us() - it->handler_since_us : 0;
+    if (handler_us >= ACK_COALESCE_US || waiting_msgs(w) == 0) {
+        /* A handler that took its time gains nothing from waiting, and
+         * with nothing behind it there is nothing to wait for: this ack
+         * and any before it go now. */
+        acks_flush(w);
+        jet__publish_ack(e, reply, "+ACK");
+        return;
+    }
+    g_mutex_lock(&w->ack_lock);
+    if (w->n_acks == 0)
+        w->acks_since_us = now_us();
+    w->acks[w->n_acks++] = g_strdup(reply);
+    gboolean full = w->n_acks == ACK_BATCH_MAX;
+    g_mutex_unlock(&w->ack_lock);
+    if (full)
+        acks_flush(w);
 }
 
 /* --- pulls --------------------------------------------------------------- */
@@ -325,7 +431,7 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
 static void release_item(Worker *w, Item *it)
 {
     JetEngine *e = w->eng;
-    if (it->kind == ITEM_MSG && it->is_delivery) {
+    if (it->is_delivery) {
         gboolean stale = jet__release_hold(e, it);
         if (!stale) {
             JetAckMeta meta;
@@ -335,32 +441,27 @@ static void release_item(Worker *w, Item *it)
             STAT_ADD(e, released, 1);
         }
     }
-    if (it->msg != NULL)
-        natsMsg_Destroy(it->msg);
+    natsMsg_Destroy(it->msg);
     g_free(it);
 }
 
 static void take_one(Worker *w, Item *it)
 {
     JetEngine *e = w->eng;
-    if (it->kind == ITEM_WAKE) {
-        g_free(it);
-        return;
-    }
     natsMsg *m = it->msg;
     int code;
     const char *desc;
     if (!it->is_delivery) {
         if (is_status(m, &code, &desc))
             on_status(w, m, code, desc);
-        else
+        else if (g_strcmp0(natsMsg_GetSubject(m), w->wake_subject) != 0)
             STAT_ADD(e, not_jetstream, 1);
         natsMsg_Destroy(m);
         g_free(it);
         return;
     }
 
-    guint held = (guint)g_atomic_int_add(&w->buffered, -1);   /* before: includes this one */
+    guint held = 1 + waiting_msgs(w);   /* this one and those behind it */
     g_mutex_lock(&e->stats_lock);
     if (held > e->stats.max_held)
         e->stats.max_held = held;
@@ -410,8 +511,9 @@ static void check_deadlines(Worker *w)
             continue;
         }
         /* Two heartbeats with nothing at all from the server: the pull died
-         * silently (a reconnect, a killed server). */
-        if (hb_us > 0 && now - heard > 2 * hb_us && now - p->issued_us > 2 * hb_us) {
+         * silently (a reconnect, a killed server).  Anything still waiting
+         * to be taken (after a long handler) is the server speaking. */
+        if (hb_us > 0 && now - heard > 2 * hb_us && now - p->issued_us > 2 * hb_us && waiting_msgs(w) == 0) {
             pull_over(w, p);
             STAT_ADD(e, missed_heartbeats, 1);
             jet_log(JET_LOG_WARNING, e->b->name, "missed-heartbeats",
@@ -438,7 +540,8 @@ static gpointer worker_main(gpointer data)
         }
         if (w->idle_windows >= 2 && active_pulls(w) == 0)
             probe_consumer(w);
-        guint buffered = (guint)g_atomic_int_get(&w->buffered);
+        guint buffered = waiting_msgs(w);
+        acks_due(w, ACK_COALESCE_US);
         guint n_active = active_pulls(w);
         if (n_active == 0 && buffered == 0) {
             issue_pull(w, batch);
@@ -448,19 +551,33 @@ static gpointer worker_main(gpointer data)
                 issue_pull(w, batch - owed(w));
         }
 
-        Item *it = g_async_queue_timeout_pop(w->queue, TAKE_STEP_US);
+        Item *it = take_next(w, TAKE_STEP_US / 1000);
         if (it != NULL)
             take_one(w, it);
         check_deadlines(w);
     }
 
-    /* Drain: stop the inbox (the server drops the pulls' interest), then
-     * release everything that arrived and was not handled. */
+    acks_flush(w);
+    /* Drain: stop the inbox (the server drops the pulls' interest; nats.c
+     * flushes, so everything sent before that is received), then release
+     * everything that arrived and was not handled: what was moved aside
+     * first, then the subscription until the drain completes. */
     natsSubscription_Drain(w->sub);
-    natsSubscription_WaitForDrainCompletion(w->sub, 5000);
+    g_mutex_lock(&w->take_lock);
     Item *it;
-    while ((it = g_async_queue_try_pop(w->queue)) != NULL)
+    while ((it = g_queue_pop_head(&w->moved)) != NULL) {
+        g_atomic_int_add(&w->n_moved, -1);
         release_item(w, it);
+    }
+    gint64 deadline = now_us() + 5 * G_USEC_PER_SEC;
+    for (;;) {
+        gint64 left_ms = (deadline - now_us()) / 1000;
+        natsMsg *m = NULL;
+        if (left_ms <= 0 || natsSubscription_NextMsg(&m, w->sub, left_ms) != NATS_OK)
+            break;   /* drained (or closed, or out of time) */
+        release_item(w, arrive(w, m, now_us()));
+    }
+    g_mutex_unlock(&w->take_lock);
     natsConnection_FlushTimeout(jet_conn_nats(e->conn), 2000);
     return NULL;
 }
@@ -523,18 +640,32 @@ static gpointer keeper_main(gpointer data)
     while (!e->keeper_quit) {
         if (now_us() >= next_observe) {
             /* The ack floor, so a consumer that has to be re-created starts
-             * where the fleet was, not at the start of the stream. */
+             * where the fleet was, not at the start of the stream.  What
+             * waits behind a busy worker is moved aside first, so the floor
+             * monitor sees every message this host holds. */
             g_mutex_unlock(&e->lease_lock);
+            for (guint i = 0; i < e->n_workers; i++)
+                move_waiting(&e->workers[i], MIN(every_us / 2, FLOOR_OBSERVE_US));
             observe_consumer(e);
             next_observe = now_us() + observe_every_us;
             g_mutex_lock(&e->lease_lock);
             if (e->keeper_quit)
                 break;
         }
-        gint64 until = g_get_monotonic_time() + MIN(every_us / 2, FLOOR_OBSERVE_US);
+        gint64 step_us = MIN(every_us / 2, FLOOR_OBSERVE_US);
+        gint64 until = g_get_monotonic_time() + step_us;
         g_cond_wait_until(&e->lease_cond, &e->lease_lock, until);
         if (e->keeper_quit)
             break;
+        /* What waits behind a busy worker is held too: it may have waited
+         * unseen for up to a step, so its first extension comes a step
+         * sooner (a delivery is extended within AckWait / 2 of arriving). */
+        g_mutex_unlock(&e->lease_lock);
+        for (guint i = 0; i < e->n_workers; i++) {
+            move_waiting(&e->workers[i], step_us);
+            acks_due(&e->workers[i], ACK_COALESCE_US);   /* behind a slow handler */
+        }
+        g_mutex_lock(&e->lease_lock);
         gint64 now = now_us();
         GHashTableIter iter;
         gpointer key;
@@ -611,7 +742,9 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         Worker *w = &e->workers[i];
         w->eng = e;
         w->index = i;
-        w->queue = g_async_queue_new();
+        g_mutex_init(&w->take_lock);
+        g_queue_init(&w->moved);
+        g_mutex_init(&w->ack_lock);
     }
     jet_conn_on_reconnect(conn, on_reconnect, e);
     return e;
@@ -656,7 +789,10 @@ void jet_engine_start(JetEngine *e)
         w->inbox = g_strdup(inbox);
         natsInbox_Destroy((natsInbox *)inbox);
         g_autofree char *subject = g_strdup_printf("%s.*", w->inbox);
-        natsStatus s = natsConnection_Subscribe(&w->sub, nc, subject, on_message, w);
+        w->wake_subject = g_strdup_printf("%s.0", w->inbox);
+        /* Synchronous: the worker takes each message itself, without a hop
+         * through a delivery thread (one thread wake-up less per message). */
+        natsStatus s = natsConnection_SubscribeSync(&w->sub, nc, subject);
         if (s == NATS_OK)
             /* Unlimited: boundedness comes from the pull, never from a drop. */
             s = natsSubscription_SetPendingLimits(w->sub, -1, -1);
@@ -709,12 +845,17 @@ void jet_engine_free(JetEngine *e)
         if (w->sub != NULL)
             natsSubscription_Destroy(w->sub);
         Item *it;
-        while ((it = g_async_queue_try_pop(w->queue)) != NULL) {
-            if (it->msg != NULL)
-                natsMsg_Destroy(it->msg);
+        while ((it = g_queue_pop_head(&w->moved)) != NULL) {
+            if (it->is_delivery)
+                jet__release_hold(e, it);
+            natsMsg_Destroy(it->msg);
             g_free(it);
         }
-        g_async_queue_unref(w->queue);
+        g_mutex_clear(&w->take_lock);
+        for (guint k = 0; k < w->n_acks; k++)
+            g_free(w->acks[k]);   /* never started, or its drain could not send them */
+        g_mutex_clear(&w->ack_lock);
+        g_free(w->wake_subject);
         g_free(w->inbox);
     }
     g_free(e->workers);

@@ -7,10 +7,20 @@
  * batch (+ threshold) messages.  Subscriptions have no pending limits:
  * boundedness comes from the pull, never from a drop.
  *
+ * Taking: each worker reads its inbox through a synchronous subscription
+ * itself (no hand-off between threads per message).  While a handler runs,
+ * the lease keeper moves what waits behind it aside, so it is held too.
+ *
  * Lease: a keeper thread sends in-progress acks for every message the host
  * holds longer than a third of AckWait, buffered or in a handler, until the
  * handler passes the binding's time limit; then the delivery is stale and is
- * never released with a NAK. */
+ * never released with a NAK.
+ *
+ * Acks: the ack of a message handled quickly while others wait behind it is
+ * sent with theirs, once nothing waits or within ACK_COALESCE_US (1 ms)
+ * (the keeper sends any held up behind a slow handler).  Only acks with no
+ * ledger record to forget after them wait; every other settlement goes at
+ * once.  See docs/engine.md. */
 #ifndef JET_ENGINE_H
 #define JET_ENGINE_H
 
@@ -30,6 +40,7 @@ typedef struct {
     guint64 pulls;             /* pull requests issued */
     guint64 messages;          /* deliveries handed to the plugin */
     guint64 acked, retried, postponed, released, dead_lettered, stranded, uncertain;
+    guint64 acks_grouped;      /* acks that waited to be sent with the next ones */
     guint64 capture_failed;    /* captures that failed and kept the message for a later try */
     guint64 handler_failed;    /* plugin errors and RETRY verdicts */
     guint64 statuses;          /* status messages received (heartbeats included) */

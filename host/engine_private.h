@@ -18,14 +18,20 @@
 #define TAKE_STEP_US (100 * 1000)
 /* Pulls outstanding per worker: the live one and an early re-pull. */
 #define MAX_PULLS 4
+/* Acks of messages handled while others wait behind them are sent
+ * together: once nothing waits, or once the oldest has waited this long
+ * (checked before each message, and by the lease keeper behind a slow
+ * handler), or when ACK_BATCH_MAX wait.  On a busy consumer the server
+ * then reads a run of acks at once, as it does after a plain Fetch loop's
+ * batch, instead of being woken for each between its own sends. */
+#define ACK_COALESCE_US 1000
+#define ACK_BATCH_MAX 128
 /* How often the lease keeper reads the consumer's ack floor. */
 #define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
 
-typedef enum { ITEM_MSG, ITEM_WAKE } ItemKind;
-
-/* One thing on a worker's queue, with when it arrived on the connection. */
+/* One message taken off a worker's inbox subscription, with when the host
+ * first saw it (taken by the worker, or moved aside by the lease keeper). */
 typedef struct {
-    ItemKind kind;
     natsMsg *msg;
     gint64 arrived_us;
     /* lease state, guarded by the engine's lease lock while in the held set */
@@ -34,6 +40,7 @@ typedef struct {
     gboolean stale;            /* lease lapsed: never NAK'd */
     gboolean is_delivery;
     guint64 stream_seq;        /* parsed at arrival (0 when the subject does not parse) */
+    guint worker;              /* the index of the worker that took it */
 } Item;
 
 /* Crash isolation: a suspect is handled alone.  Ordinary deliveries share
@@ -47,6 +54,7 @@ typedef struct {
     GCond cond;
     guint shared;              /* ordinary deliveries in a handler */
     guint waiting;             /* suspects waiting to run alone */
+    guint sleepers;            /* threads in g_cond_wait on cond */
     gboolean alone;            /* a suspect is running alone */
 } JetIsolation;
 
@@ -54,7 +62,7 @@ static inline void jet_isolation_init(JetIsolation *iso)
 {
     g_mutex_init(&iso->lock);
     g_cond_init(&iso->cond);
-    iso->shared = iso->waiting = 0;
+    iso->shared = iso->waiting = iso->sleepers = 0;
     iso->alone = FALSE;
 }
 
@@ -69,13 +77,19 @@ static inline void jet_isolation_enter(JetIsolation *iso, gboolean alone)
     g_mutex_lock(&iso->lock);
     if (alone) {
         iso->waiting++;
-        while (iso->alone || iso->shared > 0)
+        while (iso->alone || iso->shared > 0) {
+            iso->sleepers++;
             g_cond_wait(&iso->cond, &iso->lock);
+            iso->sleepers--;
+        }
         iso->waiting--;
         iso->alone = TRUE;
     } else {
-        while (iso->alone || iso->waiting > 0)
+        while (iso->alone || iso->waiting > 0) {
+            iso->sleepers++;
             g_cond_wait(&iso->cond, &iso->lock);
+            iso->sleepers--;
+        }
         iso->shared++;
     }
     g_mutex_unlock(&iso->lock);
@@ -88,7 +102,9 @@ static inline void jet_isolation_leave(JetIsolation *iso, gboolean alone)
         iso->alone = FALSE;
     else
         iso->shared--;
-    if (!iso->alone && iso->shared == 0)
+    /* GLib's broadcast is a futex system call even with nobody waiting:
+     * on the hot path (every message leaves the gate) only when needed. */
+    if (!iso->alone && iso->shared == 0 && iso->sleepers > 0)
         g_cond_broadcast(&iso->cond);
     g_mutex_unlock(&iso->lock);
 }
@@ -106,11 +122,23 @@ typedef struct {
     JetEngine *eng;
     guint index;
     GThread *thread;
-    natsSubscription *sub;
-    char *inbox;               /* the prefix; pull N replies to <inbox>.N */
-    GAsyncQueue *queue;        /* of Item* */
-    gint buffered;             /* atomic: deliveries queued, not yet taken */
-    gint64 last_heard_us;      /* atomic: anything arrived on the inbox */
+    natsSubscription *sub;     /* synchronous: the worker takes its messages itself */
+    char *inbox;               /* the prefix; pull N replies to <inbox>.N, <inbox>.0 wakes */
+    char *wake_subject;        /* <inbox>.0 */
+    /* Taking: the worker holds take_lock while it takes (or waits for) the
+     * next message; the lease keeper, when it can get the lock, moves what
+     * waits in the subscription into `moved`, so buffered messages are held
+     * (their leases extended) while a long handler runs.  Moved messages are
+     * older than anything still in the subscription: taken first. */
+    GMutex take_lock;
+    GQueue moved;              /* of Item*, under take_lock */
+    gint n_moved;              /* atomic: the length of `moved` */
+    /* Acks decided while more messages waited, not sent yet (ack_lock). */
+    GMutex ack_lock;
+    char *acks[ACK_BATCH_MAX]; /* reply subjects, owned */
+    guint n_acks;
+    gint64 acks_since_us;      /* when the oldest was decided */
+    gint64 last_heard_us;      /* atomic: anything taken off the inbox */
     Pull pulls[MAX_PULLS];
     guint next_pull_id;
     guint generation;
@@ -177,6 +205,10 @@ static inline gint64 now_us(void)
 
 /* Sends a settlement body to a delivery's reply subject (fire and forget). */
 void jet__publish_ack(JetEngine *e, const char *reply, const char *body);
+/* Acks a delivery handled by the fast path (no ledger record, not a
+ * suspect).  While more messages wait behind it, the ack waits too, to go
+ * with theirs (see ACK_COALESCE_US); otherwise it goes now. */
+void jet__ack_soon(JetEngine *e, Item *it);
 void jet__publish_nak_delay(JetEngine *e, const char *reply, guint64 delay_ms);
 /* Removes the item from the held set; returns whether its lease lapsed. */
 gboolean jet__release_hold(JetEngine *e, Item *it);

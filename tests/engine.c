@@ -242,6 +242,90 @@ static void test_lease_lapses(void)
     rig_free(&r);
 }
 
+/* Fast handlers on a busy consumer: acks decided while more messages wait
+ * go out together.  Every message acked exactly once on the wire (a spy on
+ * the ack subjects), in stream order, none redelivered. */
+static void test_acks_grouped(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    gint acks_seen = 0;
+    natsSubscription *spy = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&spy, r.nc, "$JS.ACK.ORDERS.c.>", count_msg, &acks_seen), ==,
+                    NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
+    jet_test_publish_n(r.js, "orders.new", 3000);
+    rig_engine(&r, "batch = 100\n");
+    FloorWait fw = { &r, 3000 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    rig_stop(&r);
+    natsConnection_Flush(r.nc);
+
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_test_message("acked %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT " of them sent in groups, %d seen on the wire",
+                   st.acked, st.acks_grouped, g_atomic_int_get(&acks_seen));
+    g_assert_cmpuint(st.acked, ==, 3000);
+    g_assert_cmpuint(st.acks_grouped, >, 0);
+    g_assert_cmpuint(st.acks_grouped, <=, 3000);
+    g_assert_cmpint(g_atomic_int_get(&acks_seen), ==, 3000);
+    g_autoptr(GArray) d = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &d);
+    g_assert_cmpuint(seqs->len, ==, 3000);
+    for (guint i = 0; i < seqs->len; i++) {
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, i + 1);
+        g_assert_cmpuint(g_array_index(d, guint, i), ==, 1);
+    }
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpint(ci->NumRedelivered, ==, 0);
+    g_assert_cmpint(ci->NumAckPending, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    natsSubscription_Destroy(spy);
+    rig_free(&r);
+}
+
+static gboolean ack_floor_at_least(gpointer data)
+{
+    FloorWait *fw = data;
+    jsConsumerInfo *ci = jet_test_consumer_info(fw->r->js, "ORDERS", "c");
+    gboolean ok = ci->AckFloor.Stream >= fw->floor;
+    jsConsumerInfo_Destroy(ci);
+    return ok;
+}
+
+/* An ack waiting for company is not held back by a slow handler after it:
+ * messages 1 and 2 are handled at once while 3-10 wait, then message 3
+ * stays in its handler.  1 and 2 are acked while 3 is still there (the
+ * lease keeper sends what waits), and nothing is redelivered. */
+static void test_acks_behind_slow_handler(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 10);
+    rig_engine(&r, "batch = 10\nack_wait = 2s\noption.block_seq = 3\n");
+    g_autofree char *inflight = g_build_filename(r.dir, "inflight-3", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 20000));
+    FloorWait two = { &r, 2 };
+    g_assert_true(jet_test_wait_until(ack_floor_at_least, &two, 5000));
+    {
+        /* 3 is still in its handler (it is logged once it returns) */
+        g_autoptr(GArray) before = handled_seqs(&r, NULL);
+        g_assert_cmpuint(before->len, ==, 2);
+    }
+    g_autofree char *go = g_build_filename(r.dir, "go-3", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    FloorWait all = { &r, 10 };
+    g_assert_true(jet_test_wait_until(floor_reached, &all, 20000));
+    rig_stop(&r);
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpint(ci->NumRedelivered, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    g_autoptr(GArray) d = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &d);
+    g_assert_cmpuint(seqs->len, ==, 10);
+    rig_free(&r);
+}
+
 /* A message larger than the binding's max_bytes among small ones. */
 static void test_max_bytes(void)
 {
@@ -275,6 +359,8 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/lease-buffered", test_lease_buffered);
     g_test_add_func("/engine/lease-lapses", test_lease_lapses);
     g_test_add_func("/engine/max-bytes", test_max_bytes);
+    g_test_add_func("/engine/acks-grouped", test_acks_grouped);
+    g_test_add_func("/engine/acks-behind-slow-handler", test_acks_behind_slow_handler);
     int rc = g_test_run();
     nats_Close();
     return rc;
