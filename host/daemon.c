@@ -366,8 +366,9 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         jet_log(JET_LOG_INFO, bd->b->name, "stopped",
                 "handled %" G_GUINT64_FORMAT ": acked %" G_GUINT64_FORMAT ", retried %" G_GUINT64_FORMAT
                 ", postponed %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT ", stranded %" G_GUINT64_FORMAT
-                "; %" G_GUINT64_FORMAT " pulls",
-                st.messages, st.acked, st.retried, st.postponed, st.released, st.stranded, st.pulls);
+                "; %" G_GUINT64_FORMAT " pulls, %" G_GUINT64_FORMAT " acks sent in groups",
+                st.messages, st.acked, st.retried, st.postponed, st.released, st.stranded, st.pulls,
+                st.acks_grouped);
     }
 
 out:

@@ -169,15 +169,19 @@ static void acks_flush(Worker *w)
     g_mutex_unlock(&w->ack_lock);
 }
 
-/* Sends them if the oldest has waited `after_us` (0: whenever any wait). */
-static void acks_due(Worker *w, gint64 after_us)
+/* Sends them if the oldest has waited `after_us`.  Returns how long until
+ * they are due (µs, > 0) when some wait, else 0. */
+static gint64 acks_due(Worker *w, gint64 after_us)
 {
     g_mutex_lock(&w->ack_lock);
-    gboolean due = w->n_acks > 0 && now_us() - w->acks_since_us >= after_us;
+    gint64 left = w->n_acks > 0 ? w->acks_since_us + after_us - now_us() : 0;
     g_mutex_unlock(&w->ack_lock);
-    if (due)
+    if (w->n_acks > 0 && left <= 0)
         acks_flush(w);
+    return MAX(left, 0);
 }
+
+static guint owed(const Worker *w);
 
 void jet__ack_soon(JetEngine *e, Item *it)
 {
@@ -185,10 +189,10 @@ void jet__ack_soon(JetEngine *e, Item *it)
     const char *reply = natsMsg_GetReply(it->msg);
     /* handler_since_us is written by this thread only (the keeper reads it). */
     gint64 handler_us = it->handler_since_us > 0 ? now_us() - it->handler_since_us : 0;
-    if (handler_us >= ACK_COALESCE_US || waiting_msgs(w) == 0) {
-        /* A handler that took its time gains nothing from waiting, and
-         * with nothing behind it there is nothing to wait for: this ack
-         * and any before it go now. */
+    if (handler_us >= ACK_COALESCE_US || (waiting_msgs(w) == 0 && owed(w) == 0)) {
+        /* A handler that took its time gains nothing from waiting; with
+         * nothing behind it and nothing more owed by the server, there is
+         * nothing to wait for: this ack and any before it go now. */
         acks_flush(w);
         jet__publish_ack(e, reply, "+ACK");
         return;
@@ -246,6 +250,8 @@ static gboolean issue_pull(Worker *w, guint batch)
     if (slot == NULL || batch == 0)
         return FALSE;
 
+    /* Settled means sent: the acks of the last pull go before the next. */
+    acks_flush(w);
     gboolean alone = w->alone_next;
     w->alone_next = FALSE;
     if (alone)
@@ -541,7 +547,7 @@ static gpointer worker_main(gpointer data)
         if (w->idle_windows >= 2 && active_pulls(w) == 0)
             probe_consumer(w);
         guint buffered = waiting_msgs(w);
-        acks_due(w, ACK_COALESCE_US);
+        gint64 acks_left_us = acks_due(w, ACK_COALESCE_US);
         guint n_active = active_pulls(w);
         if (n_active == 0 && buffered == 0) {
             issue_pull(w, batch);
@@ -551,7 +557,8 @@ static gpointer worker_main(gpointer data)
                 issue_pull(w, batch - owed(w));
         }
 
-        Item *it = take_next(w, TAKE_STEP_US / 1000);
+        /* Acks waiting for company wait no longer than they may. */
+        Item *it = take_next(w, acks_left_us > 0 ? (acks_left_us + 999) / 1000 : TAKE_STEP_US / 1000);
         if (it != NULL)
             take_one(w, it);
         check_deadlines(w);
