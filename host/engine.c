@@ -174,9 +174,10 @@ static void acks_flush(Worker *w)
 static gint64 acks_due(Worker *w, gint64 after_us)
 {
     g_mutex_lock(&w->ack_lock);
-    gint64 left = w->n_acks > 0 ? w->acks_since_us + after_us - now_us() : 0;
+    gboolean some = w->n_acks > 0;
+    gint64 left = some ? w->acks_since_us + after_us - now_us() : 0;
     g_mutex_unlock(&w->ack_lock);
-    if (w->n_acks > 0 && left <= 0)
+    if (some && left <= 0)
         acks_flush(w);
     return MAX(left, 0);
 }
@@ -552,9 +553,16 @@ static gpointer worker_main(gpointer data)
         if (n_active == 0 && buffered == 0) {
             issue_pull(w, batch);
         } else if (threshold > 0 && n_active == 1) {
-            guint left = owed(w) + buffered;
-            if (left <= threshold)
-                issue_pull(w, batch - owed(w));
+            /* What is left to handle: a pull's messages count as received
+             * when taken, so what it still owes includes what waits here.
+             * The next pull asks for batch minus what the server still
+             * owes: held at most batch + threshold. */
+            guint left = owed(w);
+            if (left <= threshold) {
+                guint from_server = left > buffered ? left - buffered : 0;
+                if (issue_pull(w, batch - from_server))
+                    STAT_ADD(e, early_pulls, 1);
+            }
         }
 
         /* Acks waiting for company wait no longer than they may. */

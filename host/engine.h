@@ -38,6 +38,7 @@ typedef struct JetEngine JetEngine;
 /* Counters, per binding.  Read with jet_engine_stats(). */
 typedef struct {
     guint64 pulls;             /* pull requests issued */
+    guint64 early_pulls;       /* of them, issued at the threshold while another was outstanding */
     guint64 messages;          /* deliveries handed to the plugin */
     guint64 acked, retried, postponed, released, dead_lettered, stranded, uncertain;
     guint64 acks_grouped;      /* acks that waited to be sent with the next ones */

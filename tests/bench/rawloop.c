@@ -19,6 +19,9 @@
  *                message acked by publishing "+ACK" to its reply subject.
  *       Pulls carry the same batch, expires and idle_heartbeat as jethost's
  *       (defaults 30s and 5s; env RAWLOOP_EXPIRES_MS, RAWLOOP_HB_MS).
+ *       raw with env RAWLOOP_LATENCY_FILE=PATH also writes, for each
+ *       delivery, receipt time minus the stamp `rawloop pace` put in its
+ *       payload (ns, one a line): the plain loop's side of the latency.
  *   rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT
  *       The failure path done by hand, beside jethost with every message
  *       REJECTed: the same consumer and the same raw pulls as `raw`, then for
@@ -289,8 +292,44 @@ static unsigned long pull_id_of(const char *subject)
     return dot != NULL ? strtoul(dot + 1, NULL, 10) : 0;
 }
 
+/* The publisher's CLOCK_MONOTONIC stamp at the start of a payload (see
+ * `rawloop pace`); -1 when there is none. */
+static int64_t payload_stamp(const char *p, int len)
+{
+    int64_t t = 0;
+    int i = 0;
+    for (; i < len && i < 20 && p[i] >= '0' && p[i] <= '9'; i++)
+        t = t * 10 + (p[i] - '0');
+    return i == 0 ? -1 : t;
+}
+
+static void write_latencies(const char *path, const int64_t *v, long n)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "rawloop: cannot write %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    for (long i = 0; i < n; i++)
+        fprintf(f, "%" PRId64 "\n", v[i]);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "rawloop: writing %s failed\n", path);
+        exit(1);
+    }
+}
+
 static int mode_raw(const char *url, const char *stream, const char *consumer, long n, long batch)
 {
+    /* With RAWLOOP_LATENCY_FILE, the loop records publish -> receipt for
+     * every delivery whose payload carries a stamp (the plain peer of the
+     * noop plugin's latency_file), written at the end. */
+    const char *latency_file = getenv("RAWLOOP_LATENCY_FILE");
+    int64_t *lat = latency_file != NULL ? calloc((size_t)n, sizeof *lat) : NULL;
+    long n_lat = 0;
+    if (latency_file != NULL && lat == NULL) {
+        fprintf(stderr, "rawloop: out of memory\n");
+        return 1;
+    }
     natsConnection *nc = connect_to(url);
     jsCtx *js = js_for(nc);
     natsSubscription *sub = NULL;
@@ -329,6 +368,11 @@ static int mode_raw(const char *url, const char *stream, const char *consumer, l
         DIE_IF(s, "next message");
         const char *reply = natsMsg_GetReply(m);
         if (reply != NULL && strncmp(reply, "$JS.ACK.", 8) == 0) {
+            if (lat != NULL && n_lat < n) {
+                int64_t stamp = payload_stamp(natsMsg_GetData(m), natsMsg_GetDataLength(m));
+                if (stamp >= 0)
+                    lat[n_lat++] = mono_ns() - stamp;
+            }
             DIE_IF(natsConnection_PublishString(nc, reply, "+ACK"), "ack");
             got++;
             /* A delivery keeps the stream's subject, not the pull's reply:
@@ -348,6 +392,10 @@ static int mode_raw(const char *url, const char *stream, const char *consumer, l
     int64_t t1 = mono_ns();
     DIE_IF(natsConnection_Flush(nc), "flush");
     print_loop_result("raw", batch, got, t0, t1, pulls, statuses);
+    if (lat != NULL) {
+        write_latencies(latency_file, lat, n_lat);
+        free(lat);
+    }
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     natsInbox_Destroy(inbox);

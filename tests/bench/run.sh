@@ -360,10 +360,33 @@ run_latency() {
     fi
     "$RAW" pctl "$d/latency.txt" >"$d/latency.out"
 }
+# run_latency_raw BATCH: the plain peer: `rawloop raw` (strictly paced, same
+# pulls) on a fresh stream LAT, recording publish -> receipt.
+run_latency_raw() {
+    local batch=$1 d=$WORK/runs/latency_raw_b$1
+    mkdir -p "$d"
+    "$RAW" publish "$URL" LAT lat.x 0 "$SIZE" >/dev/null 2>"$d/stream.err" || return 1
+    RAWLOOP_LATENCY_FILE="$d/latency.txt" "$RAW" raw "$URL" LAT latraw_b"$batch" "$LAT_N" "$batch" \
+        >"$d/client.out" 2>"$d/client.err" &
+    CHILD=$!
+    sleep 1   # its consumer, subscription and first pull: as jethost gets 0.5 s after subscribing
+    "$RAW" pace "$URL" lat.x "$LAT_N" "$LAT_RATE" "$SIZE" >"$d/pace.out" 2>"$d/pace.err"
+    local prc=$?
+    wait "$CHILD"
+    local crc=$?
+    CHILD=""
+    if [ "$prc" -ne 0 ] || [ "$crc" -ne 0 ]; then
+        say "raw latency batch $batch: FAILED (pace $prc, rawloop $crc)"
+        return 1
+    fi
+    "$RAW" pctl "$d/latency.txt" >"$d/latency.out"
+}
 LAT_BATCHES="1 10"
 want latency && for batch in $LAT_BATCHES; do
     say "jethost latency, batch $batch, $LAT_N at $LAT_RATE/s"
     run_latency "$batch" || fails=$((fails + 1))
+    say "raw pull loop latency, batch $batch, $LAT_N at $LAT_RATE/s"
+    run_latency_raw "$batch" || fails=$((fails + 1))
 done
 
 # --- peak RSS with a 1 ms handler -------------------------------------------------
@@ -447,6 +470,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/
     for b in $LAT_BATCHES; do
         printf '  %-52s %s\n' "jethost publish -> handler entry, batch $b" \
             "$(awk '/RESULT/{for (i = 1; i <= NF; i++) {split($i, kv, "="); r[kv[1]] = kv[2]} printf "%s / %s / %s", r["p50_us"], r["p99_us"], r["max_us"]}' "$WORK/runs/latency_b$b/latency.out" 2>/dev/null)"
+        printf '  %-52s %s\n' "raw pull loop publish -> receipt, batch $b" \
+            "$(awk '/RESULT/{for (i = 1; i <= NF; i++) {split($i, kv, "="); r[kv[1]] = kv[2]} printf "%s / %s / %s", r["p50_us"], r["p99_us"], r["max_us"]}' "$WORK/runs/latency_raw_b$b/latency.out" 2>/dev/null)"
     done
     fi
     if want rss; then
