@@ -56,9 +56,10 @@
  * Every connection sets natsOptions_SetSendAsap(true), as jethost's does
  * (env RAWLOOP_SENDASAP=0 turns it off).  Each mode prints one line starting
  * with "RESULT " of key=value pairs; rates are messages per second; rss_kb is
- * this process's peak RSS (VmHWM).  Exit status 0 on success.
+ * this process's peak RSS (VmHWM); cpu_ms its user + system CPU time.  Exit status 0 on success.
  */
 #include <errno.h>
+#include <sys/resource.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -109,6 +110,15 @@ static long peak_rss_kb(void)
             kb = strtol(line + 6, NULL, 10);
     fclose(f);
     return kb;
+}
+
+/* User + system CPU of this process so far, ms. */
+static long cpu_ms(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return -1;
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
 }
 
 static long env_long(const char *name, long dflt)
@@ -230,8 +240,8 @@ static void print_loop_result(const char *mode, long batch, long n, int64_t t0, 
                               long statuses)
 {
     double secs = (double)(t1 - t0) / 1e9;
-    printf("RESULT mode=%s batch=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld rss_kb=%ld\n", mode, batch, n,
-           secs, secs > 0 ? (double)n / secs : 0.0, pulls, statuses, peak_rss_kb());
+    printf("RESULT mode=%s batch=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld rss_kb=%ld cpu_ms=%ld\n", mode,
+           batch, n, secs, secs > 0 ? (double)n / secs : 0.0, pulls, statuses, peak_rss_kb(), cpu_ms());
 }
 
 static int mode_fetch(const char *url, const char *stream, const char *consumer, long n, long batch)
@@ -501,8 +511,8 @@ static int mode_capture(const char *url, const char *stream, const char *consume
     DIE_IF(natsConnection_Flush(nc), "flush");
     double secs = (double)(t1 - t0) / 1e9;
     printf("RESULT mode=capture batch=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld duplicates=%ld "
-           "rss_kb=%ld\n", batch, got, secs, secs > 0 ? (double)got / secs : 0.0, pulls, statuses, duplicates,
-           peak_rss_kb());
+           "rss_kb=%ld cpu_ms=%ld\n", batch, got, secs, secs > 0 ? (double)got / secs : 0.0, pulls, statuses,
+           duplicates, peak_rss_kb(), cpu_ms());
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     natsInbox_Destroy(inbox);

@@ -108,7 +108,8 @@ done
 mkdir -m 700 "$WORK/plugins" "$WORK/state" "$WORK/runs"
 cp "$SO" "$WORK/plugins/noop.so" && chmod 600 "$WORK/plugins/noop.so"
 
-RESULTS=$WORK/results.txt   # label batch rep rate rss_kb total_rate
+RESULTS=$WORK/results.txt   # label batch rep rate rss_kb total_rate cpu_ns_per_msg
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 : >"$RESULTS"
 
 now_ns() { date +%s%N; }
@@ -147,8 +148,10 @@ run_jethost() {
     CHILD=$!
     "$RAW" floor "$URL" "$stream" "$c" "$n" "$t0" "$(floor_timeout "$n")" >"$d/floor.out" 2>"$d/floor.err"
     local frc=$?
-    local rss
+    local rss cpu
     rss=$(awk '/^VmHWM:/{print $2}' "/proc/$CHILD/status" 2>/dev/null)
+    # user + system CPU of the whole process (all threads) over its run, per message
+    cpu=$(awk -v t="$CLK_TCK" -v n="$n" '{printf "%.0f", ($14 + $15) / t * 1e9 / n}' "/proc/$CHILD/stat" 2>/dev/null)
     kill -TERM "$CHILD" 2>/dev/null
     wait "$CHILD"
     local jrc=$?
@@ -157,14 +160,14 @@ run_jethost() {
     if [ "$frc" -ne 0 ] || [ "$jrc" -ne 0 ]; then
         say "$c: FAILED (floor rc $frc, jethost rc $jrc); log: $d/jethost.log"
         tail -5 "$d/jethost.log" >&2
-        echo "$label $batch $rep FAIL ${rss:--} -" >>"$RESULTS"
+        echo "$label $batch $rep FAIL ${rss:--} - -" >>"$RESULTS"
         return 1
     fi
     local rate total
     rate=$(field rate "$d/floor.out")
     total=$(field rate_total "$d/floor.out")
-    echo "$label $batch $rep $rate ${rss:--} $total" >>"$RESULTS"
-    say "$(printf '%-18s batch %3s rep %s: %8s msgs/s  rss %s kB' "$label" "$batch" "$rep" "$rate" "${rss:--}")"
+    echo "$label $batch $rep $rate ${rss:--} $total ${cpu:--}" >>"$RESULTS"
+    say "$(printf '%-18s batch %3s rep %s: %8s msgs/s  rss %s kB  cpu %s ns/msg' "$label" "$batch" "$rep" "$rate" "${rss:--}" "${cpu:--}")"
 }
 
 # run_client LABEL BATCH REP cmd...  (the command consumes N from BENCH with
@@ -187,20 +190,22 @@ run_client() {
     local crc=$?
     CHILD=""
     "$RAW" del "$URL" "$stream" "$c" >/dev/null 2>&1
-    local rss
+    local rss cpu
     rss=$(field rss_kb "$d/client.out")
     [ -z "$rss" ] && [ -s "$d/rss" ] && rss=$(cat "$d/rss")
+    cpu=$(field cpu_ms "$d/client.out")
+    [ -n "$cpu" ] && cpu=$(awk -v c="$cpu" -v n="$n" 'BEGIN {printf "%.0f", c * 1e6 / n}')
     if [ "$frc" -ne 0 ] || [ "$crc" -ne 0 ]; then
         say "$c: FAILED (floor rc $frc, client rc $crc)"
         tail -5 "$d/client.err" >&2
-        echo "$label $batch $rep FAIL ${rss:--} -" >>"$RESULTS"
+        echo "$label $batch $rep FAIL ${rss:--} - -" >>"$RESULTS"
         return 1
     fi
     local rate total
     rate=$(field rate "$d/floor.out")
     total=$(field rate_total "$d/floor.out")
-    echo "$label $batch $rep $rate ${rss:--} $total" >>"$RESULTS"
-    say "$(printf '%-18s batch %3s rep %s: %8s msgs/s  rss %s kB' "$label" "$batch" "$rep" "$rate" "${rss:--}")"
+    echo "$label $batch $rep $rate ${rss:--} $total ${cpu:--}" >>"$RESULTS"
+    say "$(printf '%-18s batch %3s rep %s: %8s msgs/s  rss %s kB  cpu %s ns/msg' "$label" "$batch" "$rep" "$rate" "${rss:--}" "${cpu:--}")"
 }
 
 run_node() {
@@ -220,7 +225,7 @@ run_failure() {
     local label=$1 batch=$2 rep=$3 rc
     local c=${label}_b${batch}_r${rep}
     "$RAW" dlq "$URL" "$DLQ_STREAM" "$DLQ_SUBJECTS" >/dev/null 2>"$WORK/dlq.err" ||
-        { cat "$WORK/dlq.err" >&2; say "$c: could not create the DLQ stream"; echo "$label $batch $rep FAIL - -" >>"$RESULTS"; return 1; }
+        { cat "$WORK/dlq.err" >&2; say "$c: could not create the DLQ stream"; echo "$label $batch $rep FAIL - - -" >>"$RESULTS"; return 1; }
     if [ "$label" = jethost_fail ]; then
         RUN_STREAM=FAIL run_jethost jethost_fail "$batch" 0 "$rep" "$N_FAIL" "option.verdict = reject"
     else
@@ -234,7 +239,7 @@ run_failure() {
         say "$c: the DLQ stream holds ${records:-?} records, not $N_FAIL"
         # the run does not count: its rate line goes, a FAIL line takes its place
         sed -i "/^$label $batch $rep /d" "$RESULTS"
-        echo "$label $batch $rep FAIL - -" >>"$RESULTS"
+        echo "$label $batch $rep FAIL - - -" >>"$RESULTS"
         return 1
     fi
 }
@@ -416,6 +421,8 @@ rsscell() {
     if [ "$med" = "-" ]; then printf -- '-'; else awk -v m="$med" -v l="$lo" -v h="$hi" 'BEGIN {printf (l == h ? "%.1f" : "%.1f (%.1f-%.1f)"), m / 1024, l / 1024, h / 1024}'; fi
 }
 med() { stats "$1" "$2" 4 | cut -d' ' -f1; }
+cpumed() { stats "$1" "$2" 7 | cut -d' ' -f1; }
+cpucell() { awk -v v="$(cpumed "$1" "$2")" 'BEGIN {if (v ~ /^[0-9.]+$/) printf "%.1f", v / 1000; else printf "-"}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-"}'; }
 
 {
@@ -449,6 +456,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/
             "$(rsscell fetch "$b")" "$(rsscell raw "$b")"
         [ -n "$NODE_MODULES" ] && printf ' %-16s' "$(rsscell nodejs "$b")"
         echo
+    done
+    echo
+    printf 'CPU per message, microseconds (user + system of the whole client process over its run, median over reps):\n'
+    printf '%-6s %-10s %-18s %-10s %-10s %-9s %-9s\n' batch jethost jethost+threshold Fetch raw "jh/Fetch" "jh/raw"
+    for b in $BATCHES; do
+        printf '%-6s %-10s %-18s %-10s %-10s %-9s %-9s\n' "$b" "$(cpucell jethost "$b")" "$(cpucell jethost_thr "$b")" \
+            "$(cpucell fetch "$b")" "$(cpucell raw "$b")" \
+            "$(ratio "$(cpumed jethost "$b")" "$(cpumed fetch "$b")")" "$(ratio "$(cpumed jethost "$b")" "$(cpumed raw "$b")")"
     done
     fi
     if want failure; then
