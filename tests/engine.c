@@ -130,16 +130,14 @@ static void test_lease_slow_handler(void)
     rig_server(&r);
     jet_test_publish_n(r.js, "orders.new", 1);
     rig_engine(&r, "batch = 1\nack_wait = 2s\noption.block_seq = 1\n");
-    g_autofree char *inflight = g_build_filename(r.dir, "inflight-1", NULL);
-    g_assert_true(jet_test_wait_file(inflight, 20000));
+    rig_wait_inflight(&r, 1);
 
     /* The handler holds message 1 for 5 s, past AckWait 2 s. */
     RawPull rp = { 0 };
     raw_pull_start(&r, &rp, 8);
     g_usleep(5 * G_USEC_PER_SEC);
     g_assert_cmpint(g_atomic_int_get(&rp.deliveries), ==, 0);
-    g_autofree char *go = g_build_filename(r.dir, "go-1", NULL);
-    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    rig_let_go(&r, 1);
     FloorWait fw = { &r, 1 };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 10000));
     g_assert_cmpint(g_atomic_int_get(&rp.deliveries), ==, 0);
@@ -162,12 +160,10 @@ static void test_lease_buffered(void)
     rig_engine(&r, "batch = 10\nack_wait = 2s\noption.sleep = 1s\noption.block_seq = 1\n");
     /* Message 1 in the handler means the engine's pull took the batch: only
      * then may the raw pull wait, or it would take messages first. */
-    g_autofree char *inflight = g_build_filename(r.dir, "inflight-1", NULL);
-    g_assert_true(jet_test_wait_file(inflight, 20000));
+    rig_wait_inflight(&r, 1);
     RawPull rp = { 0 };
     raw_pull_start(&r, &rp, 15);
-    g_autofree char *go = g_build_filename(r.dir, "go-1", NULL);
-    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    rig_let_go(&r, 1);
     FloorWait fw = { &r, 10 };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
     g_assert_cmpint(g_atomic_int_get(&rp.deliveries), ==, 0);
@@ -221,11 +217,9 @@ static void test_lease_lapses(void)
     natsConnection_Flush(r.nc);
     jet_test_publish_n(r.js, "orders.new", 1);
     rig_engine(&r, "batch = 1\nack_wait = 2s\nhandler_timeout = 1s\noption.block_seq = 1\noption.verdict = retry\n");
-    g_autofree char *inflight = g_build_filename(r.dir, "inflight-1", NULL);
-    g_assert_true(jet_test_wait_file(inflight, 20000));
+    rig_wait_inflight(&r, 1);
     g_usleep(3500 * 1000);   /* past the 1 s limit, and past AckWait after the last extension */
-    g_autofree char *go = g_build_filename(r.dir, "go-1", NULL);
-    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    rig_let_go(&r, 1);
     /* The redelivery (delivery 2) is NAK'd as usual: that proves the advisory
      * subscription sees NAKs, so the silence for delivery 1 means something. */
     g_assert_true(jet_test_wait_until(later_nak_seen, &naks, 15000));
@@ -305,8 +299,7 @@ static void test_acks_behind_slow_handler(void)
     rig_server(&r);
     jet_test_publish_n(r.js, "orders.new", 10);
     rig_engine(&r, "batch = 10\nack_wait = 2s\noption.block_seq = 3\n");
-    g_autofree char *inflight = g_build_filename(r.dir, "inflight-3", NULL);
-    g_assert_true(jet_test_wait_file(inflight, 20000));
+    rig_wait_inflight(&r, 3);
     FloorWait two = { &r, 2 };
     g_assert_true(jet_test_wait_until(ack_floor_at_least, &two, 5000));
     {
@@ -314,8 +307,7 @@ static void test_acks_behind_slow_handler(void)
         g_autoptr(GArray) before = handled_seqs(&r, NULL);
         g_assert_cmpuint(before->len, ==, 2);
     }
-    g_autofree char *go = g_build_filename(r.dir, "go-3", NULL);
-    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    rig_let_go(&r, 3);
     FloorWait all = { &r, 10 };
     g_assert_true(jet_test_wait_until(floor_reached, &all, 20000));
     rig_stop(&r);

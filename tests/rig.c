@@ -71,6 +71,20 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
     jet_engine_start(r->eng);
 }
 
+void rig_wait_inflight(Rig *r, guint64 seq)
+{
+    g_autofree char *name = g_strdup_printf("inflight-%" G_GUINT64_FORMAT, seq);
+    g_autofree char *path = g_build_filename(r->dir, name, NULL);
+    g_assert_true(jet_test_wait_file(path, 20000));
+}
+
+void rig_let_go(Rig *r, guint64 seq)
+{
+    g_autofree char *name = g_strdup_printf("go-%" G_GUINT64_FORMAT, seq);
+    g_autofree char *path = g_build_filename(r->dir, name, NULL);
+    g_assert_true(g_file_set_contents(path, "", 0, NULL));
+}
+
 void rig_stop(Rig *r)
 {
     if (r->eng != NULL) {

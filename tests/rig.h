@@ -37,6 +37,11 @@ void rig_engine(Rig *r, const char *extra);
  * options go in extra. */
 void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra);
 void rig_stop(Rig *r);
+/* The fixture plugin's handshake (option.block_seq = SEQ): waits until
+ * stream seq SEQ is in its handler (fails the test after 20 s), and lets
+ * it go on. */
+void rig_wait_inflight(Rig *r, guint64 seq);
+void rig_let_go(Rig *r, guint64 seq);
 void rig_free(Rig *r);
 /* fx_gate's handled.log: stream seqs in order, and their delivery counts. */
 GArray *handled_seqs(Rig *r, GArray **deliveries);
