@@ -5,7 +5,10 @@
 
 #include "conn.h"
 #include "errors.h"
+#include "hdr_block.h"
 #include "log.h"
+#include "nats_raw.h"
+#include "stream_msg.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -15,7 +18,6 @@
 #define ERR_MSG_SIZE_EXCEEDED 10054
 #define ERR_HEADER_SIZE_EXCEEDED 10097
 
-#define HDR_LINE_LEN 10   /* "NATS/1.0\r\n", as nats.c encodes it */
 #define MSG_ID_HDR "Nats-Msg-Id"
 
 G_DEFINE_QUARK(jet-capture-error-quark, jet_capture_error)
@@ -78,70 +80,42 @@ gboolean jet_subject_matches(const char *pattern, const char *subject)
 
 /* --- building -------------------------------------------------------------- */
 
-typedef struct {
-    char *name;
-    char *value;
-} Header;
-
-static void header_clear(gpointer p)
-{
-    Header *h = p;
-    g_free(h->name);
-    g_free(h->value);
-}
-
-static GArray *headers_new(void)
-{
-    GArray *a = g_array_new(FALSE, TRUE, sizeof(Header));
-    g_array_set_clear_func(a, header_clear);
-    return a;
-}
-
-/* Header values cannot carry CR or LF (they end the line); a reason is the
- * plugin's text, so control characters become spaces. */
-static char *clean_value(const char *v)
-{
-    char *c = g_strdup(v);
-    for (char *p = c; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
-    return c;
-}
-
-static void add(GArray *hs, const char *name, const char *value)
+/* Provenance values are the host's text or the plugin's reason: control
+ * characters become spaces and the ends are trimmed, so the writer always
+ * takes them.  NULL or what trims to nothing leaves the header out. */
+static void add(GPtrArray *hs, const char *name, const char *value)
 {
     if (value == NULL || *value == '\0')
         return;
-    Header h = { g_strdup(name), clean_value(value) };
-    g_array_append_val(hs, h);
+    char *c = g_strdup(value);
+    for (char *p = c; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    g_strstrip(c);
+    if (*c == '\0') {
+        g_free(c);
+        return;
+    }
+    g_ptr_array_add(hs, g_strdup(name));
+    g_ptr_array_add(hs, c);
 }
 
-static void add_take(GArray *hs, const char *name, char *value)
+static void add_take(GPtrArray *hs, const char *name, char *value)
 {
     add(hs, name, value);
     g_free(value);
 }
 
-static void add_uint(GArray *hs, const char *name, guint64 v)
+static void add_uint(GPtrArray *hs, const char *name, guint64 v)
 {
     add_take(hs, name, g_strdup_printf("%" G_GUINT64_FORMAT, v));
 }
 
-static gint64 headers_len(GArray *hs)
-{
-    if (hs->len == 0)
-        return 0;
-    gint64 n = HDR_LINE_LEN + 2;
-    for (guint i = 0; i < hs->len; i++) {
-        Header *h = &g_array_index(hs, Header, i);
-        n += (gint64)strlen(h->name) + 2 + (gint64)strlen(h->value) + 2;
-    }
-    return n;
-}
-
-static void provenance(GArray *hs, const JetCaptureFacts *f)
+static void provenance(GPtrArray *hs, const JetCaptureFacts *f)
 {
     add(hs, JET_HDR_ORIGIN_STREAM, f->stream);
+    if (f->stream_created_ns > 0)
+        add_take(hs, JET_HDR_ORIGIN_STREAM_CREATED, jet_time_format_ns(f->stream_created_ns));
     add(hs, JET_HDR_ORIGIN_SUBJECT, f->subject);
     if (f->stream_seq > 0)
         add_uint(hs, JET_HDR_ORIGIN_SEQ, f->stream_seq);
@@ -151,12 +125,7 @@ static void provenance(GArray *hs, const JetCaptureFacts *f)
     add_uint(hs, JET_HDR_FAILURES, f->failures);
     add_uint(hs, JET_HDR_POSTPONES, f->postpones);
     add(hs, JET_HDR_CAUSE, jet_cause_name(f->cause));
-    if (f->reason != NULL && *f->reason) {
-        /* The one substring 2.9.10 must not see before the real Msg-Id. */
-        g_autoptr(GString) r = g_string_new(f->reason);
-        g_string_replace(r, MSG_ID_HDR, "Nats_Msg-Id", 0);
-        add(hs, JET_HDR_REASON, r->str);
-    }
+    add(hs, JET_HDR_REASON, f->reason);
     if (f->has_first_failure)
         add_take(hs, JET_HDR_FIRST_FAILURE, jet_time_format_ns(f->first_failure_ns));
     if (f->has_enqueued)
@@ -190,41 +159,36 @@ GPtrArray *jet_capture_msg_headers(natsMsg *m)
     return out;
 }
 
-/* The original headers under their carried names, in the given order. */
-static GArray *original_headers(const GPtrArray *orig)
+char *jet_capture_msg_id(const JetCaptureFacts *f)
 {
-    GArray *hs = headers_new();
-    for (guint i = 0; orig != NULL && i + 1 < orig->len; i += 2) {
-        Header h = { jet_capture_carried_name(g_ptr_array_index(orig, i)),
-                     g_strdup(g_ptr_array_index(orig, i + 1)) };
-        g_array_append_val(hs, h);
-    }
-    return hs;
+    if (f->stream == NULL || *f->stream == '\0' || f->stream_seq == 0)
+        return NULL;
+    GString *id = g_string_new(NULL);
+    g_string_printf(id, "jethost:%s.%s:%" G_GUINT64_FORMAT, f->stream, f->consumer != NULL ? f->consumer : "",
+                    f->stream_seq);
+    if (f->stream_created_ns > 0)
+        g_string_append_printf(id, ":%" G_GINT64_FORMAT, f->stream_created_ns);
+    if (f->msg_id_after > 0)
+        g_string_append_printf(id, ":after-%" G_GUINT64_FORMAT, f->msg_id_after);
+    return g_string_free(id, FALSE);
 }
 
-static char *dropped_list(GArray *orig, char ***names_out)
+/* "a,b,c" of entries, cut after JET_CAPTURE_MAX_DROPPED_LIST bytes with
+ * "+N more". */
+static char *dropped_value(const GPtrArray *entries)
 {
-    GPtrArray *names = g_ptr_array_new();
-    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
-    for (guint i = 0; i < orig->len; i++) {
-        Header *h = &g_array_index(orig, Header, i);
-        if (g_hash_table_add(seen, h->name))
-            g_ptr_array_add(names, g_strdup(h->name));
-    }
     g_autoptr(GString) list = g_string_new(NULL);
     guint listed = 0;
-    for (; listed < names->len; listed++) {
-        const char *n = g_ptr_array_index(names, listed);
+    for (; listed < entries->len; listed++) {
+        const char *n = g_ptr_array_index(entries, listed);
         if (list->len + strlen(n) + 1 > JET_CAPTURE_MAX_DROPPED_LIST)
             break;
         if (list->len > 0)
             g_string_append_c(list, ',');
         g_string_append(list, n);
     }
-    if (listed < names->len)
-        g_string_append_printf(list, "%s+%u more", list->len > 0 ? "," : "", names->len - listed);
-    g_ptr_array_add(names, NULL);
-    *names_out = (char **)g_ptr_array_free(names, FALSE);
+    if (listed < entries->len)
+        g_string_append_printf(list, "%s+%u more", list->len > 0 ? "," : "", entries->len - listed);
     return g_string_free(g_steal_pointer(&list), FALSE);
 }
 
@@ -233,16 +197,30 @@ static gboolean fits(gint64 hdr, gint64 total, gint64 max_payload)
     return hdr <= JET_CAPTURE_MAX_HEADER_BYTES && (max_payload <= 0 || total <= max_payload);
 }
 
-static gboolean shadowed(GArray *hs)
+static void append_pairs(GPtrArray *to, const GPtrArray *from)
 {
-    for (guint i = 0; i < hs->len; i++) {
-        Header *h = &g_array_index(hs, Header, i);
-        if (strcmp(h->name, MSG_ID_HDR) == 0)
-            continue;
-        if (strstr(h->name, MSG_ID_HDR) != NULL || strstr(h->value, MSG_ID_HDR) != NULL)
-            return TRUE;
+    for (guint i = 0; from != NULL && i < from->len; i++)
+        g_ptr_array_add(to, g_strdup(g_ptr_array_index(from, i)));
+}
+
+/* The record's list: the host's Nats-Msg-Id first (nats-server 2.9.10 reads
+ * the first occurrence of a name in the block, so nothing before it can
+ * hide it), the original headers, the provenance, the dropped list. */
+static GPtrArray *assemble(const char *msg_id, const GPtrArray *orig, const GPtrArray *prov,
+                           const GPtrArray *entries)
+{
+    GPtrArray *hs = g_ptr_array_new_with_free_func(g_free);
+    if (msg_id != NULL) {
+        g_ptr_array_add(hs, g_strdup(MSG_ID_HDR));
+        g_ptr_array_add(hs, g_strdup(msg_id));
     }
-    return FALSE;
+    append_pairs(hs, orig);
+    append_pairs(hs, prov);
+    if (entries->len > 0) {
+        g_ptr_array_add(hs, g_strdup(JET_HDR_DROPPED_HEADERS));
+        g_ptr_array_add(hs, dropped_value(entries));
+    }
+    return hs;
 }
 
 void jet_capture_build_clear(JetCaptureBuild *r)
@@ -254,45 +232,69 @@ void jet_capture_build_clear(JetCaptureBuild *r)
     memset(r, 0, sizeof *r);
 }
 
-GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const JetCaptureFacts *f,
+GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const GArray *defects, const JetCaptureFacts *f,
                                gint64 max_payload, JetCaptureBuild *result, GError **error)
 {
     g_return_val_if_fail(f != NULL && len >= 0, NULL);
     JetCaptureBuild local = { 0 };
     JetCaptureBuild *r = result != NULL ? result : &local;
     memset(r, 0, sizeof *r);
+    r->msg_id = jet_capture_msg_id(f);
 
-    g_autoptr(GArray) prov = headers_new();
-    if (f->stream != NULL && *f->stream && f->stream_seq > 0) {
-        r->msg_id = g_strdup_printf("jethost:%s.%s:%" G_GUINT64_FORMAT, f->stream,
-                                    f->consumer != NULL ? f->consumer : "", f->stream_seq);
-        add(prov, MSG_ID_HDR, r->msg_id);
-    }
+    g_autoptr(GPtrArray) prov = g_ptr_array_new_with_free_func(g_free);
     provenance(prov, f);
-    g_autoptr(GArray) orig = original_headers(original);
 
-    gint64 prov_len = headers_len(prov);
-    /* Both sets in one block: the line and the blank line counted once. */
-    gint64 all_len = orig->len == 0 ? prov_len : headers_len(orig) - (HDR_LINE_LEN + 2) + prov_len;
-    gboolean keep_orig = fits(all_len, all_len + len, max_payload);
-    g_autoptr(GArray) hs = headers_new();
-    if (keep_orig) {
-        for (guint i = 0; i < orig->len; i++) {
-            Header *h = &g_array_index(orig, Header, i);
-            Header c = { g_strdup(h->name), g_strdup(h->value) };   /* as they were, empty ones too */
-            g_array_append_val(hs, c);
+    /* What cannot travel is listed with why: the defects of the block, and
+     * any pair a caller gave that the writer would refuse. */
+    g_autoptr(GPtrArray) entries = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; defects != NULL && i < defects->len; i++)
+        g_ptr_array_add(entries, jet_hdr_defect_describe(&g_array_index(defects, JetHdrDefect, i)));
+    r->defects = defects != NULL ? defects->len : 0;
+    g_autoptr(GPtrArray) orig = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; original != NULL && i + 1 < original->len; i += 2) {
+        const char *name = g_ptr_array_index(original, i), *value = g_ptr_array_index(original, i + 1);
+        if (!jet_hdr_name_valid(name)) {
+            g_autofree char *e = jet_hdr_escape(name, strlen(name), JET_HDR_DEFECT_TEXT_MAX);
+            g_ptr_array_add(entries, g_strdup_printf("\"%s\" (name is not a token)", e));
+            r->defects++;
+            continue;
         }
-    } else {
-        g_autofree char *list = dropped_list(orig, &r->dropped);
-        add(prov, JET_HDR_DROPPED_HEADERS, list);
-        r->headers_dropped = TRUE;
+        g_autofree char *carried = jet_capture_carried_name(name);
+        if (!jet_hdr_value_valid(value)) {
+            g_ptr_array_add(entries, g_strdup_printf("%s (value holds CR or LF, or spaces at an end)", carried));
+            r->defects++;
+            continue;
+        }
+        g_ptr_array_add(orig, g_steal_pointer(&carried));
+        g_ptr_array_add(orig, g_strdup(value));
     }
-    for (guint i = 0; i < prov->len; i++) {
-        Header *h = &g_array_index(prov, Header, i);
-        add(hs, h->name, h->value);
-    }
-    r->header_bytes = headers_len(hs);
+
+    g_autoptr(GPtrArray) hs = assemble(r->msg_id, orig, prov, entries);
+    r->header_bytes = (gint64)jet_hdr_encoded_len(hs);
     r->total_bytes = r->header_bytes + len;
+    if (!fits(r->header_bytes, r->total_bytes, max_payload) && orig->len > 0) {
+        /* The original headers go, each distinct name listed once. */
+        GPtrArray *names = g_ptr_array_new();
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+        for (guint i = 0; i + 1 < orig->len; i += 2) {
+            const char *n = g_ptr_array_index(orig, i);
+            if (g_hash_table_add(seen, (gpointer)n)) {
+                g_ptr_array_add(names, g_strdup(n));
+                /* A bare name: the one entry whose why is implied (the
+                 * headers did not fit), so the list stays shorter than
+                 * what it replaces. */
+                g_ptr_array_add(entries, g_strdup(n));
+            }
+        }
+        g_ptr_array_add(names, NULL);
+        r->dropped = (char **)g_ptr_array_free(names, FALSE);
+        r->headers_dropped = TRUE;
+        g_ptr_array_set_size(orig, 0);
+        g_ptr_array_unref(hs);
+        hs = assemble(r->msg_id, orig, prov, entries);
+        r->header_bytes = (gint64)jet_hdr_encoded_len(hs);
+        r->total_bytes = r->header_bytes + len;
+    }
     if (!fits(r->header_bytes, r->total_bytes, max_payload)) {
         g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE,
                     "too large to capture: %d payload bytes + %" G_GINT64_FORMAT
@@ -302,21 +304,13 @@ GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const JetCapt
         jet_capture_build_clear(&local);
         return NULL;
     }
-    r->msg_id_shadowed = r->msg_id != NULL && shadowed(hs);
-
-    GPtrArray *out = g_ptr_array_new_full(2 * hs->len, g_free);
-    for (guint i = 0; i < hs->len; i++) {
-        Header *h = &g_array_index(hs, Header, i);
-        g_ptr_array_add(out, g_steal_pointer(&h->name));
-        g_ptr_array_add(out, g_steal_pointer(&h->value));
-    }
     jet_capture_build_clear(&local);
-    return out;
+    return g_steal_pointer(&hs);
 }
 
-natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, natsMsg *original,
-                           const JetCaptureFacts *f, gint64 max_payload, JetCaptureBuild *result,
-                           GError **error)
+natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, const GPtrArray *original,
+                           const GArray *defects, const JetCaptureFacts *f, gint64 max_payload,
+                           JetCaptureBuild *result, GError **error)
 {
     g_return_val_if_fail(f != NULL, NULL);
     g_return_val_if_fail(len >= 0 && (len == 0 || data != NULL), NULL);
@@ -326,22 +320,18 @@ natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, n
         g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_INVALID, "no DLQ subject");
         return NULL;
     }
-    g_autoptr(GPtrArray) orig = original != NULL ? jet_capture_msg_headers(original) : NULL;
-    g_autoptr(GPtrArray) hs = jet_capture_headers(len, orig, f, max_payload, result, error);
+    g_autoptr(GPtrArray) hs = jet_capture_headers(len, original, defects, f, max_payload, result, error);
     if (hs == NULL)
         return NULL;
-
-    natsMsg *m = NULL;
-    natsStatus s = natsMsg_Create(&m, dlq_subject, NULL, len > 0 ? data : NULL, len);
-    for (guint i = 0; s == NATS_OK && i + 1 < hs->len; i += 2)
-        s = natsMsgHeader_Add(m, g_ptr_array_index(hs, i), g_ptr_array_index(hs, i + 1));
-    if (s != NATS_OK) {
-        g_autofree char *why = jet_nats_error(s);
-        g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_INVALID, "building the DLQ message: %s", why);
-        natsMsg_Destroy(m);
+    gsize block_len = 0;
+    g_autoptr(GError) werr = NULL;
+    g_autofree char *block = jet_hdr_write(hs, &block_len, &werr);
+    if (block == NULL && werr != NULL) {
+        g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_INVALID, "building the DLQ message: %s",
+                    werr->message);
         return NULL;
     }
-    return m;
+    return jet_nats_msg_new_raw(dlq_subject, block, block_len, data, (gsize)len, error);
 }
 
 void jet_capture_facts_settled(JetCaptureFacts *f, const JetSettleAction *a, guint32 failures_before,
@@ -381,11 +371,11 @@ const char *jet_capture_outcome_name(JetCaptureOutcome o)
     return "unknown";
 }
 
-JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeout_ms, gboolean *duplicate,
+JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeout_ms, JetCapturePubAck *ack,
                                       GError **error)
 {
-    if (duplicate != NULL)
-        *duplicate = FALSE;
+    if (ack != NULL)
+        memset(ack, 0, sizeof *ack);
     g_return_val_if_fail(js != NULL && dlq_msg != NULL, JET_CAPTURE_FAILED);
     const char *subject = natsMsg_GetSubject(dlq_msg);
     jsPubOptions po;
@@ -395,10 +385,18 @@ JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeou
     jsErrCode jerr = 0;
     natsStatus s = js_PublishMsg(&pa, js, dlq_msg, &po, &jerr);
     if (s == NATS_OK) {
-        if (duplicate != NULL)
-            *duplicate = pa->Duplicate;
+        /* Whatever answered must be a stream's pub-ack. */
+        gboolean named = pa->Stream != NULL && *pa->Stream != '\0' && pa->Sequence > 0;
+        if (named && ack != NULL) {
+            ack->duplicate = pa->Duplicate;
+            ack->seq = pa->Sequence;
+            g_strlcpy(ack->stream, pa->Stream, sizeof ack->stream);
+        }
         jsPubAck_Destroy(pa);
-        return JET_CAPTURE_CAPTURED;
+        if (named)
+            return JET_CAPTURE_CAPTURED;
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s: the reply is not a stream's pub-ack", subject);
+        return JET_CAPTURE_FAILED;
     }
     g_autofree char *why = jet_nats_error(s);
     if (s == NATS_MAX_PAYLOAD || jerr == ERR_MSG_SIZE_EXCEEDED || jerr == ERR_HEADER_SIZE_EXCEEDED) {
@@ -419,6 +417,65 @@ JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeou
     else
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s failed: %s", subject, why);
     return JET_CAPTURE_FAILED;
+}
+
+const char *jet_capture_dup_name(JetCaptureDup d)
+{
+    switch (d) {
+    case JET_CAPTURE_DUP_SAME: return "same";
+    case JET_CAPTURE_DUP_COLLISION: return "collision";
+    case JET_CAPTURE_DUP_UNVERIFIED: return "unverified";
+    }
+    return "unknown";
+}
+
+static const char *nonempty(const char *s)
+{
+    return s != NULL && *s ? s : NULL;
+}
+
+/* A provenance header of the record against what this capture would write. */
+static gboolean prov_equal(const GPtrArray *hs, const char *name, const char *want, GString *why)
+{
+    const char *got = jet_hdr_get(hs, name);
+    if (g_strcmp0(got, want) == 0)
+        return TRUE;
+    g_autofree char *g = got != NULL ? jet_hdr_escape(got, strlen(got), 64) : g_strdup("(none)");
+    g_string_append_printf(why, "%s%s is %s, not %s", why->len ? "; " : "", name, g, want != NULL ? want : "(none)");
+    return FALSE;
+}
+
+JetCaptureDup jet_capture_verify_duplicate(natsConnection *nc, const JetCapturePubAck *ack, const char *msg_id,
+                                           const JetCaptureFacts *f, char **why_out, GError **error)
+{
+    g_return_val_if_fail(nc != NULL && ack != NULL && f != NULL && why_out != NULL, JET_CAPTURE_DUP_UNVERIFIED);
+    *why_out = NULL;
+    g_autoptr(JetStoredMsg) rec = NULL;
+    JetStoredStatus st = jet_stream_msg_get(nc, ack->stream, ack->seq, 5000, &rec, error);
+    if (st == JET_STORED_ERROR)
+        return JET_CAPTURE_DUP_UNVERIFIED;
+    if (st == JET_STORED_ABSENT) {
+        *why_out = g_strdup_printf("the record it names (%s:%" G_GUINT64_FORMAT ") was removed", ack->stream,
+                                   ack->seq);
+        return JET_CAPTURE_DUP_COLLISION;
+    }
+    g_auto(JetHdrParse) p = { 0 };
+    gsize hlen = 0;
+    const char *h = rec->hdrs != NULL ? g_bytes_get_data(rec->hdrs, &hlen) : NULL;
+    jet_hdr_parse(h, hlen, &p);
+    g_autoptr(GString) why = g_string_new(NULL);
+    g_autofree char *seq = f->stream_seq > 0 ? g_strdup_printf("%" G_GUINT64_FORMAT, f->stream_seq) : NULL;
+    g_autofree char *created = f->stream_created_ns > 0 ? jet_time_format_ns(f->stream_created_ns) : NULL;
+    gboolean same = prov_equal(p.headers, MSG_ID_HDR, msg_id, why);
+    same = prov_equal(p.headers, JET_HDR_ORIGIN_STREAM, nonempty(f->stream), why) && same;
+    same = prov_equal(p.headers, JET_HDR_ORIGIN_STREAM_CREATED, created, why) && same;
+    same = prov_equal(p.headers, JET_HDR_ORIGIN_CONSUMER, nonempty(f->consumer), why) && same;
+    same = prov_equal(p.headers, JET_HDR_ORIGIN_SEQ, seq, why) && same;
+    if (same)
+        return JET_CAPTURE_DUP_SAME;
+    *why_out = g_strdup_printf("the record it names (%s:%" G_GUINT64_FORMAT ") is another message's: %s",
+                               ack->stream, ack->seq, why->str);
+    return JET_CAPTURE_DUP_COLLISION;
 }
 
 gboolean jet_ack_confirmed(natsConnection *nc, const char *reply_subject, gint64 timeout_ms, GError **error)
@@ -535,70 +592,4 @@ gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **er
                     b->name, b->dlq_stream, subject, why, (int)jerr);
         return FALSE;
     }
-}
-
-/* --- replay ---------------------------------------------------------------- */
-
-static gboolean never_restored(const char *name)
-{
-    return g_ascii_strcasecmp(name, "Nats-Rollup") == 0 || has_prefix_ci(name, "Nats-Expected-") ||
-           g_ascii_strcasecmp(name, MSG_ID_HDR) == 0;
-}
-
-natsMsg *jet_capture_replay_build(natsMsg *record, const char *dlq_stream, guint64 dlq_seq, gint64 now_ns,
-                                  char **msg_id_out, GError **error)
-{
-    g_return_val_if_fail(record != NULL && dlq_stream != NULL, NULL);
-    const char *subject = NULL;
-    if (natsMsgHeader_Get(record, JET_HDR_ORIGIN_SUBJECT, &subject) != NATS_OK || subject == NULL || !*subject) {
-        g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
-                    "%s:%" G_GUINT64_FORMAT " has no " JET_HDR_ORIGIN_SUBJECT " header: not a jethost capture",
-                    dlq_stream, dlq_seq);
-        return NULL;
-    }
-    g_autofree char *subj = g_strdup(subject);
-    natsMsg *m = NULL;
-    int len = natsMsg_GetDataLength(record);
-    natsStatus s = natsMsg_Create(&m, subj, NULL, len > 0 ? natsMsg_GetData(record) : NULL, len);
-    const char **keys = NULL;
-    int count = 0;
-    if (s == NATS_OK && natsMsgHeader_Keys(record, &keys, &count) == NATS_OK) {
-        for (int i = 0; s == NATS_OK && i < count; i++) {
-            g_autofree char *restored = jet_capture_restored_name(keys[i]);
-            const char *name = restored;
-            if (name == NULL) {
-                /* The record's own Nats-* headers (its Msg-Id) and the
-                 * provenance stay behind; application headers travel. */
-                if (has_prefix_ci(keys[i], "Nats-") || has_prefix_ci(keys[i], "Jethost-"))
-                    continue;
-                name = keys[i];
-            } else if (never_restored(name)) {
-                continue;
-            }
-            const char **values = NULL;
-            int nv = 0;
-            if (natsMsgHeader_Values(record, keys[i], &values, &nv) != NATS_OK)
-                continue;
-            for (int j = 0; s == NATS_OK && j < nv; j++)
-                s = natsMsgHeader_Add(m, name, values[j]);
-            free((void *)values);
-        }
-        free((void *)keys);
-    }
-    g_autofree char *id = g_strdup_printf("jethost-replay:%s:%" G_GUINT64_FORMAT ":%" G_GINT64_FORMAT, dlq_stream,
-                                          dlq_seq, now_ns);
-    g_autofree char *from = g_strdup_printf("%s:%" G_GUINT64_FORMAT, dlq_stream, dlq_seq);
-    if (s == NATS_OK)
-        s = natsMsgHeader_Set(m, MSG_ID_HDR, id);
-    if (s == NATS_OK)
-        s = natsMsgHeader_Set(m, JET_HDR_REPLAYED_FROM, from);
-    if (s != NATS_OK) {
-        g_autofree char *why = jet_nats_error(s);
-        g_set_error(error, JET_ERROR, JET_ERROR_FAILED, "building the replay of %s: %s", from, why);
-        natsMsg_Destroy(m);
-        return NULL;
-    }
-    if (msg_id_out != NULL)
-        *msg_id_out = g_steal_pointer(&id);
-    return m;
 }

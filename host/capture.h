@@ -17,6 +17,7 @@
 #include <nats/nats.h>
 
 #include "config.h"
+#include "hdr_block.h"
 #include "provenance.h"
 #include "settle.h"
 
@@ -24,6 +25,7 @@
 
 /* The provenance names are provenance.h's (one list). */
 #define JET_HDR_ORIGIN_STREAM    JET_PROV_STREAM           /* "Jethost-Origin-Stream" */
+#define JET_HDR_ORIGIN_STREAM_CREATED JET_PROV_STREAM_CREATED /* "Jethost-Origin-Stream-Created" */
 #define JET_HDR_ORIGIN_SUBJECT   JET_PROV_SUBJECT          /* "Jethost-Origin-Subject" */
 #define JET_HDR_ORIGIN_SEQ       JET_PROV_SEQ              /* "Jethost-Origin-Seq" */
 #define JET_HDR_ORIGIN_CONSUMER  JET_PROV_CONSUMER         /* "Jethost-Origin-Consumer" */
@@ -41,7 +43,6 @@
 #define JET_HDR_HOST             JET_PROV_HOST             /* "Jethost-Host" */
 #define JET_HDR_BINDING          JET_PROV_BINDING          /* "Jethost-Binding" */
 #define JET_HDR_DROPPED_HEADERS  "Jethost-Dropped-Headers"
-#define JET_HDR_REPLAYED_FROM    "Jethost-Replayed-From"   /* set by `jethost dlq replay` */
 
 /* An original header named Nats-<rest> travels as Jethost-Orig-Nats_<rest>
  * (the '-' after "Nats" becomes '_', so no server-read name survives even as
@@ -74,6 +75,8 @@ typedef enum {
  * stream_seq (a malformed delivery may know little). */
 typedef struct {
     const char *stream;            /* origin stream */
+    gint64 stream_created_ns;      /* its creation time (stream info), telling one life of a
+                                      stream name from the next; 0 = unknown */
     const char *consumer;
     const char *subject;           /* the message's own subject */
     const char *reply;             /* the raw reply subject; set it for cause malformed */
@@ -92,6 +95,8 @@ typedef struct {
     const char *plugin_version;
     const char *host;              /* JetHostConfig.name */
     const char *binding;
+    guint64 msg_id_after;          /* 0; else the DLQ seq of a record another message's capture
+                                      holds under this id: the id becomes distinct (":after-N") */
 } JetCaptureFacts;
 
 /* What jet_capture_build did; clear with jet_capture_build_clear. */
@@ -99,9 +104,8 @@ typedef struct {
     gboolean headers_dropped;      /* the original headers did not fit and were left out */
     char **dropped;                /* their names as they would have been carried (NULL-terminated) */
     char *msg_id;                  /* the Nats-Msg-Id set, or NULL when stream or seq was unknown */
-    gboolean msg_id_shadowed;      /* another header name or value contains "Nats-Msg-Id": on
-                                      2.9.10 it may hide the real one, and a repeated capture
-                                      then makes a second record (log it; never data loss) */
+    guint defects;                 /* lines of the original block (or pairs) that could not travel,
+                                      listed in Jethost-Dropped-Headers with why */
     gint64 header_bytes;           /* the encoded header block */
     gint64 total_bytes;            /* headers + payload, as the server counts them */
 } JetCaptureBuild;
@@ -109,38 +113,46 @@ typedef struct {
 void jet_capture_build_clear(JetCaptureBuild *r);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(JetCaptureBuild, jet_capture_build_clear)
 
-/* The DLQ message for one capture, to dlq_subject: the original payload
- * (data, len; never truncated), the original's headers (when original is not
- * NULL; renamed as above), the provenance headers, and
- * Nats-Msg-Id: jethost:<stream>.<consumer>:<seq> (stream and consumer names
- * cannot contain '.', so it is unambiguous; two consumers of one stream never
- * de-duplicate each other's captures).  When stream or seq is unknown there is
- * no Msg-Id.
+/* The DLQ message for one capture, to dlq_subject, its header block
+ * written by the host (hdr_block.h) and sent byte for byte (nats_raw.h):
+ *   Nats-Msg-Id (jet_capture_msg_id; absent when stream or seq is unknown),
+ *     first, so that no later line can hide it from the server;
+ *   the original headers (original: name/value pairs in block order, from
+ *     jet_hdr_parse; renamed by the rule above), in order, empty values kept;
+ *   the provenance;
+ *   Jethost-Dropped-Headers, when anything could not travel: each defect of
+ *     the original block (defects: JetHdrDefect, may be NULL) and each pair
+ *     the writer would refuse, with why.
+ * The payload (data, len) is never truncated.
  *
  * max_payload: the server's (natsConnection_GetMaxPayload) or
  * jet_capture_max_payload(); <= 0 means unknown (only the 64 KiB header
  * limit applies).  When headers + payload exceed it, or the header block
- * exceeds 64 KiB, the original headers are left out and their names listed in
- * Jethost-Dropped-Headers.  When even the payload with the provenance does
- * not fit: NULL with JET_CAPTURE_ERROR_TOO_LARGE (the outcome is Stranded
- * with cause too-large).  result may be NULL. */
-natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, natsMsg *original,
-                           const JetCaptureFacts *f, gint64 max_payload, JetCaptureBuild *result,
-                           GError **error);
+ * exceeds 64 KiB, the original headers are left out and listed by name (a
+ * bare name in the list means "did not fit"; JetCaptureBuild.dropped).  When even the payload with the provenance does not fit:
+ * NULL with JET_CAPTURE_ERROR_TOO_LARGE (the outcome is Stranded with cause
+ * too-large).  result may be NULL. */
+natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, const GPtrArray *original,
+                           const GArray *defects, const JetCaptureFacts *f, gint64 max_payload,
+                           JetCaptureBuild *result, GError **error);
 
-/* The header list of that DLQ message, in the order jet_capture_build adds
- * it (the wire order is nats.c's): name and value alternating, g_strdup'd
- * (free with g_ptr_array_unref).  original: the original's headers under
- * their own names, name and value alternating (jet_capture_msg_headers), or
- * NULL; len: the payload's length.  The result and the errors are
- * jet_capture_build's, which calls it.  The mock host calls it too, so the
- * record it previews is the one the daemon writes (one implementation). */
-GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const JetCaptureFacts *f,
+/* The header list of that DLQ message, in block order: name and value
+ * alternating, g_strdup'd (free with g_ptr_array_unref); len is the
+ * payload's length.  jet_capture_build writes it; the mock host shows it,
+ * so the record it previews is the one the daemon writes. */
+GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const GArray *defects, const JetCaptureFacts *f,
                                gint64 max_payload, JetCaptureBuild *result, GError **error);
 
-/* Every header value of m, name and value alternating (g_strdup'd), in
- * nats.c's key order, the values of a repeated name together.  Empty for
- * NULL or a message without headers. */
+/* jethost:<stream>.<consumer>:<seq>[:<stream created ns>][:after-<N>], or
+ * NULL when the stream or the sequence is unknown.  Stream and consumer
+ * names cannot hold '.', so it is unambiguous; the creation time makes it
+ * unique across a stream deleted and re-created under the same name. */
+char *jet_capture_msg_id(const JetCaptureFacts *f);
+
+/* Every header value of a message built with natsMsgHeader_* (nats.c's key
+ * order), name and value alternating, g_strdup'd.  Not for received
+ * messages: nats.c mis-reads hostile blocks; those go through
+ * jet_nats_raw_headers() and jet_hdr_parse(). */
 GPtrArray *jet_capture_msg_headers(natsMsg *m);
 
 /* The facts that follow from the settlement of a captured delivery, shared by
@@ -163,14 +175,37 @@ typedef enum {
 
 const char *jet_capture_outcome_name(JetCaptureOutcome o);
 
+/* The pub-ack of a capture. */
+typedef struct {
+    gboolean duplicate;   /* the stream already held a record under this Nats-Msg-Id ... */
+    guint64 seq;          /* ... at this sequence (else: the new record's) */
+    char stream[256];     /* the stream that stored it */
+} JetCapturePubAck;
+
 /* Publishes dlq_msg with js_PublishMsg and waits up to timeout_ms for the
- * pub-ack.  A duplicate pub-ack ("duplicate": true: an earlier capture of the
- * same delivery is stored) is CAPTURED with *duplicate TRUE.  FAILED and
- * TOO_LARGE set error with the reason (no responders: nothing captures the
- * subject, is the DLQ stream missing?; a timeout; the server's refusal and its
- * err code).  dlq_msg is not consumed: a caller may publish it again. */
-JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeout_ms, gboolean *duplicate,
+ * pub-ack (ack may be NULL).  CAPTURED: a stream's pub-ack came; when it says
+ * duplicate, verify it (jet_capture_verify_duplicate) before acking anything.
+ * FAILED and TOO_LARGE set error with the reason (no responders: nothing
+ * captures the subject, is the DLQ stream missing?; a timeout; the server's
+ * refusal and its err code; a reply that is not a pub-ack).  dlq_msg is not
+ * consumed: a caller may publish it again. */
+JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeout_ms, JetCapturePubAck *ack,
                                       GError **error);
+
+typedef enum {
+    JET_CAPTURE_DUP_SAME,        /* the record is this capture's: already captured */
+    JET_CAPTURE_DUP_COLLISION,   /* another message's record holds the id (or it was removed) */
+    JET_CAPTURE_DUP_UNVERIFIED,  /* the record could not be read: error set */
+} JetCaptureDup;
+
+const char *jet_capture_dup_name(JetCaptureDup d);
+
+/* A duplicate pub-ack checked against the record it names (read by
+ * sequence, its header block parsed by the host): its Nats-Msg-Id, origin
+ * stream, the stream's creation time, consumer and sequence must all be
+ * this capture's (f, msg_id).  COLLISION sets *why_out (g_free). */
+JetCaptureDup jet_capture_verify_duplicate(natsConnection *nc, const JetCapturePubAck *ack, const char *msg_id,
+                                           const JetCaptureFacts *f, char **why_out, GError **error);
 
 /* Sends +ACK to reply_subject as a request and waits up to timeout_ms for the
  * (empty) reply.  TRUE when it came: the server *received* the ack, which is
@@ -187,16 +222,6 @@ gboolean jet_ack_confirmed(natsConnection *nc, const char *reply_subject, gint64
  * never reshaped, in either mode: one that does not cover the subject is an
  * error naming what to add. */
 gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error);
-
-/* The republication of DLQ record `record` (dlq_stream:dlq_seq) to its
- * origin subject (Jethost-Origin-Subject; an error when missing): the payload,
- * the application headers, the Jethost-Orig-* headers under their original
- * names EXCEPT Nats-Rollup, Nats-Expected-* and Nats-Msg-Id, no provenance,
- * a fresh Nats-Msg-Id jethost-replay:<dlq stream>:<dlq seq>:<now_ns>, and
- * Jethost-Replayed-From: <dlq stream>:<dlq seq>.  *msg_id_out (may be NULL)
- * receives the Msg-Id. */
-natsMsg *jet_capture_replay_build(natsMsg *record, const char *dlq_stream, guint64 dlq_seq, gint64 now_ns,
-                                  char **msg_id_out, GError **error);
 
 /* Whether the NATS subject pattern (tokens, '*' for one token, a final '>'
  * for one or more) matches the literal subject.  FALSE for an empty or

@@ -6,8 +6,10 @@
 #include <stdio.h>
 
 /* argv[0] is "dlq".  Exit codes as in cli.h: 0 ok, 1 a runtime failure
- * (server, missing record, a replay refused), 2 bad usage, 3 bad config.
- * Does not call nats_Close(): the caller does. */
+ * (server, missing record, a record refused or not acked: the other records
+ * are still replayed), 2 bad usage (a --to subject that is not literal or is
+ * reserved included), 3 bad config.  Does not call nats_Close(): the caller
+ * does. */
 int jet_dlq_cli_main(int argc, char **argv);
 
 /* The same, writing records to out and messages to err (for tests). */

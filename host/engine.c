@@ -64,8 +64,19 @@ static Item *take_next(Worker *w, gint64 timeout_ms)
         g_atomic_int_add(&w->n_moved, -1);
     } else {
         natsMsg *m = NULL;
-        if (natsSubscription_NextMsg(&m, w->sub, timeout_ms) == NATS_OK)
+        natsStatus s = natsSubscription_NextMsg(&m, w->sub, timeout_ms);
+        if (s == NATS_OK) {
             it = arrive(w, m, now_us());
+        } else if (s == NATS_NO_RESPONDERS) {
+            /* nats.c destroys, unseen, any message with an empty payload
+             * and a "503" status line: on a pull inbox, a stored message
+             * written to look like one.  It comes back after AckWait, and
+             * again, until MaxDeliver (docs/headers.md). */
+            STAT_ADD(w->eng, client_discarded, 1);
+            jet_log(JET_LOG_ERROR, w->eng->b->name, "client-discarded",
+                    "nats.c discarded a delivery with an empty payload and a 503 status line before the host "
+                    "could see it; the server will deliver it again after AckWait");
+        }
     }
     g_mutex_unlock(&w->take_lock);
     return it;
@@ -121,6 +132,7 @@ static void wake_worker(Worker *w)
 static void on_reconnect(gpointer data)
 {
     JetEngine *e = data;
+    jet__forget_stream_life(e);
     for (guint i = 0; i < e->n_workers; i++)
         wake_worker(&e->workers[i]);
 }
@@ -321,6 +333,7 @@ static void recover_consumer(Worker *w, const char *why)
 {
     JetEngine *e = w->eng;
     end_all_pulls(w);
+    jet__forget_stream_life(e);
     g_mutex_lock(&e->recover_lock);
     guint64 floor = 0;
     int exists = jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor);

@@ -41,6 +41,8 @@ typedef struct {
     guint64 early_pulls;       /* of them, issued at the threshold while another was outstanding */
     guint64 messages;          /* deliveries handed to the plugin */
     guint64 acked, retried, postponed, released, dead_lettered, stranded, uncertain;
+    guint64 capture_collisions;   /* a duplicate pub-ack that named another message's record */
+    guint64 client_discarded;     /* deliveries nats.c destroyed before the host saw them */
     guint64 acks_grouped;      /* acks that waited to be sent with the next ones */
     guint64 capture_failed;    /* captures that failed and kept the message for a later try */
     guint64 handler_failed;    /* plugin errors and RETRY verdicts */

@@ -183,6 +183,7 @@ struct JetEngine {
     JetBreakerPolicy breaker;
     char *host_name;
     gint64 capture_max_payload;   /* atomic; 0 = not read yet */
+    gint64 stream_created_ns;     /* atomic; the origin stream's creation time, 0 = read it again */
 
     /* Recovery: one worker at a time re-creates or waits for the consumer. */
     GMutex recover_lock;
@@ -219,6 +220,9 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta);
 /* executor.c: a delivery whose $JS.ACK subject does not parse is captured
  * with cause malformed (with what can be read), then acked. */
 void jet__capture_malformed(JetEngine *e, natsMsg *m);
+/* The origin stream may have been deleted and re-created (a recovery, a
+ * reconnect): its creation time is read again before the next capture. */
+void jet__forget_stream_life(JetEngine *e);
 /* executor.c: records a host release (drain) in the ledger before the NAK. */
 void jet__record_release(JetEngine *e, const JetAckMeta *meta);
 

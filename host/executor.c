@@ -14,8 +14,12 @@
 #include "breaker_claim.h"
 #include "capture.h"
 #include "conn.h"
+#include "errors.h"
 #include "jet_msg.h"
+#include "hdr_block.h"
 #include "log.h"
+#include "nats_raw.h"
+#include "stream_msg.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -169,6 +173,8 @@ static gboolean breaker_considers(JetEngine *e, const jet_msg *jm, const JetLedg
     return enforce;
 }
 
+static char *read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrParse *out);
+
 /* --- capture-then-ack ------------------------------------------------------ */
 
 #define CAPTURE_TIMEOUT_MS 5000
@@ -219,59 +225,109 @@ static CaptureResult keep_uncaptured(JetEngine *e, const char *reply, guint32 de
     return CAPTURE_NOT_ACKED;
 }
 
+/* The origin stream's creation time, read from stream info once and again
+ * after a recovery or a reconnect (either may mean the stream was deleted
+ * and re-created: jet__forget_stream_life).  0 when it cannot be read. */
+static gint64 stream_created(JetEngine *e)
+{
+    gint64 v = __atomic_load_n(&e->stream_created_ns, __ATOMIC_RELAXED);
+    if (v > 0)
+        return v;
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, NULL) == NATS_OK) {
+        v = si->Created;
+        jsStreamInfo_Destroy(si);
+        __atomic_store_n(&e->stream_created_ns, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+void jet__forget_stream_life(JetEngine *e)
+{
+    __atomic_store_n(&e->stream_created_ns, 0, __ATOMIC_RELAXED);
+}
+
+/* Builds and publishes the record; a duplicate pub-ack is verified against
+ * the record it names, and another message's record under the same id (a
+ * collision) makes the capture go again under a distinct id.  CAPTURED only
+ * when this message's record is stored. */
+#define CAPTURE_ATTEMPTS 3
+
+static JetCaptureOutcome publish_verified(JetEngine *e, const char *data, int len, const JetHdrParse *orig,
+                                          JetCaptureFacts *facts, gboolean *duplicate, GError **error)
+{
+    *duplicate = FALSE;
+    for (int attempt = 0; attempt < CAPTURE_ATTEMPTS; attempt++) {
+        g_auto(JetCaptureBuild) build = { 0 };
+        natsMsg *dlq = jet_capture_build(e->b->dlq_subject, data, len, orig != NULL ? orig->headers : NULL,
+                                         orig != NULL ? orig->defects : NULL, facts, capture_max_payload(e, FALSE),
+                                         &build, error);
+        if (dlq == NULL)
+            return g_error_matches(*error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE) ? JET_CAPTURE_TOO_LARGE
+                                                                                            : JET_CAPTURE_FAILED;
+        if (build.headers_dropped && attempt == 0)
+            jet_log(JET_LOG_WARNING, e->b->name, "capture-headers-dropped",
+                    "stream seq %" G_GUINT64_FORMAT ": the original headers did not fit and were left out of the "
+                    "dead-letter record (their names are in Jethost-Dropped-Headers)", facts->stream_seq);
+        JetCapturePubAck ack;
+        JetCaptureOutcome out = jet_capture_publish(jet_conn_js(e->conn), dlq, CAPTURE_TIMEOUT_MS, &ack, error);
+        if (out == JET_CAPTURE_FAILED && e->b->manage == JET_MANAGE_CREATE) {
+            /* A deleted dead-letter stream is re-created (managed), then tried once more. */
+            g_autoptr(GError) ensure_err = NULL;
+            if (jet_dlq_stream_ensure(jet_conn_js(e->conn), e->b, &ensure_err)) {
+                g_clear_error(error);
+                capture_max_payload(e, TRUE);
+                out = jet_capture_publish(jet_conn_js(e->conn), dlq, CAPTURE_TIMEOUT_MS, &ack, error);
+            }
+        }
+        natsMsg_Destroy(dlq);
+        if (out != JET_CAPTURE_CAPTURED || !ack.duplicate || build.msg_id == NULL)
+            return out;
+        g_autofree char *why = NULL;
+        JetCaptureDup d = jet_capture_verify_duplicate(jet_conn_nats(e->conn), &ack, build.msg_id, facts, &why, error);
+        if (d == JET_CAPTURE_DUP_SAME) {
+            *duplicate = TRUE;
+            return JET_CAPTURE_CAPTURED;
+        }
+        if (d == JET_CAPTURE_DUP_UNVERIFIED) {
+            g_prefix_error(error, "the pub-ack says duplicate and the record it names could not be checked: ");
+            return JET_CAPTURE_FAILED;
+        }
+        STAT_ADD(e, capture_collisions, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "capture-collision",
+                "stream seq %" G_GUINT64_FORMAT ": the dead-letter stream answered \"duplicate\" for Nats-Msg-Id %s, "
+                "but %s; capturing it again under a distinct id", facts->stream_seq, build.msg_id, why);
+        facts->msg_id_after = ack.seq;
+    }
+    g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%d captures in a row collided with other records",
+                CAPTURE_ATTEMPTS);
+    return JET_CAPTURE_FAILED;
+}
+
 /* Publishes the DLQ record, waits for the pub-ack, then acks with
  * confirmation.  CAPTURE_ACKED: the original was acked (its ledger record
  * can go); CAPTURE_KEPT: NAK'd for another try (the ledger must explain
  * that redelivery). */
-static CaptureResult capture_then_ack(JetEngine *e, natsMsg *m, const JetCaptureFacts *facts, const char *reply,
-                                 gboolean stale)
+static CaptureResult capture_then_ack(JetEngine *e, natsMsg *m, const JetHdrParse *orig, JetCaptureFacts *facts,
+                                      const char *reply, gboolean stale)
 {
-    g_auto(JetCaptureBuild) build = { 0 };
     g_autoptr(GError) err = NULL;
     const char *data = natsMsg_GetData(m);
     int len = natsMsg_GetDataLength(m);
-    natsMsg *dlq = jet_capture_build(e->b->dlq_subject, data, len, m, facts, capture_max_payload(e, FALSE), &build, &err);
-    if (dlq == NULL) {
-        if (g_error_matches(err, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE)) {
-            STAT_ADD(e, stranded, 1);
-            jet_log(JET_LOG_ERROR, e->b->name, "stranded",
-                    "stream seq %" G_GUINT64_FORMAT ": too-large: %s; never truncated, never acked. It stays "
-                    "on the consumer: raise the dead-letter stream's limits or handle it by hand",
-                    facts->stream_seq, err->message);
-            if (!stale && deliveries_remain(e, facts->deliveries)) {
-                jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
-                return CAPTURE_KEPT;
-            }
-            return CAPTURE_NOT_ACKED;
-        }
-        return keep_uncaptured(e, reply, facts->deliveries, facts->stream_seq, stale, "capture not built",
-                               err != NULL ? err->message : "unknown");
+    if (facts->stream_seq > 0) {
+        facts->stream_created_ns = stream_created(e);
+        if (facts->stream_created_ns <= 0)
+            return keep_uncaptured(e, reply, facts->deliveries, facts->stream_seq, stale, "capture not built",
+                                   "the origin stream's creation time (part of the record's id) cannot be read");
     }
-    if (build.headers_dropped)
-        jet_log(JET_LOG_WARNING, e->b->name, "capture-headers-dropped",
-                "stream seq %" G_GUINT64_FORMAT ": the original headers did not fit and were left out of the "
-                "dead-letter record (their names are in Jethost-Dropped-Headers)", facts->stream_seq);
-    if (build.msg_id_shadowed)
-        jet_log(JET_LOG_WARNING, e->b->name, "capture-msg-id-shadowed",
-                "stream seq %" G_GUINT64_FORMAT ": a header mentions Nats-Msg-Id; a repeated capture of it may "
-                "make a second record", facts->stream_seq);
     gboolean duplicate = FALSE;
-    JetCaptureOutcome out = jet_capture_publish(jet_conn_js(e->conn), dlq, CAPTURE_TIMEOUT_MS, &duplicate, &err);
-    if (out == JET_CAPTURE_FAILED && e->b->manage == JET_MANAGE_CREATE) {
-        /* A deleted dead-letter stream is re-created (managed), then tried once more. */
-        g_autoptr(GError) ensure_err = NULL;
-        if (jet_dlq_stream_ensure(jet_conn_js(e->conn), e->b, &ensure_err)) {
-            g_clear_error(&err);
-            capture_max_payload(e, TRUE);
-            out = jet_capture_publish(jet_conn_js(e->conn), dlq, CAPTURE_TIMEOUT_MS, &duplicate, &err);
-        }
-    }
-    natsMsg_Destroy(dlq);
+    JetCaptureOutcome out = publish_verified(e, data, len, orig, facts, &duplicate, &err);
     if (out == JET_CAPTURE_TOO_LARGE) {
         STAT_ADD(e, stranded, 1);
         jet_log(JET_LOG_ERROR, e->b->name, "stranded",
-                "stream seq %" G_GUINT64_FORMAT ": too-large: the dead-letter stream refused it: %s; never "
-                "acked", facts->stream_seq, err != NULL ? err->message : "");
+                "stream seq %" G_GUINT64_FORMAT ": too-large: %s; never truncated, never acked. It stays "
+                "on the consumer: raise the dead-letter stream's limits or handle it by hand",
+                facts->stream_seq, err != NULL ? err->message : "");
         if (!stale && deliveries_remain(e, facts->deliveries)) {
             jet__publish_nak_delay(e, reply, e->policy.rungs_ms[e->policy.n_rungs - 1]);
             return CAPTURE_KEPT;
@@ -317,6 +373,8 @@ static CaptureResult capture_then_ack(JetEngine *e, natsMsg *m, const JetCapture
 void jet__capture_malformed(JetEngine *e, natsMsg *m)
 {
     const char *reply = natsMsg_GetReply(m);
+    g_auto(JetHdrParse) orig = { 0 };
+    read_headers(e, m, 0, &orig);
     const jet_plugin *d = jet_instance_descriptor(e->inst);
     JetCaptureFacts facts = {
         .stream = e->b->stream,
@@ -337,11 +395,62 @@ void jet__capture_malformed(JetEngine *e, natsMsg *m)
         STAT_ADD(e, stranded, 1);
         return;
     }
-    capture_then_ack(e, m, &facts, reply, FALSE);
+    capture_then_ack(e, m, &orig, &facts, reply, FALSE);
     STAT_ADD(e, messages, 1);
 }
 
 /* --- one delivery ---------------------------------------------------------- */
+
+/* The delivery's header block as the server sent it, parsed by the host's
+ * rules (docs/headers.md).  Returns NULL, or what makes the block unreadable
+ * (the first defect, and how many there are; caller frees). */
+static char *read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrParse *out)
+{
+    g_autofree char *block = NULL;
+    gsize len = 0;
+    g_autofree char *lost = NULL;
+    if (!jet_nats_raw_headers(m, &block, &len)) {
+        lost = g_strdup("out of memory");
+    } else if (len > 0 && !jet_nats_raw_intact(m)) {
+        /* nats.c has read (and rewritten) this block already: the stream
+         * still holds it as stored. */
+        g_autoptr(JetStoredMsg) stored = NULL;
+        g_autoptr(GError) err = NULL;
+        JetStoredStatus st = stream_seq > 0 ? jet_stream_msg_get(jet_conn_nats(e->conn), e->b->stream, stream_seq,
+                                                                 CAPTURE_TIMEOUT_MS, &stored, &err)
+                                            : JET_STORED_ERROR;
+        g_clear_pointer(&block, g_free);
+        len = 0;
+        if (st == JET_STORED_FOUND && stored->hdrs != NULL) {
+            block = g_memdup2(g_bytes_get_data(stored->hdrs, &len), g_bytes_get_size(stored->hdrs));
+        } else {
+            lost = g_strdup_printf("an empty message's header block, which nats.c reads before the host can, "
+                                   "could not be read back from the stream (%s)",
+                                   st == JET_STORED_ABSENT ? "no longer there"
+                                   : err != NULL           ? err->message
+                                                           : "no stream sequence");
+        }
+    }
+    if (lost != NULL) {
+        /* What nats.c read, checked by the host's rules, is all there is:
+         * kept for the record, never shown to a plugin. */
+        jet_hdr_parse(NULL, 0, out);
+        g_autoptr(GPtrArray) seen = jet_capture_msg_headers(m);
+        for (guint i = 0; i < seen->len; i++)
+            g_ptr_array_add(out->headers, g_strdup(g_ptr_array_index(seen, i)));
+        JetHdrDefect d = { 0, g_strdup(""), "the block could not be read as stored" };
+        g_array_append_val(out->defects, d);
+        jet_log(JET_LOG_ERROR, e->b->name, "headers-unreadable", "stream seq %" G_GUINT64_FORMAT ": %s; "
+                "dead-lettering it with the headers as nats.c read them", stream_seq, lost);
+        return g_strdup_printf("the block could not be read as stored: %s", lost);
+    }
+    if (jet_hdr_parse(block, len, out))
+        return NULL;
+    g_autofree char *first = jet_hdr_defect_describe(&g_array_index(out->defects, JetHdrDefect, 0));
+    if (out->defects->len == 1)
+        return g_steal_pointer(&first);
+    return g_strdup_printf("%s, and %u more", first, out->defects->len - 1);
+}
 
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
 {
@@ -351,9 +460,13 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
     g_strlcpy(stream, meta->stream, MIN(sizeof stream, meta->stream_len + 1));
     g_strlcpy(consumer, meta->consumer, MIN(sizeof consumer, meta->consumer_len + 1));
 
+    /* The header block first, before anything could make nats.c read it. */
+    g_auto(JetHdrParse) hdrs = { 0 };
+    g_autofree char *malformed = read_headers(e, m, meta->stream_seq, &hdrs);
+
     jet_msg jm;
     memset(&jm, 0, sizeof jm);
-    jm.nmsg = m;
+    jm.headers = hdrs.headers;
     jm.subject = natsMsg_GetSubject(m);
     jm.data = natsMsg_GetData(m);
     jm.len = (size_t)natsMsg_GetDataLength(m);
@@ -418,6 +531,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         .postpones = jm.postpones,
         .strikes = att.strikes,
         .breaker_claim = breaker_claim,
+        .malformed_headers = malformed,
     };
     JetSettleAction a;
     gboolean handled = FALSE;
@@ -523,7 +637,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
             .binding = e->b->name,
         };
         jet_capture_facts_settled(&facts, &a, jm.failures, jm.has_first_failure, jm.first_failure_ns, now_ns);
-        CaptureResult cr = capture_then_ack(e, m, &facts, reply, stale);
+        CaptureResult cr = capture_then_ack(e, m, &hdrs, &facts, reply, stale);
         if (cr == CAPTURE_ACKED && (have_rec || alone)) {
             ledger_forget(e, stream, consumer, jm.stream_seq);
         } else if (cr == CAPTURE_KEPT) {

@@ -70,10 +70,6 @@ static const char *msg_header(const jet_msg *m, const char *name)
     if (m == NULL || name == NULL)
         return NULL;
     MSG_GUARD(m, "msg_header", NULL);
-    if (m->nmsg != NULL) {
-        const char *v = NULL;
-        return natsMsgHeader_Get(m->nmsg, name, &v) == NATS_OK ? v : NULL;
-    }
     for (guint i = 0; m->headers != NULL && i + 1 < m->headers->len; i += 2)
         if (strcmp(g_ptr_array_index(m->headers, i), name) == 0)
             return g_ptr_array_index(m->headers, i + 1);
@@ -85,24 +81,6 @@ static int msg_headers_each(const jet_msg *m, int (*fn)(void *, const char *, co
     if (m == NULL || fn == NULL)
         return JET_EINVAL;
     MSG_GUARD(m, "msg_headers_each", JET_EINVAL);
-    if (m->nmsg != NULL) {
-        const char **keys = NULL;
-        int nkeys = 0;
-        if (natsMsgHeader_Keys(m->nmsg, &keys, &nkeys) != NATS_OK)
-            return 0;
-        int rc = 0;
-        for (int i = 0; i < nkeys && rc == 0; i++) {
-            const char **values = NULL;
-            int nvalues = 0;
-            if (natsMsgHeader_Values(m->nmsg, keys[i], &values, &nvalues) != NATS_OK)
-                continue;
-            for (int j = 0; j < nvalues && rc == 0; j++)
-                rc = fn(ud, keys[i], values[j]);
-            free((void *)values);
-        }
-        free((void *)keys);
-        return rc;
-    }
     for (guint i = 0; m->headers != NULL && i + 1 < m->headers->len; i += 2) {
         int rc = fn(ud, g_ptr_array_index(m->headers, i), g_ptr_array_index(m->headers, i + 1));
         if (rc != 0)

@@ -11,13 +11,13 @@
 struct JetMsgStrict;
 
 struct jet_msg {
-    /* Where the bytes come from: a nats.c message (headers read through it),
-     * or plain fields with a header list (the mock host). */
-    natsMsg *nmsg;                 /* borrowed; may be NULL */
+    /* The delivery as plain fields, borrowed.  headers: name/value pairs
+     * in block order as the host's own parser read them (hdr_block.h), never
+     * nats.c's reading; the mock host fills it from the test's list. */
     const char *subject;
     const void *data;
     size_t len;
-    GPtrArray *headers;            /* of char*, name/value pairs; used when nmsg is NULL */
+    GPtrArray *headers;            /* of char*; may be NULL */
 
     const char *stream, *consumer;
     uint64_t stream_seq, consumer_seq;

@@ -25,6 +25,9 @@
 #include <string.h>
 
 #define DEFAULT_CLOCK_NS G_GINT64_CONSTANT(1704067200000000000)   /* 2024-01-01T00:00:00Z */
+/* When the mock's stream was created (its records carry it, as the
+ * daemon's do): 2023-12-01T00:00:00Z, before any message the mock makes. */
+#define MOCK_STREAM_CREATED_NS G_GINT64_CONSTANT(1701388800000000000)
 #define MOCK_HOST_NAME   "jethost-mock"
 
 /* Rule names (mock.h); static, so a settlement can point at them. */
@@ -1044,8 +1047,8 @@ static void fill_dlq(jet_mock *m, const jet_mock_msg *b, const JetSettleFacts *f
                      const JetSettleAction *a, jet_mock_settlement *out)
 {
     /* The headers in the order they were added (the daemon reads a
-     * delivery's in nats.c's key order); a header with no name cannot come
-     * from a server and is left out. */
+     * delivery's in block order); a header with no name cannot come from a
+     * server and is left out. */
     g_autoptr(GPtrArray) orig = g_ptr_array_new();
     for (guint i = 0; i + 1 < b->headers->len; i += 2) {
         if (*(const char *)g_ptr_array_index(b->headers, i) == '\0')
@@ -1055,6 +1058,7 @@ static void fill_dlq(jet_mock *m, const jet_mock_msg *b, const JetSettleFacts *f
     }
     JetCaptureFacts c = {
         .stream = m->stream,
+        .stream_created_ns = MOCK_STREAM_CREATED_NS,
         .consumer = m->consumer,
         .subject = b->subject,
         .stream_seq = b->stream_seq,
@@ -1069,7 +1073,7 @@ static void fill_dlq(jet_mock *m, const jet_mock_msg *b, const JetSettleFacts *f
     };
     jet_capture_facts_settled(&c, a, f->failures, b->has_first_failure, b->first_failure_ns, f->now_ns);
     g_autoptr(GError) err = NULL;
-    GPtrArray *hs = jet_capture_headers((int)MIN(b->len, (gsize)G_MAXINT), orig, &c, 0, NULL, &err);
+    GPtrArray *hs = jet_capture_headers((int)MIN(b->len, (gsize)G_MAXINT), orig, NULL, &c, 0, NULL, &err);
     if (hs == NULL) {
         /* Too large even without the original headers: the daemon keeps it
          * on the consumer, never truncated, never acked. */

@@ -14,6 +14,7 @@
 
 #define JET_PROV_ORIG_PREFIX     "Jethost-Orig-"
 #define JET_PROV_STREAM          "Jethost-Origin-Stream"
+#define JET_PROV_STREAM_CREATED  "Jethost-Origin-Stream-Created"
 #define JET_PROV_SUBJECT         "Jethost-Origin-Subject"
 #define JET_PROV_SEQ             "Jethost-Origin-Seq"
 #define JET_PROV_CONSUMER        "Jethost-Origin-Consumer"

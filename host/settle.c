@@ -48,6 +48,7 @@ const char *jet_cause_name(JetCaptureCause cause)
     case JET_CAUSE_BUDGET: return "budget";
     case JET_CAUSE_EXHAUSTED: return "exhausted";
     case JET_CAUSE_MALFORMED: return "malformed";
+    case JET_CAUSE_MALFORMED_HEADERS: return "malformed-headers";
     }
     return "unknown";
 }
@@ -181,6 +182,13 @@ gboolean jet_settle_before_handle(const JetSettlePolicy *policy, const JetSettle
     action_reset(out);
     g_return_val_if_fail(policy != NULL && facts != NULL, FALSE);
 
+    /* A block the host cannot read faithfully is never handed to a plugin
+     * half-read (docs/headers.md). */
+    if (facts->malformed_headers != NULL) {
+        capture(out, JET_CAUSE_MALFORMED_HEADERS);
+        reason_printf(out, "header block: %s", facts->malformed_headers);
+        return TRUE;
+    }
     /* Rules 2 and 3; REJECT (rule 1) needs a verdict, which does not exist
      * yet: the handler must not run again for these. */
     if (policy->crash_limit >= 1 && facts->strikes >= policy->crash_limit) {

@@ -35,6 +35,7 @@ typedef enum {
     JET_CAUSE_BUDGET,          /* the server's MaxDeliver is about to run out */
     JET_CAUSE_EXHAUSTED,       /* max_attempts failures */
     JET_CAUSE_MALFORMED,       /* its $JS.ACK metadata could not be parsed (capture.h) */
+    JET_CAUSE_MALFORMED_HEADERS, /* its header block cannot be read faithfully (hdr_block.h) */
 } JetCaptureCause;
 
 /* What is known about one delivery and its verdict. */
@@ -59,6 +60,8 @@ typedef struct {
     /* Decided before the handler ran (crash attribution, breaker). */
     guint32 strikes;               /* crashes while handling this message alone */
     gboolean breaker_claim;        /* an enforcing breaker claimed this message */
+    const char *malformed_headers; /* NULL; else what makes its header block unreadable: it is
+                                      captured without the handler, never handled half-read */
 } JetSettleFacts;
 
 typedef struct {
@@ -89,9 +92,10 @@ extern const gsize jet_settle_default_n_rungs;
 /* Fills p with the defaults above, the default ladder and max_deliver -1. */
 void jet_settle_policy_init_default(JetSettlePolicy *p);
 
-/* Before the handler runs: a suspect at its crash limit (strikes >=
- * crash_limit, crash_limit >= 1; 0 turns poison off), or a breaker claim, is
- * captured without calling the plugin.  Returns TRUE and fills out when so;
+/* Before the handler runs: a message whose header block has defects
+ * (malformed-headers), a suspect at its crash limit (strikes >= crash_limit,
+ * crash_limit >= 1; 0 turns poison off), or a breaker claim, is captured
+ * without calling the plugin.  Returns TRUE and fills out when so;
  * FALSE when the handler should run (out is then left as an empty, non-ACK
  * action: kind RETRY, delay 0, no cause; do not act on it). */
 gboolean jet_settle_before_handle(const JetSettlePolicy *policy, const JetSettleFacts *facts,
@@ -106,7 +110,7 @@ void jet_settle_decide(const JetSettlePolicy *policy, const JetSettleFacts *fact
                        JetSettleAction *out);
 
 /* "ack", "retry", "postpone", "capture"; "none", "rejected", "poison",
- * "breaker", "budget", "exhausted", "malformed".  "unknown" for a value outside the enum. */
+ * "breaker", "budget", "exhausted", "malformed", "malformed-headers".  "unknown" for a value outside the enum. */
 const char *jet_action_name(JetActionKind kind);
 const char *jet_cause_name(JetCaptureCause cause);
 

@@ -61,6 +61,15 @@ static void facts_init(JetCaptureFacts *f)
     f->binding = "orders";
 }
 
+/* The record of an original built with natsMsgHeader_* (its pairs in
+ * nats.c's order). */
+static natsMsg *build_from(const char *subject, const char *data, int len, natsMsg *o, const JetCaptureFacts *f,
+                           gint64 max, JetCaptureBuild *r, GError **err)
+{
+    g_autoptr(GPtrArray) hs = o != NULL ? jet_capture_msg_headers(o) : NULL;
+    return jet_capture_build(subject, data, len, hs, NULL, f, max, r, err);
+}
+
 static void test_subject_matches(void)
 {
     g_assert_true(jet_subject_matches("jethost.dlq.>", "jethost.dlq.orders"));
@@ -129,6 +138,8 @@ static void test_cause_name(void)
 {
     g_assert_cmpstr(jet_cause_name(JET_CAUSE_MALFORMED), ==, "malformed");
     g_assert_cmpint(JET_CAUSE_MALFORMED, ==, JET_CAUSE_EXHAUSTED + 1);   /* enums grow at the end */
+    g_assert_cmpstr(jet_cause_name(JET_CAUSE_MALFORMED_HEADERS), ==, "malformed-headers");
+    g_assert_cmpint(JET_CAUSE_MALFORMED_HEADERS, ==, JET_CAUSE_MALFORMED + 1);
     g_assert_cmpstr(jet_capture_outcome_name(JET_CAPTURE_TOO_LARGE), ==, "too-large");
 }
 
@@ -153,14 +164,13 @@ static void test_build_headers(void)
     facts_init(&f);
     g_auto(JetCaptureBuild) r = { 0 };
     g_autoptr(GError) err = NULL;
-    natsMsg *m = jet_capture_build("jethost.dlq.orders", "payload", 7, o, &f, 1048576, &r, &err);
+    natsMsg *m = build_from("jethost.dlq.orders", "payload", 7, o, &f, 1048576, &r, &err);
     g_assert_no_error(err);
     g_assert_nonnull(m);
     g_assert_cmpstr(natsMsg_GetSubject(m), ==, "jethost.dlq.orders");
     g_assert_cmpint(natsMsg_GetDataLength(m), ==, 7);
     g_assert_cmpmem(natsMsg_GetData(m), 7, "payload", 7);
     g_assert_false(r.headers_dropped);
-    g_assert_false(r.msg_id_shadowed);
 
     /* Msg-Id from origin stream, consumer and sequence. */
     g_assert_cmpstr(hget(m, "Nats-Msg-Id"), ==, "jethost:ORDERS.billing:42");
@@ -219,7 +229,7 @@ static void test_build_unknowns(void)
     f.captured_ns = 1;
     g_auto(JetCaptureBuild) r = { 0 };
     g_autoptr(GError) err = NULL;
-    natsMsg *m = jet_capture_build("jethost.dlq.x", NULL, 0, NULL, &f, 0, &r, &err);
+    natsMsg *m = build_from("jethost.dlq.x", NULL, 0, NULL, &f, 0, &r, &err);
     g_assert_no_error(err);
     g_assert_null(r.msg_id);
     g_assert_null(hget(m, "Nats-Msg-Id"));
@@ -230,25 +240,10 @@ static void test_build_unknowns(void)
     g_assert_null(hget(m, JET_HDR_PLUGIN));
     g_assert_cmpstr(hget(m, JET_HDR_CAUSE), ==, "malformed");
     g_assert_cmpstr(hget(m, JET_HDR_ORIGIN_REPLY), ==, "$JS.ACK.garbage");
-    /* No line break can reach the header block; the Msg-Id substring is defused. */
-    g_assert_cmpstr(hget(m, JET_HDR_REASON), ==, "line1  Nats-Rollup: all Nats_Msg-Id");
+    /* No line break can reach the header block. */
+    g_assert_cmpstr(hget(m, JET_HDR_REASON), ==, "line1  Nats-Rollup: all Nats-Msg-Id");
     g_assert_cmpint(natsMsg_GetDataLength(m), ==, 0);
     natsMsg_Destroy(m);
-}
-
-static void test_build_shadow_flag(void)
-{
-    natsMsg *o = NULL;
-    natsMsg_Create(&o, "orders.new", NULL, "x", 1);
-    natsMsgHeader_Set(o, "X-Forwarded", "Nats-Msg-Id: abc");
-    JetCaptureFacts f;
-    facts_init(&f);
-    g_auto(JetCaptureBuild) r = { 0 };
-    natsMsg *m = jet_capture_build("jethost.dlq.x", "x", 1, o, &f, 0, &r, NULL);
-    g_assert_nonnull(m);
-    g_assert_true(r.msg_id_shadowed);
-    natsMsg_Destroy(m);
-    natsMsg_Destroy(o);
 }
 
 /* Sizes: exactly at the limit fits with the headers; one byte over drops
@@ -260,12 +255,12 @@ static void test_build_sizes(void)
     facts_init(&f);
     /* The record's size with and without the original headers. */
     g_auto(JetCaptureBuild) full = { 0 };
-    natsMsg *m = jet_capture_build("jethost.dlq.orders", "", 0, o, &f, 0, &full, NULL);
+    natsMsg *m = build_from("jethost.dlq.orders", "", 0, o, &f, 0, &full, NULL);
     natsMsg_Destroy(m);
     natsMsg *bare = NULL;
     natsMsg_Create(&bare, "orders.new", NULL, NULL, 0);
     g_auto(JetCaptureBuild) prov = { 0 };
-    m = jet_capture_build("jethost.dlq.orders", "", 0, bare, &f, 0, &prov, NULL);
+    m = build_from("jethost.dlq.orders", "", 0, bare, &f, 0, &prov, NULL);
     natsMsg_Destroy(m);
     natsMsg_Destroy(bare);
     g_assert_cmpint(full.header_bytes, >, prov.header_bytes);
@@ -276,14 +271,16 @@ static void test_build_sizes(void)
     memset(data, 'p', (gsize)max);
 
     g_auto(JetCaptureBuild) r1 = { 0 };
-    m = jet_capture_build("jethost.dlq.orders", data, len, o, &f, max, &r1, NULL);
+    g_autoptr(GError) e1 = NULL;
+    m = build_from("jethost.dlq.orders", data, len, o, &f, max, &r1, &e1);
+    g_assert_no_error(e1);
     g_assert_nonnull(m);
     g_assert_false(r1.headers_dropped);
     g_assert_cmpint(r1.total_bytes, ==, max);
     natsMsg_Destroy(m);
 
     g_auto(JetCaptureBuild) r2 = { 0 };
-    m = jet_capture_build("jethost.dlq.orders", data, len + 1, o, &f, max, &r2, NULL);
+    m = build_from("jethost.dlq.orders", data, len + 1, o, &f, max, &r2, NULL);
     g_assert_nonnull(m);
     g_assert_true(r2.headers_dropped);
     g_assert_cmpint(r2.total_bytes, <=, max);
@@ -300,18 +297,17 @@ static void test_build_sizes(void)
     g_assert_true(g_strv_contains((const char *const *)names, "Jethost-Orig-Nats_Msg-Id"));
     g_assert_true(g_strv_contains((const char *const *)names, "Jethost-Orig-Jethost-Cause"));
     g_assert_cmpuint(g_strv_length(r2.dropped), ==, 6);
-    g_assert_false(r2.msg_id_shadowed);
     natsMsg_Destroy(m);
 
     /* The payload alone with the provenance (and the list) does not fit. */
     int too = (int)(max - prov.header_bytes) + 1;
     g_auto(JetCaptureBuild) r3 = { 0 };
     g_autoptr(GError) err = NULL;
-    m = jet_capture_build("jethost.dlq.orders", data, too, NULL, &f, max, &r3, &err);
+    m = build_from("jethost.dlq.orders", data, too, NULL, &f, max, &r3, &err);
     g_assert_null(m);
     g_assert_error(err, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE);
     g_clear_error(&err);
-    m = jet_capture_build("jethost.dlq.orders", data, too - 1, NULL, &f, max, NULL, &err);
+    m = build_from("jethost.dlq.orders", data, too - 1, NULL, &f, max, NULL, &err);
     g_assert_no_error(err);
     natsMsg_Destroy(m);
     natsMsg_Destroy(o);
@@ -331,7 +327,7 @@ static void test_build_header_cap(void)
     JetCaptureFacts f;
     facts_init(&f);
     g_auto(JetCaptureBuild) r = { 0 };
-    natsMsg *m = jet_capture_build("jethost.dlq.x", "x", 1, o, &f, 8 * 1024 * 1024, &r, NULL);
+    natsMsg *m = build_from("jethost.dlq.x", "x", 1, o, &f, 8 * 1024 * 1024, &r, NULL);
     g_assert_nonnull(m);
     g_assert_true(r.headers_dropped);
     g_assert_cmpint(r.header_bytes, <=, JET_CAPTURE_MAX_HEADER_BYTES);
@@ -352,7 +348,7 @@ static void test_dropped_list_cap(void)
     JetCaptureFacts f;
     facts_init(&f);
     g_auto(JetCaptureBuild) r = { 0 };
-    natsMsg *m = jet_capture_build("jethost.dlq.x", "x", 1, o, &f, 0, &r, NULL);
+    natsMsg *m = build_from("jethost.dlq.x", "x", 1, o, &f, 0, &r, NULL);
     g_assert_nonnull(m);
     g_assert_true(r.headers_dropped);
     const char *list = hget(m, JET_HDR_DROPPED_HEADERS);
@@ -362,50 +358,70 @@ static void test_dropped_list_cap(void)
     natsMsg_Destroy(o);
 }
 
-static void test_replay_build(void)
+/* The block as the server will store it: the host's Msg-Id first, the
+ * original pairs in their order (empty and non-UTF-8 values too), each
+ * defect of the original block and each pair the writer refuses listed with
+ * why, nothing else starting with "Nats-". */
+static void test_build_block(void)
 {
-    natsMsg *o = original_with_headers();
-    natsMsgHeader_Set(o, "Nats-Expected-Stream", "ORDERS");
     JetCaptureFacts f;
     facts_init(&f);
-    natsMsg *rec = jet_capture_build("jethost.dlq.orders", "payload", 7, o, &f, 0, NULL, NULL);
-    g_assert_nonnull(rec);
-    g_autofree char *id = NULL;
+    f.stream_created_ns = G_GINT64_CONSTANT(1796120053548051334);
+    g_autoptr(GPtrArray) orig = g_ptr_array_new_with_free_func(g_free);
+    const char *pairs[] = { "Z-First", "1", "X-Empty", "", "nats-rollup", "all", "X-Bin", "\xff\x80",
+                            "a b", "bad name", "X-CR", "v\r\nNats-Rollup: all", "A-Last", "2" };
+    for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++)
+        g_ptr_array_add(orig, g_strdup(pairs[i]));
+    g_auto(JetHdrParse) bad = { 0 };
+    const char *block = "NATS/1.0\r\np\r\nNats-Msg-Id: forged\r\n\r\n";
+    g_assert_false(jet_hdr_parse(block, strlen(block), &bad));
+    g_auto(JetCaptureBuild) r = { 0 };
     g_autoptr(GError) err = NULL;
-    natsMsg *m = jet_capture_replay_build(rec, "JETHOST_DLQ", 9, 1234, &id, &err);
+    g_autoptr(GPtrArray) hs = jet_capture_headers(3, orig, bad.defects, &f, 0, &r, &err);
     g_assert_no_error(err);
-    g_assert_cmpstr(natsMsg_GetSubject(m), ==, "orders.new");
-    g_assert_cmpmem(natsMsg_GetData(m), natsMsg_GetDataLength(m), "payload", 7);
-    g_assert_cmpstr(id, ==, "jethost-replay:JETHOST_DLQ:9:1234");
-    g_assert_cmpstr(hget(m, "Nats-Msg-Id"), ==, "jethost-replay:JETHOST_DLQ:9:1234");
-    g_assert_cmpint(hcount(m, "Nats-Msg-Id"), ==, 1);
-    g_assert_cmpstr(hget(m, JET_HDR_REPLAYED_FROM), ==, "JETHOST_DLQ:9");
-    g_assert_null(hget(m, "Nats-Rollup"));
-    g_assert_null(hget(m, "Nats-Expected-Last-Sequence"));
-    g_assert_null(hget(m, "Nats-Expected-Stream"));
-    g_assert_cmpstr(hget(m, "X-Trace"), ==, "t1");
-    g_assert_cmpint(hcount(m, "X-Multi"), ==, 2);
-    g_assert_cmpstr(hget(m, "Jethost-Cause"), ==, "forged");   /* the original's own header, restored */
-    g_autoptr(GPtrArray) keys = hkeys(m);
-    for (guint i = 0; i < keys->len; i++) {
-        const char *k = g_ptr_array_index(keys, i);
-        g_assert_false(g_str_has_prefix(k, "Jethost-Orig-"));
-        g_assert_false(g_str_has_prefix(k, "Jethost-Origin-"));
-    }
-    g_assert_null(hget(m, JET_HDR_DELIVERIES));
-    g_assert_null(hget(m, JET_HDR_CAPTURED));
-    natsMsg_Destroy(m);
+    g_assert_cmpstr(r.msg_id, ==, "jethost:ORDERS.billing:42:1796120053548051334");
+    g_assert_cmpuint(r.defects, ==, 3);
+    g_assert_cmpstr(g_ptr_array_index(hs, 0), ==, "Nats-Msg-Id");
+    g_assert_cmpstr(g_ptr_array_index(hs, 1), ==, r.msg_id);
+    const char *want[] = { "Z-First", "1", "X-Empty", "", "Jethost-Orig-nats_rollup", "all", "X-Bin", "\xff\x80",
+                           "A-Last", "2" };
+    for (gsize i = 0; i < G_N_ELEMENTS(want); i++)
+        g_assert_cmpstr(g_ptr_array_index(hs, 2 + i), ==, want[i]);
+    g_assert_cmpstr(jet_hdr_get(hs, JET_HDR_ORIGIN_STREAM_CREATED), ==, "2026-12-01T10:14:13.548051334Z");
+    const char *list = jet_hdr_get(hs, JET_HDR_DROPPED_HEADERS);
+    g_assert_cmpstr(list, ==, "line 2 \"p\" (no colon),"
+                              "\"a\\x20b\" (name is not a token),"
+                              "X-CR (value holds CR or LF, or spaces at an end)");
+    for (guint i = 2; i < hs->len; i += 2)
+        g_assert_cmpint(g_ascii_strncasecmp(g_ptr_array_index(hs, i), "nats-", 5), !=, 0);
 
-    /* A record without an origin subject is not replayable. */
-    natsMsg *foreign = NULL;
-    natsMsg_Create(&foreign, "jethost.dlq.orders", NULL, "x", 1);
-    g_clear_error(&err);
-    g_assert_null(jet_capture_replay_build(foreign, "JETHOST_DLQ", 1, 1, NULL, &err));
-    g_assert_nonnull(err);
-    g_assert_nonnull(strstr(err->message, "not a jethost capture"));
-    natsMsg_Destroy(foreign);
-    natsMsg_Destroy(rec);
-    natsMsg_Destroy(o);
+    /* Written and read back: the same pairs, no defect. */
+    gsize len = 0;
+    g_autofree char *w = jet_hdr_write(hs, &len, &err);
+    g_assert_no_error(err);
+    g_assert_true(g_str_has_prefix(w, "NATS/1.0\r\nNats-Msg-Id: jethost:ORDERS.billing:42:"));
+    g_auto(JetHdrParse) back = { 0 };
+    g_assert_true(jet_hdr_parse(w, len, &back));
+    g_assert_cmpuint(back.headers->len, ==, hs->len);
+    for (guint i = 0; i < hs->len; i++)
+        g_assert_cmpstr(g_ptr_array_index(back.headers, i), ==, g_ptr_array_index(hs, i));
+}
+
+/* jethost:<stream>.<consumer>:<seq>[:<created>][:after-N]. */
+static void test_msg_id(void)
+{
+    JetCaptureFacts f;
+    facts_init(&f);
+    g_autofree char *a = jet_capture_msg_id(&f);
+    g_assert_cmpstr(a, ==, "jethost:ORDERS.billing:42");
+    f.stream_created_ns = 7;
+    g_autofree char *b = jet_capture_msg_id(&f);
+    g_assert_cmpstr(b, ==, "jethost:ORDERS.billing:42:7");
+    f.msg_id_after = 9;
+    g_autofree char *c = jet_capture_msg_id(&f);
+    g_assert_cmpstr(c, ==, "jethost:ORDERS.billing:42:7:after-9");
+    f.stream_seq = 0;
+    g_assert_null(jet_capture_msg_id(&f));
 }
 
 int main(int argc, char **argv)
@@ -418,11 +434,11 @@ int main(int argc, char **argv)
     g_test_add_func("/capture/cause-name", test_cause_name);
     g_test_add_func("/capture/build/headers", test_build_headers);
     g_test_add_func("/capture/build/unknowns", test_build_unknowns);
-    g_test_add_func("/capture/build/shadow-flag", test_build_shadow_flag);
     g_test_add_func("/capture/build/sizes", test_build_sizes);
     g_test_add_func("/capture/build/header-cap", test_build_header_cap);
     g_test_add_func("/capture/build/dropped-list-cap", test_dropped_list_cap);
-    g_test_add_func("/capture/replay-build", test_replay_build);
+    g_test_add_func("/capture/build/block", test_build_block);
+    g_test_add_func("/capture/msg-id", test_msg_id);
     int rc = g_test_run();
     nats_Close();
     return rc;

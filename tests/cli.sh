@@ -37,7 +37,7 @@ sed 's/^consumer = billing/consumer = billing\nworkers = 4/' "$tmp/good.conf" > 
 sed 's/^plugin = template/plugin = missing/' "$tmp/good.conf" > "$tmp/missing.conf"
 sed 's/^batch.*//; s/^consumer = billing/consumer = billing\nbatch = ten/' "$tmp/good.conf" > "$tmp/bad.conf"
 
-echo "1..10"
+echo "1..13"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.0" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -48,3 +48,7 @@ expect 3 "check names a plugin option typo" "option.log_evry: plugin template" -
 expect 3 "check refuses workers for a plugin that is not thread-safe" "not declare JET_PLUGIN_THREAD_SAFE" -- check -c "$tmp/workers.conf"
 expect 3 "check names a missing plugin" "missing.so: no such file" -- check -c "$tmp/missing.conf"
 expect 3 "check names file, group and key of a bad value" "bad.conf: \[binding orders\] batch:" -- check -c "$tmp/bad.conf"
+# pub refuses what it cannot publish faithfully before it connects.
+expect 2 "pub refuses a wildcard subject" "wildcard" -- pub --data x 'orders.*'
+expect 2 "pub refuses the server's API subjects" "reserved for the server" -- pub --data x '$JS.API.STREAM.PURGE.ORDERS'
+expect 2 "pub refuses a header name that is not a token" "not a token" -- pub --data x -H 'Bad Name: x' orders.new

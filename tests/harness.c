@@ -325,6 +325,11 @@ void jet_test_js_close(natsConnection *nc, jsCtx *js)
 
 void jet_test_stream_create(jsCtx *js, const char *name, const char *subject)
 {
+    jet_test_stream_create_rollup(js, name, subject, FALSE);
+}
+
+void jet_test_stream_create_rollup(jsCtx *js, const char *name, const char *subject, gboolean rollup)
+{
     jsStreamConfig sc;
     jsStreamConfig_Init(&sc);
     sc.Name = name;
@@ -332,6 +337,7 @@ void jet_test_stream_create(jsCtx *js, const char *name, const char *subject)
     sc.Subjects = subjects;
     sc.SubjectsLen = 1;
     sc.Storage = js_FileStorage;
+    sc.AllowRollup = rollup;
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);

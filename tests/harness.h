@@ -63,6 +63,8 @@ jsCtx *jet_test_js_open(const char *url, natsConnection **nc);
 void jet_test_js_close(natsConnection *nc, jsCtx *js);
 /* Creates a file-store stream with one subject pattern. */
 void jet_test_stream_create(jsCtx *js, const char *name, const char *subject);
+/* The same, allowing Nats-Rollup or not. */
+void jet_test_stream_create_rollup(jsCtx *js, const char *name, const char *subject, gboolean rollup);
 /* Publishes n messages "msg-<i>" to subject (async, then waits for all acks). */
 void jet_test_publish_n(jsCtx *js, const char *subject, guint n);
 /* Consumer info, asserted to exist; free with jsConsumerInfo_Destroy. */

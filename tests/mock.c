@@ -652,10 +652,13 @@ static void test_dlq_provenance(void)
     g_assert_cmpstr(s.outcome, ==, "dead-lettered");
     g_assert_cmpstr(s.dlq_subject, ==, "jethost.dlq.orders");
 
-    /* The daemon's record (capture.c): the original headers first, in
-     * nats.c's key order, Nats-<rest> renamed Jethost-Orig-Nats_<rest>... */
-    g_assert_cmpuint(s.n_dlq_headers, >=, 2);
-    for (gsize i = 0; i < 2; i++) {
+    /* The daemon's record (capture.c): its Msg-Id first, then the original
+     * headers in their order, Nats-<rest> renamed Jethost-Orig-Nats_<rest>... */
+    g_assert_cmpuint(s.n_dlq_headers, >=, 3);
+    g_assert_cmpstr(s.dlq_headers[0].name, ==, "Nats-Msg-Id");
+    g_assert_cmpstr(s.dlq_headers[0].value, ==, "jethost:ORDERS.orders-worker:1234:1701388800000000000");
+    g_assert_cmpstr(s.dlq_headers[1].name, ==, "Jethost-Orig-Nats_Msg-Id");
+    for (gsize i = 1; i < 3; i++) {
         const jet_mock_header *h = &s.dlq_headers[i];
         if (strcmp(h->name, "Trace") == 0)
             g_assert_cmpstr(h->value, ==, "abc");
@@ -664,13 +667,13 @@ static void test_dlq_provenance(void)
         else
             g_error("unexpected original header %s: %s", h->name, h->value);
     }
-    g_assert_cmpstr(s.dlq_headers[0].name, !=, s.dlq_headers[1].name);
-    /* ...then the Msg-Id and the provenance, in the daemon's order. */
+    g_assert_cmpstr(s.dlq_headers[1].name, !=, s.dlq_headers[2].name);
+    /* ...then the provenance, in the daemon's order. */
     static const struct {
         const char *name, *value;
     } want[] = {
-        { "Nats-Msg-Id", "jethost:ORDERS.orders-worker:1234" },
         { "Jethost-Origin-Stream", "ORDERS" },
+        { "Jethost-Origin-Stream-Created", "2023-12-01T00:00:00.000000000Z" },
         { "Jethost-Origin-Subject", "orders.created" },
         { "Jethost-Origin-Seq", "1234" },
         { "Jethost-Origin-Consumer", "orders-worker" },
@@ -687,10 +690,10 @@ static void test_dlq_provenance(void)
         { "Jethost-Host", "jethost-mock" },
         { "Jethost-Binding", "orders" },
     };
-    g_assert_cmpuint(s.n_dlq_headers, ==, 2 + G_N_ELEMENTS(want));
+    g_assert_cmpuint(s.n_dlq_headers, ==, 3 + G_N_ELEMENTS(want));
     for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
-        g_assert_cmpstr(s.dlq_headers[2 + i].name, ==, want[i].name);
-        g_assert_cmpstr(s.dlq_headers[2 + i].value, ==, want[i].value);
+        g_assert_cmpstr(s.dlq_headers[3 + i].name, ==, want[i].name);
+        g_assert_cmpstr(s.dlq_headers[3 + i].value, ==, want[i].value);
     }
     g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Cause"), ==, "exhausted");
 
@@ -731,14 +734,16 @@ static void test_dlq_daemon_rules(void)
     g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Orig-Jethost-Cause"), ==, "from an earlier capture");
     g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Orig-nats_rollup"), ==, "all");
     g_assert_null(jet_mock_settlement_header(&s, "nats-rollup"));
-    g_assert_cmpstr(jet_mock_settlement_header(&s, "Nats-Msg-Id"), ==, "jethost:MOCK.mock:1");
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Nats-Msg-Id"), ==, "jethost:MOCK.mock:1:1701388800000000000");
     jet_mock_msg_free(b);
 
-    /* A reason mentioning Nats-Msg-Id is defused (2.9.10 would read it). */
+    /* A reason mentioning Nats-Msg-Id travels as written: the record's own
+     * Msg-Id is its first line, so 2.9.10 finds that one first. */
     b = jet_mock_msg_new(m, "a.b");
     jet_mock_msg_add_header(b, "reason", "dup Nats-Msg-Id: x");
     g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
-    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Reason"), ==, "dup Nats_Msg-Id: x");
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Reason"), ==, "dup Nats-Msg-Id: x");
+    g_assert_cmpstr(s.dlq_headers[0].name, ==, "Nats-Msg-Id");
     g_assert_cmpstr(s.reason, ==, "dup Nats-Msg-Id: x");   /* the settlement keeps the plugin's words */
     jet_mock_msg_free(b);
 

@@ -93,16 +93,20 @@ void rig_stop(Rig *r)
     }
 }
 
-void rig_free(Rig *r)
+void rig_engine_end(Rig *r)
 {
     rig_stop(r);
-    jet_engine_free(r->eng);
-    jet_instance_free(r->inst);
-    jet_ledger_close(r->ledger);
-    if (r->ledger_js != NULL)
-        jsCtx_Destroy(r->ledger_js);
-    jet_conn_close(r->conn);
-    jet_config_free(r->cfg);
+    g_clear_pointer(&r->eng, jet_engine_free);
+    g_clear_pointer(&r->inst, jet_instance_free);
+    g_clear_pointer(&r->ledger, jet_ledger_close);
+    g_clear_pointer(&r->ledger_js, jsCtx_Destroy);
+    g_clear_pointer(&r->conn, jet_conn_close);
+    g_clear_pointer(&r->cfg, jet_config_free);
+}
+
+void rig_free(Rig *r)
+{
+    rig_engine_end(r);
     jet_test_js_close(r->nc, r->js);
     jet_test_server_free(r->srv);
     g_free(r->dir);

@@ -37,6 +37,9 @@ void rig_engine(Rig *r, const char *extra);
  * options go in extra. */
 void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra);
 void rig_stop(Rig *r);
+/* Stops the engine and frees it with its plugin instance, ledger,
+ * connection and config: rig_engine() may start another. */
+void rig_engine_end(Rig *r);
 /* The fixture plugin's handshake (option.block_seq = SEQ): waits until
  * stream seq SEQ is in its handler (fails the test after 20 s), and lets
  * it go on. */

@@ -597,6 +597,17 @@ static void test_poison_and_breaker(void)
     f.strikes = p.crash_limit;
     g_assert_true(jet_settle_before_handle(&p, &f, &a));
     assert_capture(a, "poison");
+
+    /* An unreadable header block outranks both: the plugin never sees it,
+     * whatever its verdict would have been, and it is no failure. */
+    f.malformed_headers = "line 3 \"p\" (no colon)";
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "malformed-headers");
+    g_assert_false(a.is_failure);
+    g_assert_cmpstr(a.reason, ==, "header block: line 3 \"p\" (no colon)");
+    f = facts(JET_ACK);
+    f.malformed_headers = "block (truncated: no blank line at the end)";
+    assert_capture(decide(&p, &f), "malformed-headers");
 }
 
 static void test_precedence_conflicts(void)
@@ -671,6 +682,7 @@ static void test_before_handle_consistency(void)
     for (guint limit = 0; limit <= 3; limit++)
         for (guint32 strikes = 0; strikes <= 4; strikes++)
             for (int claim = 0; claim <= 1; claim++)
+              for (int bad = 0; bad <= 1; bad++)
                 for (int v = -1; v <= 4; v++) {
                     JetSettlePolicy p = policy();
                     p.crash_limit = limit;
@@ -678,17 +690,19 @@ static void test_before_handle_consistency(void)
                     f.verdict = v;
                     f.strikes = strikes;
                     f.breaker_claim = claim;
+                    f.malformed_headers = bad ? "line 2 \"x\" (no colon)" : NULL;
                     JetSettleAction before, after;
                     gboolean captured = jet_settle_before_handle(&p, &f, &before);
                     jet_settle_decide(&p, &f, &after);
                     gboolean poison = limit >= 1 && strikes >= limit;
-                    g_assert_cmpint(captured, ==, poison || claim);
+                    g_assert_cmpint(captured, ==, bad || poison || claim);
                     if (captured) {
                         g_assert_cmpuint(after.kind, ==, before.kind);
                         g_assert_cmpuint(after.cause, ==, before.cause);
                         g_assert_cmpstr(after.reason, ==, before.reason);
-                        g_assert_cmpuint(after.cause, ==,
-                                         poison ? JET_CAUSE_POISON : JET_CAUSE_BREAKER);
+                        g_assert_cmpuint(after.cause, ==, bad      ? JET_CAUSE_MALFORMED_HEADERS
+                                                          : poison ? JET_CAUSE_POISON
+                                                                   : JET_CAUSE_BREAKER);
                     }
                 }
 }

@@ -137,10 +137,11 @@ typedef struct jet_host_api {
     /* The first value of header `name` (exact match), or NULL.  Valid during
      * handle(). */
     const char *(*msg_header)(const jet_msg *m, const char *name);
-    /* Calls fn for every header value until fn returns non-zero; returns
-     * that value, or 0.  The values of one name come in their order; the
-     * order of the names is not the wire's (the daemon reads headers through
-     * nats.c, which keeps them in a hash table).  The strings are valid
+    /* Calls fn for every header until fn returns non-zero; returns that
+     * value, or 0.  Headers come in the order of the message's header block,
+     * a repeated name once per line; a value may be empty ("") and is not
+     * always UTF-8.  A message whose block the host cannot read faithfully
+     * never reaches handle() (docs/headers.md).  The strings are valid
      * during the call. */
     int (*msg_headers_each)(const jet_msg *m,
                             int (*fn)(void *ud, const char *name, const char *value),

@@ -1,0 +1,43 @@
+/* Header blocks as bytes, in and out of nats.c.
+ *
+ * nats.c's public API reads headers only through its own parser and writes
+ * them only from a hash table (no order, its own rules).  The host must see
+ * and write the exact block (hdr_block.h, docs/headers.md), so this is the
+ * one place that uses four functions libnats exports without declaring them
+ * in nats.h: natsMsg_create (a message from a raw block and payload, as
+ * nats.c builds the ones it receives), natsMsgHeader_encodedLen and
+ * natsMsgHeader_encode (which hand back a received block untouched until
+ * something reads a header through nats.c), and natsBuf_CreateWithBackend /
+ * natsBuf_Destroy (to receive those bytes in our own memory).  configure
+ * checks they exist; tests/raw_headers.c checks, against a real server, that
+ * the bytes are exact both ways. */
+#ifndef JET_NATS_RAW_H
+#define JET_NATS_RAW_H
+
+#include <glib.h>
+#include <nats/nats.h>
+
+/* The header block of a message nats.c received, byte for byte as the
+ * server sent it: a new buffer in *block (g_free) and its length, or NULL
+ * and 0 when the message has none.  Call it before anything reads m's
+ * headers through nats.c (natsMsgHeader_*): that rewrites nats.c's copy;
+ * and see jet_nats_raw_intact.
+ * FALSE when nats.c failed (out of memory). */
+gboolean jet_nats_raw_headers(natsMsg *m, char **block, gsize *block_len);
+
+/* FALSE when nats.c has certainly read m's headers already, so the block
+ * jet_nats_raw_headers returns is its re-encoding, not the bytes received:
+ * natsSubscription_NextMsg reads the headers of every message with an empty
+ * payload (it looks for a "503 no responders" status).  Such a block must
+ * be read again from where it is stored (stream_msg.h). */
+gboolean jet_nats_raw_intact(natsMsg *m);
+
+/* A message to subject with exactly this header block (block_len 0: none)
+ * and payload; nats.c sends the block as it is.  Publish it with nats.c's
+ * functions that add no header (js_PublishMsg without MsgId or expectations,
+ * natsConnection_PublishMsg, natsConnection_RequestMsg): adding one would
+ * re-encode the block by nats.c's rules. */
+natsMsg *jet_nats_msg_new_raw(const char *subject, const char *block, gsize block_len, const void *data,
+                              gsize data_len, GError **error);
+
+#endif
