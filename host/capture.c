@@ -593,3 +593,68 @@ gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **er
         return FALSE;
     }
 }
+
+/* --- one capture, stored and verified -------------------------------------- */
+
+JetCaptureOutcome jet_capture_store(natsConnection *nc, jsCtx *js, const char *dlq_subject, const char *data,
+                                    int len, const JetHdrParse *orig, JetCaptureFacts *facts, gint64 max_payload,
+                                    gint64 timeout_ms, const JetCaptureHooks *hooks, JetCaptureStored *out,
+                                    GError **error)
+{
+    static const JetCaptureHooks none = { 0 };
+    const JetCaptureHooks *h = hooks != NULL ? hooks : &none;
+    JetCaptureStored local;
+    JetCaptureStored *o = out != NULL ? out : &local;
+    memset(o, 0, sizeof *o);
+    g_return_val_if_fail(nc != NULL && js != NULL && facts != NULL, JET_CAPTURE_FAILED);
+    for (int attempt = 0; attempt < JET_CAPTURE_STORE_ATTEMPTS; attempt++) {
+        g_autoptr(GError) err = NULL;
+        g_auto(JetCaptureBuild) build = { 0 };
+        natsMsg *dlq = jet_capture_build(dlq_subject, data, len, orig != NULL ? orig->headers : NULL,
+                                         orig != NULL ? orig->defects : NULL, facts, max_payload, &build, &err);
+        if (dlq == NULL) {
+            JetCaptureOutcome res = g_error_matches(err, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE)
+                                        ? JET_CAPTURE_TOO_LARGE
+                                        : JET_CAPTURE_FAILED;
+            g_propagate_error(error, g_steal_pointer(&err));
+            return res;
+        }
+        if (build.headers_dropped && attempt == 0 && h->headers_dropped != NULL)
+            h->headers_dropped(h->data);
+        JetCapturePubAck ack;
+        JetCaptureOutcome res = jet_capture_publish(js, dlq, timeout_ms, &ack, &err);
+        if (res == JET_CAPTURE_FAILED && h->publish_failed != NULL && h->publish_failed(h->data, err)) {
+            g_clear_error(&err);
+            res = jet_capture_publish(js, dlq, timeout_ms, &ack, &err);
+        }
+        natsMsg_Destroy(dlq);
+        if (res != JET_CAPTURE_CAPTURED) {
+            g_propagate_error(error, g_steal_pointer(&err));
+            return res;
+        }
+        o->seq = ack.seq;
+        g_strlcpy(o->stream, ack.stream, sizeof o->stream);
+        if (!ack.duplicate || build.msg_id == NULL)
+            return JET_CAPTURE_CAPTURED;
+        g_autofree char *why = NULL;
+        JetCaptureDup d = jet_capture_verify_duplicate(nc, &ack, build.msg_id, facts, &why, &err);
+        if (d == JET_CAPTURE_DUP_SAME) {
+            o->duplicate = TRUE;
+            return JET_CAPTURE_CAPTURED;
+        }
+        o->seq = 0;
+        o->stream[0] = '\0';
+        if (d == JET_CAPTURE_DUP_UNVERIFIED) {
+            g_prefix_error(&err, "the pub-ack says duplicate and the record it names could not be checked: ");
+            g_propagate_error(error, g_steal_pointer(&err));
+            return JET_CAPTURE_FAILED;
+        }
+        o->collisions++;
+        if (h->collision != NULL)
+            h->collision(h->data, build.msg_id, ack.seq, why);
+        facts->msg_id_after = ack.seq;
+    }
+    g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%d captures in a row collided with other records",
+                JET_CAPTURE_STORE_ATTEMPTS);
+    return JET_CAPTURE_FAILED;
+}

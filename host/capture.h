@@ -235,4 +235,41 @@ gboolean jet_subject_matches(const char *pattern, const char *subject);
 char *jet_capture_carried_name(const char *name);
 char *jet_capture_restored_name(const char *carried);
 
+/* --- one capture, stored and verified -------------------------------------- */
+
+/* What a caller may do at the points where a capture can go wrong; every
+ * member may be NULL.  publish_failed: a publish got no pub-ack (error says
+ * why); TRUE publishes the same record once more (e.g. after re-creating a
+ * deleted DLQ stream).  collision: a duplicate pub-ack named another
+ * message's record (other_seq, why); the capture goes again under a distinct
+ * id.  headers_dropped: the original headers did not fit (once). */
+typedef struct {
+    gboolean (*publish_failed)(gpointer data, const GError *error);
+    void (*collision)(gpointer data, const char *msg_id, guint64 other_seq, const char *why);
+    void (*headers_dropped)(gpointer data);
+    gpointer data;
+} JetCaptureHooks;
+
+/* Where the record is, once stored. */
+typedef struct {
+    gboolean duplicate;   /* an earlier capture's record, read back and found to be this message's */
+    guint64 seq;          /* the record's DLQ sequence */
+    char stream[256];     /* the DLQ stream */
+    guint collisions;     /* duplicate pub-acks that named another message's record */
+} JetCaptureStored;
+
+#define JET_CAPTURE_STORE_ATTEMPTS 3
+
+/* Build, publish, and verify a duplicate pub-ack: the sequence every capture
+ * needs before it may ack anything.  The record is built from the original
+ * payload (data, len) and header block as parsed by the host (orig, may be
+ * NULL) with the facts; after a collision facts->msg_id_after is set and the
+ * capture goes again, at most JET_CAPTURE_STORE_ATTEMPTS times.  CAPTURED
+ * only when this message's record is stored (out says where); FAILED and
+ * TOO_LARGE set error.  Logs nothing: the hooks and out tell the caller. */
+JetCaptureOutcome jet_capture_store(natsConnection *nc, jsCtx *js, const char *dlq_subject, const char *data,
+                                    int len, const JetHdrParse *orig, JetCaptureFacts *facts, gint64 max_payload,
+                                    gint64 timeout_ms, const JetCaptureHooks *hooks, JetCaptureStored *out,
+                                    GError **error);
+
 #endif

@@ -151,6 +151,9 @@ static const KeyDef binding_keys[] = {
       "requires 2 x heartbeat <= expires)" },
     { "handler_timeout", K_DURATION, "5m", NULL, FALSE, 0, DURATION_MAX_MS, B(handler_timeout_ms),
       "lease limit of one handler call; 0 = none" },
+    { "exit_on_any_hung", K_BOOL, "false", NULL, FALSE, NOB, B(exit_on_any_hung),
+      "exit the host (code 5) as soon as one handler is past `handler_timeout`, instead of when "
+      "every worker of the binding is" },
     { "ack_wait", K_DURATION, "30s", NULL, FALSE, 1000, DURATION_MAX_MS, B(ack_wait_ms),
       "the consumer's AckWait (managed mode): the crash fallback; at least 1s" },
     { "max_deliver", K_INT64, "-1", NULL, FALSE, -1, G_MAXINT32, B(max_deliver),

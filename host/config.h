@@ -59,6 +59,7 @@ typedef struct {
     guint64 expires_ms;
     guint64 idle_heartbeat_ms;
     guint64 handler_timeout_ms;   /* lease limit; 0 = none */
+    gboolean exit_on_any_hung;    /* exit when one handler is hung, not when all are */
 
     /* Consumer settings (managed mode) */
     guint64 ack_wait_ms;

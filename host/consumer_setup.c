@@ -60,6 +60,8 @@ static void fill_facts(const jsConsumerInfo *ci, JetConsumerFacts *facts)
     facts->max_deliver = ci->Config->MaxDeliver;
     facts->max_ack_pending = ci->Config->MaxAckPending;
     facts->ack_floor_stream = ci->AckFloor.Stream;
+    facts->num_ack_pending = ci->NumAckPending;
+    facts->delivered_stream = ci->Delivered.Stream;
 }
 
 static gboolean check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error)

@@ -13,6 +13,8 @@ typedef struct {
     gint64 max_deliver;        /* <= 0: unlimited */
     gint64 max_ack_pending;
     guint64 ack_floor_stream;  /* as observed at setup */
+    gint64 num_ack_pending;    /* delivered, not acked, at setup: held by a run that may have died */
+    guint64 delivered_stream;  /* the last stream seq delivered, at setup */
     gint64 stream_max_age_ms;  /* 0 = unlimited */
 } JetConsumerFacts;
 

@@ -1,4 +1,5 @@
 #include "daemon.h"
+#include "advisory.h"
 #include "capture.h"
 #include "cli.h"
 #include "config.h"
@@ -10,6 +11,7 @@
 #include "instance.h"
 #include "ledger.h"
 #include "log.h"
+#include "plugin_guard.h"
 #include "plugin_loader.h"
 #include "schedule.h"
 
@@ -23,6 +25,7 @@ typedef struct {
     JetInstance *inst;
     JetConsumerFacts facts;
     JetEngine *engine;
+    JetAdvisory *advisory;     /* the MAX_DELIVERIES safety net */
 } Binding;
 
 typedef struct {
@@ -31,11 +34,13 @@ typedef struct {
     GMainLoop *loop;
     guint signals;
     GThread *drainer;
+    int exit_code;             /* what an exit without a full drain returns */
 } Daemon;
 
 static void binding_free(gpointer data)
 {
     Binding *bd = data;
+    jet_advisory_free(bd->advisory);
     jet_engine_free(bd->engine);
     jet_instance_free(bd->inst);
     g_free(bd);
@@ -174,6 +179,8 @@ static gpointer drain_thread(gpointer data)
         if (bd->engine != NULL)
             jet_engine_join(bd->engine);
     }
+    for (guint i = 0; i < d->bindings->len; i++)
+        jet_advisory_join(((Binding *)g_ptr_array_index(d->bindings, i))->advisory);
     g_main_loop_quit(d->loop);
     return NULL;
 }
@@ -186,8 +193,61 @@ static gboolean on_drain_timeout(gpointer data)
     jet_log(JET_LOG_ERROR, NULL, "exit-now",
             "drain_timeout %" G_GUINT64_FORMAT " ms passed with handlers still running; exiting, their messages "
             "will be redelivered", d->cfg->host.drain_timeout_ms);
-    _exit(JET_EXIT_FAILURE);
+    _exit(d->exit_code != JET_EXIT_OK ? d->exit_code : JET_EXIT_FAILURE);
     return G_SOURCE_REMOVE;
+}
+
+/* Stops every engine and drains in a thread, bounded by drain_timeout
+ * (bound_ms when drain_timeout is 0 and bound_ms is not). */
+static void start_drain(Daemon *d, guint64 bound_ms)
+{
+    for (guint i = 0; i < d->bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d->bindings, i);
+        if (bd->engine != NULL)
+            jet_engine_stop(bd->engine);
+    }
+    d->drainer = g_thread_new("jet-drain", drain_thread, d);
+    guint64 limit = d->cfg->host.drain_timeout_ms > 0 ? d->cfg->host.drain_timeout_ms : bound_ms;
+    if (limit > 0)
+        g_timeout_add((guint)MIN(limit, G_MAXUINT), on_drain_timeout, d);
+}
+
+typedef struct {
+    Daemon *d;
+    char *binding;
+    guint workers;
+} HungExit;
+
+/* On the main loop: a binding whose every worker is hung can do nothing
+ * more; the host drains the rest and exits for its supervisor to restart it
+ * (docs/engine.md, "A hung handler"). */
+static gboolean on_all_hung(gpointer data)
+{
+    HungExit *h = data;
+    Daemon *d = h->d;
+    jet_log(JET_LOG_ERROR, h->binding, "all-workers-hung",
+            "%u worker(s) in handlers past handler_timeout: releasing everything else and exiting "
+            "with code %d so that the supervisor restarts the host; the hung messages come back as suspects",
+            h->workers, JET_EXIT_HUNG);
+    g_free(h->binding);
+    g_free(h);
+    if (d->signals > 0 || d->exit_code != JET_EXIT_OK)
+        return G_SOURCE_REMOVE;   /* already draining */
+    d->exit_code = JET_EXIT_HUNG;
+    d->signals++;
+    /* A hung handler never finishes: never wait for it longer than this. */
+    start_drain(d, 10000);
+    return G_SOURCE_REMOVE;
+}
+
+static void engine_all_hung(JetEngine *e, const char *binding, guint workers, gpointer data)
+{
+    (void)e;
+    HungExit *h = g_new0(HungExit, 1);
+    h->d = data;
+    h->binding = g_strdup(binding);
+    h->workers = workers;
+    g_idle_add(on_all_hung, h);
 }
 
 static gboolean on_signal(gpointer data)
@@ -200,6 +260,7 @@ static gboolean on_signal(gpointer data)
             Binding *bd = g_ptr_array_index(d->bindings, i);
             if (bd->engine != NULL)
                 jet_engine_stop(bd->engine);
+            jet_advisory_stop(bd->advisory);
         }
         jet_log(JET_LOG_INFO, NULL, "draining",
                 "stopping: finishing the messages in handlers, releasing the rest (a second signal exits at once)");
@@ -348,10 +409,20 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
             goto out;
         }
     }
+    /* After every plugin's load and init(), before the first handle(): atexit
+     * hooks run last-registered first, so ours runs before any a plugin
+     * registered so far, while nothing has been torn down yet. */
+    jet_guard_install();
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
+        /* The safety net stands before the engine's first pull, the pull
+         * that makes the server raise an advisory it was holding. */
+        const jet_plugin *desc = jet_plugin_descriptor(bd->plugin);
+        JetAdvisoryContext actx = { d.cfg->host.name, desc->name, desc->version, bd->b->ledger ? ledger : NULL };
+        bd->advisory = jet_advisory_start(conn, bd->b, &actx);
         bd->engine = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
         jet_engine_set_ledger(bd->engine, ledger, d.cfg->host.name);
+        jet_engine_set_hung_hook(bd->engine, engine_all_hung, &d);
         jet_engine_start(bd->engine);
     }
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
@@ -359,6 +430,8 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     g_main_loop_run(d.loop);
     if (d.drainer != NULL)
         g_thread_join(d.drainer);
+    if (d.exit_code != JET_EXIT_OK)
+        rc = d.exit_code;   /* drained after all (a hung handler returned) */
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         JetEngineStats st;
@@ -369,6 +442,13 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
                 "; %" G_GUINT64_FORMAT " pulls, %" G_GUINT64_FORMAT " acks sent in groups",
                 st.messages, st.acked, st.retried, st.postponed, st.released, st.stranded, st.pulls,
                 st.acks_grouped);
+        JetAdvisoryStats as;
+        jet_advisory_stats(bd->advisory, &as);
+        jet_log(JET_LOG_INFO, bd->b->name, "advisories-stopped",
+                "MAX_DELIVERIES advisories %" G_GUINT64_FORMAT ": captured %" G_GUINT64_FORMAT
+                ", already captured %" G_GUINT64_FORMAT ", lost %" G_GUINT64_FORMAT ", failed %" G_GUINT64_FORMAT
+                ", stranded %" G_GUINT64_FORMAT ", invalid %" G_GUINT64_FORMAT,
+                as.advisories, as.captured, as.duplicates, as.lost, as.failed, as.stranded, as.invalid);
     }
 
 out:

@@ -14,6 +14,80 @@ static gboolean engine_stopping(JetEngine *e)
     return g_atomic_int_get(&e->stopping) != 0;
 }
 
+/* --- the isolation gate, with hung handlers taken out of it ------------------ */
+
+void jet__gate_enter(JetEngine *e, Item *it, gboolean alone)
+{
+    jet_isolation_enter(&e->isolation, alone);
+    g_mutex_lock(&e->lease_lock);
+    it->alone = alone;
+    it->in_gate = TRUE;
+    g_mutex_unlock(&e->lease_lock);
+}
+
+gboolean jet__gate_left_for_it(JetEngine *e, Item *it)
+{
+    g_mutex_lock(&e->lease_lock);
+    gboolean left = it->hung;
+    it->in_gate = FALSE;
+    g_mutex_unlock(&e->lease_lock);
+    return left;
+}
+
+/* --- careful mode ----------------------------------------------------------- */
+
+/* How long after a suspect (or a start) messages held at a death can still
+ * come back: they are redelivered once their AckWait runs out. */
+static gint64 careful_span_us(JetEngine *e)
+{
+    return 2 * MAX(e->facts.ack_wait_ms, 300) * 1000;
+}
+
+static void careful_extend(JetEngine *e, gint64 until_us)
+{
+    gint64 cur = __atomic_load_n(&e->careful_until_us, __ATOMIC_RELAXED);
+    while (cur < until_us &&
+           !__atomic_compare_exchange_n(&e->careful_until_us, &cur, until_us, FALSE, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
+static gboolean careful(JetEngine *e)
+{
+    if (g_atomic_int_get(&e->suspects_running) > 0)
+        return TRUE;
+    gint64 now = now_us();
+    if (now < __atomic_load_n(&e->careful_until_us, __ATOMIC_RELAXED))
+        return TRUE;
+    return now < e->start_careful_until_us &&
+           __atomic_load_n(&e->observed_floor, __ATOMIC_RELAXED) < e->start_careful_floor;
+}
+
+/* The one worker that pulls in careful mode: the first not hung. */
+static guint careful_worker(JetEngine *e)
+{
+    for (guint i = 0; i < e->n_workers; i++)
+        if (!g_atomic_int_get(&e->workers[i].hung))
+            return i;
+    return 0;
+}
+
+void jet__suspect_begin(JetEngine *e)
+{
+    if (!careful(e))
+        jet_log(JET_LOG_WARNING, e->b->name, "careful",
+                "a suspect: pulling one message at a time on one worker until it is settled and %" G_GINT64_FORMAT
+                " ms have passed with none, so no other message is held if it ends the host",
+                careful_span_us(e) / 1000);
+    g_atomic_int_inc(&e->suspects_running);
+}
+
+void jet__suspect_end(JetEngine *e)
+{
+    careful_extend(e, now_us() + careful_span_us(e));
+    g_atomic_int_add(&e->suspects_running, -1);
+}
+
 /* --- arrival --------------------------------------------------------------- */
 
 static gboolean is_status(natsMsg *m, int *code, const char **desc)
@@ -120,6 +194,41 @@ static void move_waiting(Worker *w, gint64 backdate_us)
     g_mutex_unlock(&w->take_lock);
 }
 
+static void release_item(Worker *w, Item *it);
+
+/* The lease keeper, behind a hung handler: what waits for that worker is
+ * released at once (NAK, recorded as a release), never held hostage.  Never
+ * waits for the worker. */
+static void release_waiting(Worker *w)
+{
+    if (!g_mutex_trylock(&w->take_lock))
+        return;
+    guint n = 0;
+    Item *it;
+    while ((it = g_queue_pop_head(&w->moved)) != NULL) {
+        g_atomic_int_add(&w->n_moved, -1);
+        n += it->is_delivery;
+        release_item(w, it);
+    }
+    int pending = 0;
+    if (natsSubscription_GetPending(w->sub, &pending, NULL) == NATS_OK) {
+        for (int i = 0; i < pending; i++) {
+            natsMsg *m = NULL;
+            if (natsSubscription_NextMsg(&m, w->sub, 0) != NATS_OK)
+                break;
+            it = arrive(w, m, now_us());
+            n += it->is_delivery;
+            release_item(w, it);
+        }
+    }
+    g_mutex_unlock(&w->take_lock);
+    if (n > 0) {
+        STAT_ADD(w->eng, released_behind_hung, n);
+        jet_log(JET_LOG_WARNING, w->eng->b->name, "released-behind-hung",
+                "worker %u is hung: released %u message(s) that waited for it", w->index, n);
+    }
+}
+
 /* Wakes a worker waiting for its inbox (a reconnect, a stop): a message to
  * <inbox>.0, which answers no pull.  Without a connection the worker's own
  * wait step (TAKE_STEP_US) is the bound. */
@@ -160,7 +269,15 @@ gboolean jet__release_hold(JetEngine *e, Item *it)
     g_mutex_lock(&e->lease_lock);
     g_hash_table_remove(e->held, it);
     gboolean stale = it->stale;
+    gboolean was_hung = it->handler_since_us > 0 && it->stale;
+    gint64 ran_us = it->handler_since_us > 0 ? now_us() - it->handler_since_us : 0;
     g_mutex_unlock(&e->lease_lock);
+    if (was_hung && it->worker < e->n_workers && g_atomic_int_get(&e->workers[it->worker].hung)) {
+        g_atomic_int_set(&e->workers[it->worker].hung, 0);
+        jet_log(JET_LOG_WARNING, e->b->name, "handler-returned",
+                "stream seq %" G_GUINT64_FORMAT ": the hung handler returned after %" G_GINT64_FORMAT " ms; worker %u "
+                "takes messages again", it->stream_seq, ran_us / 1000, it->worker);
+    }
     return stale;
 }
 
@@ -563,9 +680,13 @@ static gpointer worker_main(gpointer data)
         guint buffered = waiting_msgs(w);
         gint64 acks_left_us = acks_due(w, ACK_COALESCE_US);
         guint n_active = active_pulls(w);
+        gboolean care = careful(e);
         if (n_active == 0 && buffered == 0) {
-            issue_pull(w, batch);
-        } else if (threshold > 0 && n_active == 1) {
+            if (!care)
+                issue_pull(w, batch);
+            else if (w->index == careful_worker(e))
+                issue_pull(w, 1);
+        } else if (!care && threshold > 0 && n_active == 1) {
             /* What is left to handle: a pull's messages count as received
              * when taken, so what it still owes includes what waits here.
              * The next pull asks for batch minus what the server still
@@ -652,6 +773,59 @@ static void observe_consumer(JetEngine *e)
 
 /* --- the lease keeper ---------------------------------------------------- */
 
+/* A handler past handler_timeout (under the lease lock): its lease stops
+ * (the delivery is stale: it may still be acked or captured when the
+ * handler returns, never released or recorded), it leaves the isolation
+ * gate so that nothing waits behind it, its worker's waiting messages are
+ * released, and it is reported at once and then periodically. */
+static void handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
+{
+    gint64 elapsed_ms = (now - it->handler_since_us) / 1000;
+    if (!it->stale) {
+        it->stale = TRUE;
+        it->hung_logged_us = now;
+        if (it->in_gate && !it->hung) {
+            /* Out of the gate on its behalf, so nothing waits behind it; its
+             * worker, should it ever return, must not leave again. */
+            it->hung = TRUE;
+            jet_isolation_leave(&e->isolation, it->alone);
+        }
+        if (it->worker < e->n_workers)
+            g_atomic_int_set(&e->workers[it->worker].hung, 1);
+        STAT_ADD(e, lease_lapsed, 1);
+        STAT_ADD(e, hung_handlers, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "handler-hung",
+                "stream seq %" G_GUINT64_FORMAT ": the handler has run for %" G_GINT64_FORMAT " ms, past "
+                "handler_timeout %" G_GUINT64_FORMAT " ms: its lease stops (the server delivers it again after "
+                "AckWait), worker %u is out until it returns, and what waits for that worker is released",
+                it->stream_seq, elapsed_ms, e->b->handler_timeout_ms, it->worker);
+        return;
+    }
+    gint64 repeat_us = CLAMP(limit_us, G_USEC_PER_SEC, 60 * G_USEC_PER_SEC);
+    if (now - it->hung_logged_us >= repeat_us) {
+        it->hung_logged_us = now;
+        jet_log(JET_LOG_ERROR, e->b->name, "handler-hung",
+                "stream seq %" G_GUINT64_FORMAT ": the handler is still running after %" G_GINT64_FORMAT " ms (worker %u)",
+                it->stream_seq, elapsed_ms, it->worker);
+    }
+}
+
+/* Every worker hung (or one, with exit_on_any_hung): the binding can do
+ * nothing more, or the operator wants no hung handler kept; tell the host,
+ * once (under the lease lock). */
+static void every_worker_hung(JetEngine *e)
+{
+    if (e->hung_fired || e->hung_hook == NULL)
+        return;
+    guint hung = 0;
+    for (guint i = 0; i < e->n_workers; i++)
+        hung += g_atomic_int_get(&e->workers[i].hung) ? 1 : 0;
+    if (hung == 0 || (hung < e->n_workers && !e->b->exit_on_any_hung))
+        return;
+    e->hung_fired = TRUE;
+    e->hung_hook(e, e->b->name, hung, e->hung_hook_data);
+}
+
 static gpointer keeper_main(gpointer data)
 {
     JetEngine *e = data;
@@ -690,7 +864,10 @@ static gpointer keeper_main(gpointer data)
          * sooner (a delivery is extended within AckWait / 2 of arriving). */
         g_mutex_unlock(&e->lease_lock);
         for (guint i = 0; i < e->n_workers; i++) {
-            move_waiting(&e->workers[i], step_us);
+            if (g_atomic_int_get(&e->workers[i].hung))
+                release_waiting(&e->workers[i]);
+            else
+                move_waiting(&e->workers[i], step_us);
             acks_due(&e->workers[i], ACK_COALESCE_US);   /* behind a slow handler */
         }
         g_mutex_lock(&e->lease_lock);
@@ -700,23 +877,19 @@ static gpointer keeper_main(gpointer data)
         g_hash_table_iter_init(&iter, e->held);
         while (g_hash_table_iter_next(&iter, &key, NULL)) {
             Item *it = key;
-            if (it->stale)
-                continue;
             if (limit_us > 0 && it->handler_since_us > 0 && now - it->handler_since_us > limit_us) {
-                it->stale = TRUE;
-                STAT_ADD(e, lease_lapsed, 1);
-                jet_log(JET_LOG_ERROR, e->b->name, "lease-lapsed",
-                        "a handler has run for %" G_GINT64_FORMAT " ms, past handler_timeout %" G_GUINT64_FORMAT
-                        " ms: its lease is no longer extended; the worker is stuck",
-                        (now - it->handler_since_us) / 1000, e->b->handler_timeout_ms);
+                handler_hung(e, it, now, limit_us);
                 continue;
             }
+            if (it->stale)
+                continue;
             if (now - it->extended_us >= every_us) {
                 natsConnection_PublishString(jet_conn_nats(e->conn), natsMsg_GetReply(it->msg), "+WPI");
                 it->extended_us = now;
                 STAT_ADD(e, lease_extensions, 1);
             }
         }
+        every_worker_hung(e);
     }
     g_mutex_unlock(&e->lease_lock);
     return NULL;
@@ -801,6 +974,12 @@ void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data)
     e->take_hook_data = data;
 }
 
+void jet_engine_set_hung_hook(JetEngine *e, JetEngineHungHook fn, gpointer data)
+{
+    e->hung_hook = fn;
+    e->hung_hook_data = data;
+}
+
 void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer data)
 {
     e->settle_hook = fn;
@@ -809,6 +988,18 @@ void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer d
 
 void jet_engine_start(JetEngine *e)
 {
+    /* What a previous run held when it ended comes back within AckWait:
+     * if that run died, some of it is a suspect.  Careful until it is all
+     * settled (the floor passes what had been delivered) or AckWait x 2. */
+    if (e->facts.num_ack_pending > 0) {
+        e->start_careful_until_us = now_us() + careful_span_us(e);
+        e->start_careful_floor = e->facts.delivered_stream;
+        jet_log(JET_LOG_INFO, e->b->name, "careful",
+                "%" G_GINT64_FORMAT " message(s) were held unacked at start, up to stream seq %" G_GUINT64_FORMAT
+                ": pulling one message at a time until the ack floor passes it or %" G_GINT64_FORMAT " ms have "
+                "passed, as some may come back as suspects", e->facts.num_ack_pending, e->facts.delivered_stream,
+                careful_span_us(e) / 1000);
+    }
     natsConnection *nc = jet_conn_nats(e->conn);
     for (guint i = 0; i < e->n_workers; i++) {
         Worker *w = &e->workers[i];

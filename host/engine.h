@@ -43,6 +43,8 @@ typedef struct {
     guint64 acked, retried, postponed, released, dead_lettered, stranded, uncertain;
     guint64 capture_collisions;   /* a duplicate pub-ack that named another message's record */
     guint64 client_discarded;     /* deliveries nats.c destroyed before the host saw them */
+    guint64 hung_handlers;        /* handlers that passed handler_timeout */
+    guint64 released_behind_hung; /* messages released because they waited behind one */
     guint64 acks_grouped;      /* acks that waited to be sent with the next ones */
     guint64 capture_failed;    /* captures that failed and kept the message for a later try */
     guint64 handler_failed;    /* plugin errors and RETRY verdicts */
@@ -84,6 +86,13 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *binding, JetIns
                           const JetConsumerFacts *facts);
 void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data);
 void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer data);
+
+/* Called once, from the lease keeper's thread, when every worker of the
+ * binding is in a handler past handler_timeout (one, with exit_on_any_hung):
+ * the host should exit so that its supervisor restarts it (the hung
+ * messages then come back as suspects, docs/engine.md). */
+typedef void (*JetEngineHungHook)(JetEngine *e, const char *binding, guint hung_workers, gpointer data);
+void jet_engine_set_hung_hook(JetEngine *e, JetEngineHungHook fn, gpointer data);
 
 /* The attempt ledger (borrowed; NULL: none, the delivery count is all the
  * engine knows) and this host's name, for the isolation marker, breaker

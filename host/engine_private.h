@@ -41,6 +41,12 @@ typedef struct {
     gboolean is_delivery;
     guint64 stream_seq;        /* parsed at arrival (0 when the subject does not parse) */
     guint worker;              /* the index of the worker that took it */
+    /* A handler past handler_timeout is hung (docs/engine.md): it costs its
+     * worker, never the binding.  Under the lease lock. */
+    gboolean alone;            /* its handler entered the isolation gate alone */
+    gboolean in_gate;          /* its handler is between the gate's enter and leave */
+    gboolean hung;             /* past handler_timeout: the gate was left on its behalf */
+    gint64 hung_logged_us;     /* the last handler-hung line */
 } Item;
 
 /* Crash isolation: a suspect is handled alone.  Ordinary deliveries share
@@ -145,6 +151,7 @@ typedef struct {
     gboolean alone_next;       /* fetch one message without a byte budget */
     guint idle_windows;        /* consecutive pulls that ended with nothing */
     guint64 invalid_backoff_ms;
+    gint hung;                 /* atomic: its handler is past handler_timeout */
 } Worker;
 
 struct JetEngine {
@@ -185,6 +192,20 @@ struct JetEngine {
     gint64 capture_max_payload;   /* atomic; 0 = not read yet */
     gint64 stream_created_ns;     /* atomic; the origin stream's creation time, 0 = read it again */
 
+    /* Careful mode (docs/retries.md, "What crashes cost"): while a suspect
+     * may be near, one worker pulls one message at a time, so a death
+     * burns a delivery of nothing but the message in hand. */
+    gint64 careful_until_us;      /* atomic: after a suspect */
+    gint64 start_careful_until_us; /* after start, while messages held at start may come back... */
+    guint64 start_careful_floor;  /* ...until the ack floor reaches the last delivered at start */
+    gint suspects_running;        /* atomic: suspects between take and settlement */
+
+    /* Every worker hung: the host must exit for its supervisor to restart
+     * it (the daemon's hook); called once, from the lease keeper. */
+    JetEngineHungHook hung_hook;
+    gpointer hung_hook_data;
+    gboolean hung_fired;
+
     /* Recovery: one worker at a time re-creates or waits for the consumer. */
     GMutex recover_lock;
     guint64 observed_floor;    /* atomic (stats_lock): the last ack floor seen in consumer info */
@@ -220,6 +241,17 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta);
 /* executor.c: a delivery whose $JS.ACK subject does not parse is captured
  * with cause malformed (with what can be read), then acked. */
 void jet__capture_malformed(JetEngine *e, natsMsg *m);
+/* The handler of it is entering the isolation gate (alone for a suspect) /
+ * has returned.  gate_leave says whether the worker must leave the gate
+ * itself (FALSE when the lease keeper left it on behalf of a hung handler). */
+void jet__gate_enter(JetEngine *e, Item *it, gboolean alone);
+gboolean jet__gate_left_for_it(JetEngine *e, Item *it);
+
+/* A suspect is about to be handled (begin) or has been settled (end):
+ * careful mode holds from begin until AckWait x 2 after the last end. */
+void jet__suspect_begin(JetEngine *e);
+void jet__suspect_end(JetEngine *e);
+
 /* The origin stream may have been deleted and re-created (a recovery, a
  * reconnect): its creation time is read again before the next capture. */
 void jet__forget_stream_life(JetEngine *e);

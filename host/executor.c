@@ -247,61 +247,61 @@ void jet__forget_stream_life(JetEngine *e)
     __atomic_store_n(&e->stream_created_ns, 0, __ATOMIC_RELAXED);
 }
 
-/* Builds and publishes the record; a duplicate pub-ack is verified against
- * the record it names, and another message's record under the same id (a
- * collision) makes the capture go again under a distinct id.  CAPTURED only
- * when this message's record is stored. */
-#define CAPTURE_ATTEMPTS 3
+/* What the shared capture sequence (jet_capture_store) leaves to the
+ * engine: a deleted dead-letter stream re-created (managed) and tried once
+ * more, and what to log. */
+typedef struct {
+    JetEngine *e;
+    guint64 seq;
+} StoreCtx;
+
+static gboolean store_publish_failed(gpointer data, const GError *err)
+{
+    StoreCtx *c = data;
+    (void)err;
+    if (c->e->b->manage != JET_MANAGE_CREATE)
+        return FALSE;
+    g_autoptr(GError) ensure_err = NULL;
+    if (!jet_dlq_stream_ensure(jet_conn_js(c->e->conn), c->e->b, &ensure_err))
+        return FALSE;
+    capture_max_payload(c->e, TRUE);
+    return TRUE;
+}
+
+static void store_collision(gpointer data, const char *msg_id, guint64 dlq_seq, const char *why)
+{
+    StoreCtx *c = data;
+    (void)dlq_seq;
+    STAT_ADD(c->e, capture_collisions, 1);
+    jet_log(JET_LOG_ERROR, c->e->b->name, "capture-collision",
+            "stream seq %" G_GUINT64_FORMAT ": the dead-letter stream answered \"duplicate\" for Nats-Msg-Id %s, "
+            "but %s; capturing it again under a distinct id", c->seq, msg_id, why);
+}
+
+static void store_headers_dropped(gpointer data)
+{
+    StoreCtx *c = data;
+    jet_log(JET_LOG_WARNING, c->e->b->name, "capture-headers-dropped",
+            "stream seq %" G_GUINT64_FORMAT ": the original headers did not fit and were left out of the "
+            "dead-letter record (their names are in Jethost-Dropped-Headers)", c->seq);
+}
 
 static JetCaptureOutcome publish_verified(JetEngine *e, const char *data, int len, const JetHdrParse *orig,
                                           JetCaptureFacts *facts, gboolean *duplicate, GError **error)
 {
-    *duplicate = FALSE;
-    for (int attempt = 0; attempt < CAPTURE_ATTEMPTS; attempt++) {
-        g_auto(JetCaptureBuild) build = { 0 };
-        natsMsg *dlq = jet_capture_build(e->b->dlq_subject, data, len, orig != NULL ? orig->headers : NULL,
-                                         orig != NULL ? orig->defects : NULL, facts, capture_max_payload(e, FALSE),
-                                         &build, error);
-        if (dlq == NULL)
-            return g_error_matches(*error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE) ? JET_CAPTURE_TOO_LARGE
-                                                                                            : JET_CAPTURE_FAILED;
-        if (build.headers_dropped && attempt == 0)
-            jet_log(JET_LOG_WARNING, e->b->name, "capture-headers-dropped",
-                    "stream seq %" G_GUINT64_FORMAT ": the original headers did not fit and were left out of the "
-                    "dead-letter record (their names are in Jethost-Dropped-Headers)", facts->stream_seq);
-        JetCapturePubAck ack;
-        JetCaptureOutcome out = jet_capture_publish(jet_conn_js(e->conn), dlq, CAPTURE_TIMEOUT_MS, &ack, error);
-        if (out == JET_CAPTURE_FAILED && e->b->manage == JET_MANAGE_CREATE) {
-            /* A deleted dead-letter stream is re-created (managed), then tried once more. */
-            g_autoptr(GError) ensure_err = NULL;
-            if (jet_dlq_stream_ensure(jet_conn_js(e->conn), e->b, &ensure_err)) {
-                g_clear_error(error);
-                capture_max_payload(e, TRUE);
-                out = jet_capture_publish(jet_conn_js(e->conn), dlq, CAPTURE_TIMEOUT_MS, &ack, error);
-            }
-        }
-        natsMsg_Destroy(dlq);
-        if (out != JET_CAPTURE_CAPTURED || !ack.duplicate || build.msg_id == NULL)
-            return out;
-        g_autofree char *why = NULL;
-        JetCaptureDup d = jet_capture_verify_duplicate(jet_conn_nats(e->conn), &ack, build.msg_id, facts, &why, error);
-        if (d == JET_CAPTURE_DUP_SAME) {
-            *duplicate = TRUE;
-            return JET_CAPTURE_CAPTURED;
-        }
-        if (d == JET_CAPTURE_DUP_UNVERIFIED) {
-            g_prefix_error(error, "the pub-ack says duplicate and the record it names could not be checked: ");
-            return JET_CAPTURE_FAILED;
-        }
-        STAT_ADD(e, capture_collisions, 1);
-        jet_log(JET_LOG_ERROR, e->b->name, "capture-collision",
-                "stream seq %" G_GUINT64_FORMAT ": the dead-letter stream answered \"duplicate\" for Nats-Msg-Id %s, "
-                "but %s; capturing it again under a distinct id", facts->stream_seq, build.msg_id, why);
-        facts->msg_id_after = ack.seq;
-    }
-    g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%d captures in a row collided with other records",
-                CAPTURE_ATTEMPTS);
-    return JET_CAPTURE_FAILED;
+    StoreCtx ctx = { e, facts->stream_seq };
+    const JetCaptureHooks hooks = {
+        .publish_failed = store_publish_failed,
+        .collision = store_collision,
+        .headers_dropped = store_headers_dropped,
+        .data = &ctx,
+    };
+    JetCaptureStored stored;
+    JetCaptureOutcome out = jet_capture_store(jet_conn_nats(e->conn), jet_conn_js(e->conn), e->b->dlq_subject,
+                                              data, len, orig, facts, capture_max_payload(e, FALSE),
+                                              CAPTURE_TIMEOUT_MS, &hooks, &stored, error);
+    *duplicate = out == JET_CAPTURE_CAPTURED && stored.duplicate;
+    return out;
 }
 
 /* Publishes the DLQ record, waits for the pub-ack, then acks with
@@ -521,7 +521,9 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
                              breaker_considers(e, &jm, &rec);
 
     /* 4. The plugin, alone when a suspect. */
-    jet_isolation_enter(&e->isolation, alone);
+    if (alone)
+        jet__suspect_begin(e);
+    jet__gate_enter(e, it, alone);
 
     JetSettleFacts f = {
         .deliveries = jm.deliveries,
@@ -530,6 +532,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         .failures = jm.failures,
         .postpones = jm.postpones,
         .strikes = att.strikes,
+        .suspect = alone,
         .breaker_claim = breaker_claim,
         .malformed_headers = malformed,
     };
@@ -614,10 +617,12 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         break;
     }
     case JET_ACTION_CAPTURE: {
-        if (alone) {
+        if (alone && handled) {
             /* The marker goes first (a death after this earns no strike);
              * the record itself stays until the capture is acked: a capture
-             * that fails must not lose the message's failures. */
+             * that fails must not lose the message's failures.  A suspect
+             * captured before it ran survived nothing: its deaths stay
+             * unexplained, so a retried capture still finds a suspect. */
             Mutation clr = { .e = e, .it = it, .op = OP_SURVIVED, .att = &att, .alone = TRUE, .now_ns = now_ns };
             ledger_write(e, stream, consumer, jm.stream_seq, &clr);
         }
@@ -649,7 +654,10 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         break;
     }
     }
-    jet_isolation_leave(&e->isolation, alone);
+    if (!jet__gate_left_for_it(e, it))
+        jet_isolation_leave(&e->isolation, alone);
+    if (alone)
+        jet__suspect_end(e);
 
     STAT_ADD(e, messages, 1);
     if (e->settle_hook != NULL)

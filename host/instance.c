@@ -1,7 +1,9 @@
 #include "instance.h"
 #include "duration.h"
 #include "errors.h"
+#include "jet_msg.h"
 #include "log.h"
+#include "plugin_guard.h"
 
 #include <string.h>
 
@@ -15,6 +17,7 @@ struct jet_ctx {
     JetClockFn clock;
     gpointer clock_data;
     gint stopping;             /* atomic */
+    gint fork_noted;           /* atomic: the plugin guard logged a fork at warning */
 };
 
 static const char *type_name(jet_option_type t)
@@ -181,7 +184,11 @@ void jet_instance_set_stopping(JetInstance *inst)
 
 int jet_instance_handle(JetInstance *inst, jet_msg *m)
 {
-    return inst->desc->handle(inst->state, m);
+    jet_guard_enter(inst->binding, inst->desc->name, m->stream_seq, &inst->fork_noted);
+    int verdict = inst->desc->handle(inst->state, m);
+    /* A child the plugin forked does not come back from this. */
+    jet_guard_leave();
+    return verdict;
 }
 
 const jet_plugin *jet_instance_descriptor(const JetInstance *inst) { return inst->desc; }

@@ -29,7 +29,8 @@ void jet_instance_set_clock(JetInstance *inst, JetClockFn fn, gpointer data);
 /* Marks the host as stopping; plugins read it with ctx_stopping(). */
 void jet_instance_set_stopping(JetInstance *inst);
 
-/* Calls handle() and returns what it returned, unchecked. */
+/* Calls handle() and returns what it returned, unchecked; inside the plugin
+ * guard (plugin_guard.h) once the daemon has installed it. */
 int jet_instance_handle(JetInstance *inst, jet_msg *m);
 
 const jet_plugin *jet_instance_descriptor(const JetInstance *inst);

@@ -133,6 +133,44 @@ static void ladder(const JetScheduleInput *in, JetScheduleReport *out)
     out->ladder_ms = sat_add(sum, sat_mul(out->ladder_repeats, out->last_rung_ms));
 }
 
+/* The crash term.  A message that kills the host on every run spends its
+ * first delivery dying beside others (a first delivery is never a suspect:
+ * nothing has been lost yet).  From its second it is a suspect, handled
+ * alone; each death leaves the isolation marker set, and the next delivery
+ * finds it: one strike, so delivery d (d >= 2) comes with d - 2 strikes.  It
+ * is captured as poison at delivery crash_limit + 2, or at the budget line
+ * max_deliver - capture_reserve if that comes first (settle.h: a suspect
+ * there is captured before it runs), but never before delivery 2.  A finite
+ * MaxDeliver then has to hold capture_reserve more for retrying a failed
+ * capture, so it needs 1 + 1 + capture_reserve at least, whatever
+ * crash_limit is. */
+static void crash_term(const JetScheduleInput *in, JetScheduleReport *out)
+{
+    out->crash_attributed = !in->ledger_off;
+    out->capture_reserve = in->capture_reserve;
+    out->crash_need = 2 + (guint64)in->capture_reserve;
+    if (!out->crash_attributed)
+        return;   /* no suspects without the ledger: never captured */
+    guint64 at = in->crash_limit >= 1 ? (guint64)in->crash_limit + 2 : G_MAXUINT64;
+    if (out->max_deliver > 0) {
+        /* No overflow: max_deliver > 0 and the reserve fits in 32 bits. */
+        gint64 line = out->max_deliver - (gint64)in->capture_reserve;
+        guint64 at_line = line > 2 ? (guint64)line : 2;
+        if (at_line < at) {
+            at = at_line;
+            out->crash_at_budget_line = TRUE;
+        }
+    }
+    if (at == G_MAXUINT64)
+        return;   /* crash_limit 0 and MaxDeliver unlimited */
+    if (out->max_deliver > 0 && at > (guint64)out->max_deliver)
+        return;   /* its first death spends the last delivery */
+    out->crash_captured = TRUE;
+    out->crash_capture_delivery = at;
+    out->crash_strikes = at - 2;
+    out->crash_deliveries = out->max_deliver > 0 ? sat_add(at, in->capture_reserve) : at;
+}
+
 void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
 {
     g_return_if_fail(in != NULL && out != NULL);
@@ -167,6 +205,7 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
                                      out->postpone_overshoot_ms);
         out->worst_case_ms = sat_add(out->retry_span_ms, out->crash_fallback_ms);
     }
+    crash_term(in, out);
 
     /* --- the ladder itself ----------------------------------------------- */
     if (in->n_rungs == 0 || in->rungs_ms == NULL)
@@ -276,6 +315,53 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
                 out->max_deliver, in->max_attempts, in->capture_reserve, need, need);
     }
 
+    /* A crash yields no verdict, so the budget rule above never sees one: the
+     * crash term is checked on its own, whatever max_attempts is. */
+    if (out->crash_attributed && out->max_deliver > 0) {
+        guint64 md = (guint64)out->max_deliver;
+        if (md < out->crash_need) {
+            char left[200];
+            if (out->crash_captured)
+                g_snprintf(left, sizeof left, "captures it at delivery %" G_GUINT64_FORMAT
+                           ", leaving %" G_GUINT64_FORMAT " of capture_reserve %u to retry a "
+                           "failed capture, after which it goes dark unrecorded",
+                           out->crash_capture_delivery, md - out->crash_capture_delivery,
+                           in->capture_reserve);
+            else
+                g_strlcpy(left, "leaves it none to be captured: its first death spends the last "
+                          "delivery and it goes dark unrecorded", sizeof left);
+            add(out, JET_SCHEDULE_ERROR, "maxdeliver-crash",
+                "crash term: a crash-looping message needs 1 + 1 + capture_reserve %u = %"
+                G_GUINT64_FORMAT " deliveries (one to die beside others, one to be captured as "
+                "poison at the budget line, the reserve); MaxDeliver %" G_GINT64_FORMAT " %s; "
+                "set max_deliver to -1 (the host owns the ladder) or at least %" G_GUINT64_FORMAT,
+                in->capture_reserve, out->crash_need, out->max_deliver, left, out->crash_need);
+        } else if (in->crash_limit >= 1 && out->crash_at_budget_line) {
+            guint64 full = sat_add(out->crash_need, in->crash_limit);
+            add(out, JET_SCHEDULE_WARNING, "crash-limit-cut",
+                "crash term: the budget line captures a crash-looping message as poison after "
+                "fewer than crash_limit %u strikes: %" G_GUINT64_FORMAT " (at delivery %"
+                G_GUINT64_FORMAT " = MaxDeliver %" G_GINT64_FORMAT " - capture_reserve %u, "
+                "before it runs again); a suspect there is captured without running, so a "
+                "message held beside a crash %s; set max_deliver to -1 or at least %"
+                G_GUINT64_FORMAT " for every strike",
+                in->crash_limit, out->crash_strikes, out->crash_capture_delivery,
+                out->max_deliver, in->capture_reserve,
+                out->crash_strikes == 0 ? "is captured too when it comes back"
+                                        : "can be captured too if it comes back that late",
+                full);
+        }
+    }
+    if (!out->crash_attributed) {
+        Dur md = count_or_unlimited(out->max_deliver);
+        add(out, JET_SCHEDULE_WARNING, "crash-no-ledger",
+            "crash term: ledger = false leaves no crash attribution: a message that kills the "
+            "host is never a suspect and never captured as poison, and %s (MaxDeliver %s); set "
+            "ledger = true",
+            out->max_deliver > 0 ? "goes dark unrecorded when its deliveries run out"
+                                 : "is redelivered every AckWait without bound", md.s);
+    }
+
     /* --- MaxAckPending headroom -------------------------------------------- */
     /* Messages waiting out a delayed NAK count in NumAckPending (DESIGN 9).
      * Room left = MaxAckPending - in_hand; less than half is a warning, i.e.
@@ -331,11 +417,24 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
     /* --- crashes with poison detection off --------------------------------- */
     if (in->crash_limit == 0) {
         Dur aw = dur(out->ack_wait_ms);
-        add(out, JET_SCHEDULE_WARNING, "crash-unbounded",
-            "crash_limit 0 turns poison detection off: a message that kills the host is "
-            "redelivered every AckWait %s without bound, and the envelope does not count "
-            "crashes; set crash_limit (3 is the default)",
-            aw.s);
+        if (out->crash_captured)
+            add(out, JET_SCHEDULE_WARNING, "crash-unbounded",
+                "crash_limit 0 turns poison detection off: only the budget line captures a "
+                "message that kills the host, at delivery %" G_GUINT64_FORMAT " after %"
+                G_GUINT64_FORMAT " deaths, each costing an AckWait (%s) that the envelope does "
+                "not count; set crash_limit (3 is the default)",
+                out->crash_capture_delivery, out->crash_capture_delivery - 1, aw.s);
+        else if (out->max_deliver > 0)
+            add(out, JET_SCHEDULE_WARNING, "crash-unbounded",
+                "crash_limit 0 turns poison detection off, and nothing else captures a message "
+                "that kills the host here (see the crash term): it goes dark when its deliveries "
+                "run out; set crash_limit (3 is the default)");
+        else
+            add(out, JET_SCHEDULE_WARNING, "crash-unbounded",
+                "crash_limit 0 turns poison detection off: a message that kills the host is "
+                "redelivered every AckWait %s without bound, and the envelope does not count "
+                "crashes; set crash_limit (3 is the default)",
+                aw.s);
     }
 }
 
@@ -371,6 +470,52 @@ static void term(GString *s, const char *name, const char *value, const char *wh
 static const char *unlimited_or(const JetScheduleReport *r, const Dur *d)
 {
     return r->unlimited ? "unlimited" : d->s;
+}
+
+/* The crash term in deliveries, beside the durations: it is not part of
+ * their sum, it is what a crash-looping message spends of MaxDeliver. */
+static void crash_term_line(GString *s, const JetScheduleReport *r)
+{
+    Dur md = count_or_unlimited(r->max_deliver);
+    char value[64];
+    g_autofree char *why = NULL;
+    if (!r->crash_attributed) {
+        g_strlcpy(value, "never", sizeof value);
+        why = g_strdup_printf("ledger = false: no crash attribution, a message that kills the "
+                              "host is never captured; MaxDeliver %s", md.s);
+    } else if (!r->crash_captured) {
+        g_strlcpy(value, "never", sizeof value);
+        why = g_strdup_printf(r->max_deliver > 0
+                              ? "a message that kills the host spends MaxDeliver %s on its first "
+                                "death, beside others: it goes dark unrecorded"
+                              : "crash_limit 0 and MaxDeliver %s: a message that kills the host "
+                                "is redelivered without bound", md.s);
+    } else {
+        g_snprintf(value, sizeof value, "%" G_GUINT64_FORMAT " deliveries", r->crash_deliveries);
+        char how[96];
+        if (!r->crash_at_budget_line)
+            g_snprintf(how, sizeof how, "crash_limit %u strikes", r->crash_limit);
+        else if (r->crash_limit == 0)
+            g_strlcpy(how, "the budget line; crash_limit 0", sizeof how);
+        else
+            g_snprintf(how, sizeof how, "the budget line, %" G_GUINT64_FORMAT " of crash_limit %u "
+                       "strikes", r->crash_strikes, r->crash_limit);
+        char tail[96];
+        if (r->max_deliver <= 0)
+            g_snprintf(tail, sizeof tail, "; MaxDeliver %s", md.s);
+        else if (r->crash_deliveries > (guint64)r->max_deliver)
+            g_snprintf(tail, sizeof tail, " + capture_reserve %u: %" G_GUINT64_FORMAT
+                       " more than MaxDeliver %s", r->capture_reserve,
+                       r->crash_deliveries - (guint64)r->max_deliver, md.s);
+        else
+            g_snprintf(tail, sizeof tail, " + capture_reserve %u; MaxDeliver %s",
+                       r->capture_reserve, md.s);
+        why = g_strdup_printf("a message that kills the host: 1 death beside others + %"
+                              G_GUINT64_FORMAT " alone, captured as poison at delivery %"
+                              G_GUINT64_FORMAT " (%s)%s",
+                              r->crash_strikes, r->crash_capture_delivery, how, tail);
+    }
+    term(s, "crash term", value, why);
 }
 
 char *jet_schedule_report_format(const JetScheduleReport *r)
@@ -418,6 +563,7 @@ char *jet_schedule_report_format(const JetScheduleReport *r)
     term(s, "crash fallback", crash.s, why);
     term(s, "worst case", unlimited_or(r, &worst), "the sum: the longest a message can take "
                                                    "to be dead-lettered");
+    crash_term_line(s, r);
 
     if (r->breaker_room.applies) {
         Dur fa = dur(r->floor_age_ms);

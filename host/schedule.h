@@ -73,7 +73,7 @@ typedef struct {
 } JetScheduleViolation;
 
 /* More than the number of distinct codes: each code is reported at most once. */
-#define JET_SCHEDULE_MAX_VIOLATIONS 16
+#define JET_SCHEDULE_MAX_VIOLATIONS 24
 
 typedef struct {
     /* The envelope, term by term.  All saturate at G_MAXUINT64. */
@@ -90,6 +90,25 @@ typedef struct {
     guint64 crash_fallback_ms;        /* crash_limit x AckWait */
     guint64 retry_span_ms;            /* ladder + horizon + overshoot: what the stream must keep */
     guint64 worst_case_ms;            /* retry_span + crash_fallback: the envelope */
+
+    /* The crash term, in deliveries: what a message that kills the host
+     * every time it runs spends of MaxDeliver (docs/retries.md, "What
+     * crashes cost").  It dies once beside others, then runs alone, one
+     * strike per death, until it has crash_limit strikes or its delivery
+     * reaches the budget line (max_deliver - capture_reserve), where it is
+     * captured as poison before it runs; capture_reserve deliveries remain
+     * to retry a failed capture. */
+    gboolean crash_attributed;        /* FALSE with ledger = false: no suspects, no poison */
+    gboolean crash_captured;          /* it is captured at all; FALSE: it goes dark at a finite
+                                         MaxDeliver, or is redelivered without bound */
+    gboolean crash_at_budget_line;    /* the budget line captures it, before crash_limit strikes */
+    guint64 crash_capture_delivery;   /* the delivery its capture is first tried at */
+    guint64 crash_strikes;            /* its strikes then: deaths while handled alone */
+    guint64 crash_deliveries;         /* capture delivery + capture_reserve (finite MaxDeliver),
+                                         else the capture delivery */
+    guint64 crash_need;               /* 1 + 1 + capture_reserve: the least a finite MaxDeliver
+                                         may be (maxdeliver-crash below it) */
+    guint capture_reserve;
 
     /* The values the checks used: the consumer's when known, else the binding's. */
     gboolean from_consumer;

@@ -49,6 +49,7 @@ const char *jet_cause_name(JetCaptureCause cause)
     case JET_CAUSE_EXHAUSTED: return "exhausted";
     case JET_CAUSE_MALFORMED: return "malformed";
     case JET_CAUSE_MALFORMED_HEADERS: return "malformed-headers";
+    case JET_CAUSE_MAX_DELIVERIES: return "max-deliveries";
     }
     return "unknown";
 }
@@ -195,6 +196,22 @@ gboolean jet_settle_before_handle(const JetSettlePolicy *policy, const JetSettle
         capture(out, JET_CAUSE_POISON);
         reason_printf(out, "crashed the host %" G_GUINT32_FORMAT " times handling this message "
                       "alone (crash_limit %u)", facts->strikes, policy->crash_limit);
+        return TRUE;
+    }
+    /* A suspect has had the host die (or lose it) with it in hand, and the
+     * handler may do it again: at the budget line one more crash could spend
+     * the deliveries its capture needs, and a crash yields no verdict for
+     * rule 4 to catch, so the message would go dark at MaxDeliver.  It is
+     * poison by the only evidence there is room for.  This holds with
+     * crash_limit 0 too: the budget line is then the only bound. */
+    if (facts->suspect && budget_spent(policy, facts->deliveries)) {
+        capture(out, JET_CAUSE_POISON);
+        reason_printf(out, "crash suspect at the budget line: delivery %" G_GUINT32_FORMAT
+                      " of max_deliver %" G_GINT64_FORMAT " with capture_reserve %u, %"
+                      G_GUINT32_FORMAT " strike%s handling it alone; captured before it runs "
+                      "again, so another crash cannot spend the deliveries its capture needs",
+                      facts->deliveries, policy->max_deliver, policy->capture_reserve,
+                      facts->strikes, facts->strikes == 1 ? "" : "s");
         return TRUE;
     }
     if (facts->breaker_claim) {

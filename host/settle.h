@@ -36,6 +36,7 @@ typedef enum {
     JET_CAUSE_EXHAUSTED,       /* max_attempts failures */
     JET_CAUSE_MALFORMED,       /* its $JS.ACK metadata could not be parsed (capture.h) */
     JET_CAUSE_MALFORMED_HEADERS, /* its header block cannot be read faithfully (hdr_block.h) */
+    JET_CAUSE_MAX_DELIVERIES,  /* the server gave up on it (MaxDeliver) and said so in an advisory (advisory.h) */
 } JetCaptureCause;
 
 /* What is known about one delivery and its verdict. */
@@ -59,6 +60,8 @@ typedef struct {
 
     /* Decided before the handler ran (crash attribution, breaker). */
     guint32 strikes;               /* crashes while handling this message alone */
+    gboolean suspect;              /* crash attribution could not explain its earlier
+                                      deliveries: the host would run it alone */
     gboolean breaker_claim;        /* an enforcing breaker claimed this message */
     const char *malformed_headers; /* NULL; else what makes its header block unreadable: it is
                                       captured without the handler, never handled half-read */
@@ -94,8 +97,11 @@ void jet_settle_policy_init_default(JetSettlePolicy *p);
 
 /* Before the handler runs: a message whose header block has defects
  * (malformed-headers), a suspect at its crash limit (strikes >= crash_limit,
- * crash_limit >= 1; 0 turns poison off), or a breaker claim, is captured
- * without calling the plugin.  Returns TRUE and fills out when so;
+ * crash_limit >= 1; 0 turns poison off), a suspect at the budget line
+ * (deliveries >= max_deliver - capture_reserve on a finite MaxDeliver: poison,
+ * whatever crash_limit, since one more crash could spend the deliveries its
+ * capture needs), or a breaker claim, is captured without calling the
+ * plugin, in that order.  Returns TRUE and fills out when so;
  * FALSE when the handler should run (out is then left as an empty, non-ACK
  * action: kind RETRY, delay 0, no cause; do not act on it). */
 gboolean jet_settle_before_handle(const JetSettlePolicy *policy, const JetSettleFacts *facts,
@@ -110,7 +116,8 @@ void jet_settle_decide(const JetSettlePolicy *policy, const JetSettleFacts *fact
                        JetSettleAction *out);
 
 /* "ack", "retry", "postpone", "capture"; "none", "rejected", "poison",
- * "breaker", "budget", "exhausted", "malformed", "malformed-headers".  "unknown" for a value outside the enum. */
+ * "breaker", "budget", "exhausted", "malformed", "malformed-headers",
+ * "max-deliveries".  "unknown" for a value outside the enum. */
 const char *jet_action_name(JetActionKind kind);
 const char *jet_cause_name(JetCaptureCause cause);
 

@@ -12,6 +12,13 @@
  *   restarted after each death: exactly crash_limit + 1 deaths, the message
  *   captured as poison after 3 strikes, every other message acked, no other
  *   record ever holds a strike;
+ * - the same under a MaxDeliver of 4 or 6 that `jethost check` approves: the
+ *   poison message captured before the server gives up on it, the messages
+ *   held beside it handled, no MAX_DELIVERIES advisory;
+ * - a handler that hangs: the host exits (code 5) once every worker is hung,
+ *   and the message is captured as poison after restarts (1 and 2 workers);
+ *   with two hosts nothing waits for the hung one; SIGTERM while one hangs
+ *   exits within drain_timeout;
  * - a host killed with no suspect in its hands adds no strike to anything;
  * - the ledger bucket deleted mid-run: processing goes on, the fallback is
  *   logged once and counted. */
@@ -218,19 +225,25 @@ static void rig_second_free(Rig *r2)
 
 /* --- jethost as a subprocess ----------------------------------------------- */
 
-static GSubprocess *spawn_host(Rig *r, const char *name, const char *extra, char **errlog)
+static GSubprocess *spawn_host_with(Rig *r, const char *name, const char *host_keys, const char *extra,
+                                    char **errlog)
 {
     g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
     g_autofree char *text = g_strdup_printf(
-        "[host]\nserver = %s\nname = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\nconsumer = c\n"
+        "[host]\nserver = %s\nname = %s\n%s\n[binding t]\nplugin = %s\nstream = ORDERS\nconsumer = c\n"
         "ack_wait = 2s\n" HB "option.dir = %s\n%s",
-        jet_test_server_url(r->srv), name, plugin, r->dir, extra);
+        jet_test_server_url(r->srv), name, host_keys, plugin, r->dir, extra);
     g_autofree char *file = g_strdup_printf("%s.conf", name);
     g_autofree char *conf = jet_test_write_file(file, text);
     g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
     *errlog = g_build_filename(jet_test_private_dir(), errfile, NULL);
     const char *args[] = { "run", "-c", conf, NULL };
     return jet_test_jethost_spawn(*errlog, args);
+}
+
+static GSubprocess *spawn_host(Rig *r, const char *name, const char *extra, char **errlog)
+{
+    return spawn_host_with(r, name, "", extra, errlog);
 }
 
 typedef struct {
@@ -522,6 +535,239 @@ static void test_poison_abort(void)
     rig_free(&r);
 }
 
+/* Runs jethost, restarted after each exit as a supervisor would, until the
+ * ack floor reaches n; then stops it with SIGTERM (exit 0).  Every exit on
+ * its own must have status want_status, and there are at most max_exits.
+ * Returns how many there were. */
+static guint supervise(Rig *r, const char *prefix, const char *host_keys, const char *extra, guint n, int want_status,
+                       guint max_exits, const char *want_line)
+{
+    guint exits = 0;
+    for (;;) {
+        g_autofree char *name = g_strdup_printf("%s-%u", prefix, exits);
+        g_autofree char *errlog = NULL;
+        g_autoptr(GSubprocess) host = spawn_host_with(r, name, host_keys, extra, &errlog);
+        HostOrFloor hf = { host, { r, n } };
+        g_assert_true(jet_test_wait_until(host_exited_or_floor, &hf, 60000));
+        if (g_subprocess_get_identifier(host) != NULL) {
+            g_subprocess_send_signal(host, SIGTERM);
+            g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+            return exits;
+        }
+        g_assert_cmpint(jet_test_jethost_wait(host, 1000), ==, want_status);
+        if (want_line != NULL) {
+            g_autofree char *log = NULL;
+            g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+            g_assert_cmpuint(jet_test_count_lines(log, want_line), >=, 1);
+        }
+        exits++;
+        g_test_message("%s: exit %u", prefix, exits);
+        g_assert_cmpuint(exits, <=, max_exits);
+    }
+}
+
+/* A plugin that abort()s on one message, under a MaxDeliver that leaves
+ * little room (configurations `jethost check` approves): the host restarted
+ * after each death until the ack floor reaches the end.  The poison message
+ * is captured before the server runs out of deliveries for it; the messages
+ * held beside it when it first killed the host are handled, not captured
+ * and not driven dark (after a death the host pulls one message at a time
+ * while suspects may be near, so later deaths burn nothing but the suspect);
+ * the server never publishes a MAX_DELIVERIES advisory. */
+typedef struct {
+    const char *name;
+    const char *keys;
+    guint max_deaths;
+} Tight;
+
+static const Tight tight[] = {
+    { "max-deliver-4", "max_deliver = 4\nmax_attempts = 3\nworkers = 1\n", 2 },
+    { "max-deliver-6", "max_deliver = 6\ncrash_limit = 5\nworkers = 2\n", 4 },
+};
+
+static void test_poison_tight(gconstpointer data)
+{
+    const Tight *t = data;
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 100;
+    /* Early in its pull, so messages after it in the same pull are held
+     * when it first kills the host. */
+    const guint64 k = (guint64)g_test_rand_int_range(1, 8) * 10 + (guint64)g_test_rand_int_range(1, 7);
+    g_test_message("%s: abort() on stream seq %" G_GUINT64_FORMAT, t->name, k);
+    const char *subjects[] = { "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", NULL };
+    Spy advisories;
+    spy_start(&advisories, r.nc, subjects);
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *extra = g_strdup_printf("%sbatch = 10\nrungs = 200ms\noption.abort_seq = %" G_GUINT64_FORMAT "\n",
+                                             t->keys, k);
+    guint deaths = supervise(&r, t->name, "", extra, n, 128 + SIGABRT, t->max_deaths, NULL);
+    g_assert_cmpuint(deaths, >=, 1);
+
+    /* The poison message, and nothing else, dead-lettered. */
+    g_assert_cmpuint(dlq_msgs(r.js), ==, 1);
+    natsMsg *m = NULL;
+    g_assert_cmpint(js_GetMsg(&m, r.js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
+    g_test_message("DLQ: cause %s, reason \"%s\", deliveries %s", hget(m, "Jethost-Cause"),
+                   hget(m, "Jethost-Reason"), hget(m, "Jethost-Deliveries"));
+    g_autofree char *kstr = g_strdup_printf("%" G_GUINT64_FORMAT, k);
+    g_assert_cmpstr(hget(m, "Jethost-Origin-Seq"), ==, kstr);
+    g_assert_cmpstr(hget(m, "Jethost-Cause"), ==, "poison");
+    natsMsg_Destroy(m);
+
+    /* Every other message handled; the floor at the end. */
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpuint(ci->AckFloor.Stream, ==, n);
+    g_assert_cmpint(ci->NumAckPending, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    g_autoptr(GArray) h = handled_full(r.dir, 0, NULL);
+    g_autofree guint *count = g_new0(guint, n + 1);
+    guint max_deliveries = 0;
+    for (guint i = 0; i < h->len; i++) {
+        Handled *x = &g_array_index(h, Handled, i);
+        count[x->seq]++;
+        if (x->seq != k)
+            max_deliveries = MAX(max_deliveries, x->deliveries);
+    }
+    for (guint64 s2 = 1; s2 <= n; s2++)
+        g_assert_cmpuint(count[s2], >=, 1);
+    g_test_message("bystanders: at most %u deliveries", max_deliveries);
+
+    /* The server never gave up on anything. */
+    g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
+    g_assert_cmpuint(spy_count(&advisories), ==, 0);
+    spy_stop(&advisories);
+    rig_free(&r);
+}
+
+/* SIGTERM while one handler hangs: the host exits within drain_timeout
+ * (code 1: a handler did not finish), everything but the hung message is
+ * settled or released, and the next host finishes the stream. */
+static void test_sigterm_while_hung(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 30;
+    const guint64 k = 7;
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *extra = g_strdup_printf("workers = 2\nbatch = 5\nhandler_timeout = 1s\noption.block_seq = %"
+                                             G_GUINT64_FORMAT "\n", k);
+    g_autofree char *errlog = NULL;
+    g_autoptr(GSubprocess) host = spawn_host_with(&r, "term-hung", "drain_timeout = 2s\n", extra, &errlog);
+    rig_wait_inflight(&r, k);
+    for (int i = 0; i < 2000; i++) {
+        g_autofree char *log = NULL;
+        if (g_file_get_contents(errlog, &log, NULL, NULL) && jet_test_count_lines(log, "event=handler-hung") > 0)
+            break;
+        g_usleep(10000);
+    }
+    gint64 t0 = g_get_monotonic_time();
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 10000), ==, 1);
+    gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
+    g_test_message("exited %" G_GINT64_FORMAT " ms after SIGTERM", took_ms);
+    g_assert_cmpint(took_ms, <, 5000);
+    /* The next host (no hang) finishes everything. */
+    rig_let_go(&r, k);
+    g_autofree char *errlog2 = NULL;
+    g_autoptr(GSubprocess) next = spawn_host(&r, "term-hung-next", "workers = 2\nbatch = 5\n", &errlog2);
+    FloorWait fw = { &r, n };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    g_subprocess_send_signal(next, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(next, 20000), ==, 0);
+    rig_free(&r);
+}
+
+/* Two hosts on one consumer, one worker each; host A's handler hangs on
+ * seq k.  Nothing waits for A: what A pulled behind k is released at once
+ * and host B handles the whole rest of the stream. */
+typedef struct {
+    Rig *a, *b;
+    guint64 n, k;
+} TwoHosts;
+
+static gboolean others_handled(gpointer data)
+{
+    TwoHosts *t = data;
+    g_autoptr(GArray) h = handled_full(t->a->dir, 0, NULL);
+    handled_full(t->b->dir, 1, h);
+    g_autofree gboolean *seen = g_new0(gboolean, t->n + 1);
+    for (guint i = 0; i < h->len; i++) {
+        Handled *x = &g_array_index(h, Handled, i);
+        if (x->seq <= t->n)
+            seen[x->seq] = TRUE;
+    }
+    for (guint64 s = 1; s <= t->n; s++)
+        if (s != t->k && !seen[s])
+            return FALSE;
+    return TRUE;
+}
+
+static void test_hung_two_hosts(void)
+{
+    Rig a = { 0 }, b;
+    rig_server(&a);
+    const guint64 n = 60, k = 2;
+    jet_test_publish_n(a.js, "orders.new", n);
+    g_autofree char *ka = g_strdup_printf("batch = 5\nack_wait = 2s\nhandler_timeout = 1s\n" HB
+                                          "option.block_seq = %" G_GUINT64_FORMAT "\n", k);
+    rig_engine(&a, ka);
+    rig_wait_inflight(&a, k);
+    /* B starts only now: A holds k and what it pulled behind it. */
+    rig_second(&b, &a, "gate-hung-b", "batch = 5\nack_wait = 2s\n" HB);
+    TwoHosts t = { &a, &b, n, k };
+    g_assert_true(jet_test_wait_until(others_handled, &t, 30000));
+    JetEngineStats sa;
+    jet_engine_stats(a.eng, &sa);
+    g_test_message("A: hung %" G_GUINT64_FORMAT ", released behind it %" G_GUINT64_FORMAT, sa.hung_handlers,
+                   sa.released_behind_hung);
+    g_assert_cmpuint(sa.hung_handlers, ==, 1);
+    g_assert_cmpuint(sa.released_behind_hung, >=, 1);
+    /* The hung message itself went to B after AckWait and is handled there
+     * (fx_gate in B does not block it); A's stale delivery is acked when it
+     * is let go: the floor reaches the end. */
+    rig_let_go(&a, k);
+    FloorWait fw = { &a, n };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    rig_stop(&a);
+    rig_stop(&b);
+    rig_second_free(&b);
+    rig_free(&a);
+}
+
+/* A handler that never returns on one message: the host ends itself (code
+ * 5) once every worker is hung, its supervisor (this loop) restarts it, the
+ * hung message comes back as a suspect each time, and after crash_limit
+ * strikes it is captured as poison; everything else is handled. */
+static void test_hang_poison(gconstpointer data)
+{
+    const guint workers = GPOINTER_TO_UINT(data);
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 40;
+    const guint64 k = (guint64)g_test_rand_int_range(2, 30);
+    g_test_message("%u worker(s); hangs on stream seq %" G_GUINT64_FORMAT, workers, k);
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *extra = g_strdup_printf("workers = %u\nbatch = 5\nhandler_timeout = 1s\noption.block_seq = %"
+                                             G_GUINT64_FORMAT "\n", workers, k);
+    guint exits = supervise(&r, "hang", "drain_timeout = 2s\n", extra, n, 5, 5, "event=all-workers-hung");
+    g_assert_cmpuint(exits, >=, workers == 1 ? 4 : 2);
+    g_assert_cmpuint(dlq_msgs(r.js), ==, 1);
+    natsMsg *m = NULL;
+    g_assert_cmpint(js_GetMsg(&m, r.js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
+    g_autofree char *kstr = g_strdup_printf("%" G_GUINT64_FORMAT, k);
+    g_assert_cmpstr(hget(m, "Jethost-Origin-Seq"), ==, kstr);
+    g_assert_cmpstr(hget(m, "Jethost-Cause"), ==, "poison");
+    natsMsg_Destroy(m);
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpuint(ci->AckFloor.Stream, ==, n);
+    g_assert_cmpint(ci->NumAckPending, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    rig_free(&r);
+}
+
 /* kill -9 while an ordinary message (not a suspect) is in the handler and
  * others wait in the buffer: no marker is set anywhere, so no strike. */
 static void test_killed_between_suspects(void)
@@ -691,6 +937,14 @@ int main(int argc, char **argv)
     g_test_add_func("/crash/postpones-are-not-failures", test_postpones_are_not_failures);
     g_test_add_func("/crash/two-hosts-one-record", test_two_hosts_one_record);
     g_test_add_func("/crash/poison-abort", test_poison_abort);
+    g_test_add_data_func("/crash/hang-poison/workers-1", GUINT_TO_POINTER(1), test_hang_poison);
+    g_test_add_data_func("/crash/hang-poison/workers-2", GUINT_TO_POINTER(2), test_hang_poison);
+    g_test_add_func("/crash/sigterm-while-hung", test_sigterm_while_hung);
+    g_test_add_func("/crash/hung-two-hosts", test_hung_two_hosts);
+    for (gsize i = 0; i < G_N_ELEMENTS(tight); i++) {
+        g_autofree char *path = g_strdup_printf("/crash/poison-tight/%s", tight[i].name);
+        g_test_add_data_func(path, &tight[i], test_poison_tight);
+    }
     g_test_add_func("/crash/killed-between-suspects", test_killed_between_suspects);
     g_test_add_func("/crash/suspect-not-starved", test_suspect_not_starved);
     g_test_add_func("/crash/ledger-deleted", test_ledger_deleted);

@@ -206,6 +206,107 @@ static gboolean later_nak_seen(gpointer data)
     return g_atomic_int_get(&((NakCount *)data)->later) > 0;
 }
 
+/* A handler that hangs costs its worker, never the binding: reported at
+ * once, the isolation gate left on its behalf (its redelivery, a suspect,
+ * runs on the other worker instead of waiting for ever), what waited for the
+ * hung worker released at once, the rest of the stream handled by the other
+ * worker; when both hang, the engine says so once (the daemon then exits so
+ * its supervisor restarts it). */
+typedef struct {
+    gint fired;
+    guint workers;
+} HungSeen;
+
+static void on_hung(JetEngine *e, const char *binding, guint hung_workers, gpointer data)
+{
+    HungSeen *h = data;
+    (void)e;
+    g_assert_cmpstr(binding, ==, "t");
+    h->workers = hung_workers;
+    g_atomic_int_inc(&h->fired);
+}
+
+typedef struct {
+    Rig *r;
+    guint64 n;
+    guint64 except;
+} AllBut;
+
+static gboolean all_but_one_handled(gpointer data)
+{
+    AllBut *a = data;
+    g_autoptr(GArray) seqs = handled_seqs(a->r, NULL);
+    g_autofree gboolean *seen = g_new0(gboolean, a->n + 1);
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 s = g_array_index(seqs, guint64, i);
+        if (s <= a->n)
+            seen[s] = TRUE;
+    }
+    for (guint64 s = 1; s <= a->n; s++)
+        if (s != a->except && !seen[s])
+            return FALSE;
+    return TRUE;
+}
+
+static gboolean hook_fired(gpointer data)
+{
+    return g_atomic_int_get(&((HungSeen *)data)->fired) > 0;
+}
+
+static void test_hung_handler(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint64 n = 60;
+    jet_test_publish_n(r.js, "orders.new", n);
+    rig_engine(&r, "workers = 2\nbatch = 5\nack_wait = 2s\nhandler_timeout = 1s\noption.block_seq = 3\n");
+    HungSeen hs = { 0 };
+    jet_engine_set_hung_hook(r.eng, on_hung, &hs);
+    rig_wait_inflight(&r, 3);
+
+    /* The other worker handles everything else, including what was pulled
+     * behind the hung handler. */
+    AllBut ab = { &r, n, 3 };
+    g_assert_true(jet_test_wait_until(all_but_one_handled, &ab, 30000));
+    /* Seq 3 comes back after AckWait (its lease stopped) as a suspect, runs
+     * alone on the other worker (nothing waits behind the hung one), and
+     * hangs too: now every worker is hung, and the engine says so once. */
+    g_assert_true(jet_test_wait_until(hook_fired, &hs, 30000));
+    g_assert_cmpuint(hs.workers, ==, 2);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_test_message("hung %" G_GUINT64_FORMAT ", released behind hung %" G_GUINT64_FORMAT ", suspects %" G_GUINT64_FORMAT,
+                   st.hung_handlers, st.released_behind_hung, st.suspects);
+    g_assert_cmpuint(st.hung_handlers, ==, 2);
+    g_assert_cmpuint(st.suspects, >=, 1);
+
+    /* Let both go: the stale deliveries are acked, nothing is lost. */
+    rig_let_go(&r, 3);
+    FloorWait fw = { &r, n };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    g_assert_cmpint(g_atomic_int_get(&hs.fired), ==, 1);
+    rig_free(&r);
+}
+
+/* exit_on_any_hung: the engine says so at the first hung handler. */
+static void test_hung_any(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 10);
+    rig_engine(&r, "workers = 2\nbatch = 1\nack_wait = 2s\nhandler_timeout = 1s\nexit_on_any_hung = true\n"
+                   "option.block_seq = 2\n");
+    HungSeen hs = { 0 };
+    jet_engine_set_hung_hook(r.eng, on_hung, &hs);
+    rig_wait_inflight(&r, 2);
+    g_assert_true(jet_test_wait_until(hook_fired, &hs, 30000));
+    g_assert_cmpuint(hs.workers, ==, 1);
+    rig_let_go(&r, 2);
+    FloorWait fw = { &r, 10 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    rig_free(&r);
+}
+
 static void test_lease_lapses(void)
 {
     Rig r = { 0 };
@@ -352,6 +453,8 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/lease-slow-handler", test_lease_slow_handler);
     g_test_add_func("/engine/lease-buffered", test_lease_buffered);
     g_test_add_func("/engine/lease-lapses", test_lease_lapses);
+    g_test_add_func("/engine/hung-handler", test_hung_handler);
+    g_test_add_func("/engine/hung-any", test_hung_any);
     g_test_add_func("/engine/max-bytes", test_max_bytes);
     g_test_add_func("/engine/acks-grouped", test_acks_grouped);
     g_test_add_func("/engine/acks-behind-slow-handler", test_acks_behind_slow_handler);

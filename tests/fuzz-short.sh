@@ -15,14 +15,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "1..2"
-# make check's MAKEFLAGS names its jobserver, which this child cannot reach.
-if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$JET_BUILDDIR" -s fuzz >"$tmp/build" 2>&1 &&
-   [ -x "$fuzzer" ]; then
-    echo "ok 1 - the fuzzer builds with clang and libFuzzer"
+# make check builds it first (check_DATA), with clang and libFuzzer.
+if [ -x "$fuzzer" ]; then
+    echo "ok 1 - the fuzzer is built with clang and libFuzzer"
 else
-    echo "not ok 1 - the fuzzer builds with clang and libFuzzer (packages clang, libclang-rt-14-dev)"
-    sed 's/^/# /' "$tmp/build"
-    echo "not ok 2 - up to $runs inputs or ${secs}s without a finding: not run, the fuzzer did not build"
+    echo "not ok 1 - the fuzzer is built with clang and libFuzzer (packages clang, libclang-rt-14-dev; make fuzz)"
+    echo "not ok 2 - up to $runs inputs or ${secs}s without a finding: not run, the fuzzer is missing"
     exit 0
 fi
 

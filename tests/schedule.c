@@ -1,6 +1,8 @@
 /* The schedule check: each envelope term, each violation at its boundary
  * (equal and one off), unlimited attempts, saturation, and the text. */
 #include "schedule.h"
+#include "ledger.h"
+#include "settle.h"
 
 #include <glib.h>
 #include <string.h>
@@ -69,6 +71,10 @@ static void assert_codes(const JetScheduleReport *r, const char *const *codes)
     g_assert_cmpuint(r->n_errors, ==, errors);
     g_assert_cmpuint(r->n_warnings, ==, warnings);
 }
+
+static void assert_contains(const char *text, const char *needle);
+static void consumer(JetScheduleInput *in, guint64 ack_wait, gint64 max_deliver,
+                     const guint64 *backoff, gsize n_backoff);
 
 #define CODES(...) ((const char *const[]){ __VA_ARGS__, NULL })
 #define NONE ((const char *const[]){ NULL })
@@ -234,6 +240,319 @@ static void test_crash_unbounded(void)
     assert_severity(&r, "crash-unbounded", JET_SCHEDULE_WARNING);
 }
 
+/* --- the crash term (deliveries) ---------------------------------------------- */
+
+static const char *message_of(const JetScheduleReport *r, const char *code)
+{
+    const JetScheduleViolation *v = jet_schedule_report_find(r, code);
+    if (v == NULL)
+        g_error("expected violation %s is missing", code);
+    return v->message;
+}
+
+/* The configurations the check approved while a crash-looping message went
+ * dark: both fit now, with a warning that the budget line cuts the strikes
+ * short. */
+static void test_crash_term_tight(void)
+{
+    /* max_deliver 4, max_attempts 3 (crash_limit 3, reserve 1): one death
+     * beside others (delivery 1), one alone (2), captured at the line (3),
+     * the fourth kept to retry a failed capture. */
+    JetScheduleInput in = base();
+    in.max_deliver = 4;
+    in.max_attempts = 3;
+    JetScheduleReport r = check(&in);
+    g_assert_true(r.crash_attributed);
+    g_assert_true(r.crash_captured);
+    g_assert_true(r.crash_at_budget_line);
+    g_assert_cmpuint(r.crash_capture_delivery, ==, 3);
+    g_assert_cmpuint(r.crash_strikes, ==, 1);
+    g_assert_cmpuint(r.crash_deliveries, ==, 4);
+    g_assert_cmpuint(r.crash_need, ==, 3);
+    assert_codes(&r, CODES("crash-limit-cut"));
+    assert_severity(&r, "crash-limit-cut", JET_SCHEDULE_WARNING);
+    assert_contains(message_of(&r, "crash-limit-cut"),
+                    "crash term: the budget line captures a crash-looping message as poison "
+                    "after fewer than crash_limit 3 strikes: 1 (at delivery 3 = MaxDeliver 4 - "
+                    "capture_reserve 1, before it runs again)");
+    assert_contains(message_of(&r, "crash-limit-cut"), "at least 6 for every strike");
+
+    /* max_deliver 6, crash_limit 5 (max_attempts 5, reserve 1): captured at
+     * delivery 5 with 3 strikes. */
+    in = base();
+    in.max_deliver = 6;
+    in.max_attempts = 5;
+    in.crash_limit = 5;
+    r = check(&in);
+    g_assert_cmpuint(r.crash_capture_delivery, ==, 5);
+    g_assert_cmpuint(r.crash_strikes, ==, 3);
+    g_assert_cmpuint(r.crash_deliveries, ==, 6);
+    assert_codes(&r, CODES("crash-limit-cut"));
+    assert_contains(message_of(&r, "crash-limit-cut"),
+                    "after fewer than crash_limit 5 strikes: 3 (at delivery 5 = MaxDeliver 6");
+    /* Room for every strike: 1 + crash_limit 5 + 1 + reserve 1 = 8 is
+     * clean, and one less is the warning. */
+    in.max_deliver = 8;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_false(r.crash_at_budget_line);
+    g_assert_cmpuint(r.crash_capture_delivery, ==, 7);
+    g_assert_cmpuint(r.crash_strikes, ==, 5);
+    in.max_deliver = 7;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-limit-cut"));
+    assert_contains(message_of(&r, "crash-limit-cut"), "crash_limit 5 strikes: 4 ");
+}
+
+/* MaxDeliver below 1 + 1 + capture_reserve: refused, naming the crash term,
+ * whatever max_attempts says. */
+static void test_crash_term_refused(void)
+{
+    JetScheduleInput in = base();
+    in.max_attempts = 1;          /* so the ladder's own check (1 + 1 <= 2) is quiet */
+    in.max_deliver = 2;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash"));
+    assert_severity(&r, "maxdeliver-crash", JET_SCHEDULE_ERROR);
+    assert_contains(message_of(&r, "maxdeliver-crash"),
+                    "crash term: a crash-looping message needs 1 + 1 + capture_reserve 1 = 3 "
+                    "deliveries");
+    assert_contains(message_of(&r, "maxdeliver-crash"),
+                    "MaxDeliver 2 captures it at delivery 2, leaving 0 of capture_reserve 1 to "
+                    "retry a failed capture");
+    assert_contains(message_of(&r, "maxdeliver-crash"), "or at least 3");
+    g_assert_true(r.crash_captured);
+    g_assert_cmpuint(r.crash_capture_delivery, ==, 2);
+    g_assert_cmpuint(r.crash_deliveries, ==, 3);
+
+    /* Equal passes: delivery 2 is the budget line, the third the reserve.
+     * The warning stays: it is captured with no strike at all. */
+    in.max_deliver = 3;
+    r = check(&in);
+    g_assert_cmpuint(r.n_errors, ==, 0);
+    assert_codes(&r, CODES("crash-limit-cut"));
+    assert_contains(message_of(&r, "crash-limit-cut"), "crash_limit 3 strikes: 0 (at delivery 2");
+    assert_contains(message_of(&r, "crash-limit-cut"), "is captured too when it comes back");
+
+    /* A larger reserve moves the minimum with it. */
+    in.capture_reserve = 3;
+    in.max_deliver = 4;
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash"));
+    assert_contains(message_of(&r, "maxdeliver-crash"), "capture_reserve 3 = 5 deliveries");
+    assert_contains(message_of(&r, "maxdeliver-crash"), "leaving 2 of capture_reserve 3");
+    in.max_deliver = 5;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-limit-cut"));
+
+    /* MaxDeliver 1: the first death spends it; nothing is ever captured. */
+    in = base();
+    in.max_attempts = 1;
+    in.capture_reserve = 0;
+    in.max_deliver = 1;
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash"));
+    g_assert_false(r.crash_captured);
+    assert_contains(message_of(&r, "maxdeliver-crash"), "1 + 1 + capture_reserve 0 = 2");
+    assert_contains(message_of(&r, "maxdeliver-crash"),
+                    "MaxDeliver 1 leaves it none to be captured");
+
+    /* Unlimited attempts do not skip it. */
+    in = base();
+    in.max_attempts = 0;
+    in.max_deliver = 2;
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash"));
+
+    /* The consumer's MaxDeliver is the one that counts. */
+    in = base();
+    in.max_attempts = 1;
+    consumer(&in, 30 * S, 2, NULL, 0);
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash"));
+    in.consumer_max_deliver = -1;
+    in.max_deliver = 2;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+/* Unlimited MaxDeliver: no budget line, poison at crash_limit strikes. */
+static void test_crash_term_unlimited(void)
+{
+    for (gint64 md = -1; md <= 0; md++) {
+        JetScheduleInput in = base();
+        in.max_deliver = md;
+        in.capture_reserve = 1000;
+        JetScheduleReport r = check(&in);
+        assert_codes(&r, NONE);
+        g_assert_true(r.crash_captured);
+        g_assert_false(r.crash_at_budget_line);
+        g_assert_cmpuint(r.crash_capture_delivery, ==, 5);
+        g_assert_cmpuint(r.crash_strikes, ==, 3);
+        g_assert_cmpuint(r.crash_deliveries, ==, 5);
+    }
+}
+
+/* crash_limit 0 turns poison off: on a finite MaxDeliver the budget line is
+ * the only bound, and it still captures; the minimum is the same. */
+static void test_crash_term_limit_off(void)
+{
+    JetScheduleInput in = base();
+    in.crash_limit = 0;
+    in.max_deliver = 7;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, CODES("crash-unbounded"));   /* never crash-limit-cut: no limit to cut */
+    g_assert_true(r.crash_captured);
+    g_assert_true(r.crash_at_budget_line);
+    g_assert_cmpuint(r.crash_capture_delivery, ==, 6);
+    g_assert_cmpuint(r.crash_strikes, ==, 4);
+    assert_contains(message_of(&r, "crash-unbounded"),
+                    "only the budget line captures a message that kills the host, at delivery 6 "
+                    "after 5 deaths");
+
+    in.max_attempts = 1;
+    in.max_deliver = 3;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-unbounded"));
+    g_assert_cmpuint(r.crash_capture_delivery, ==, 2);
+    in.max_deliver = 2;
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash", "crash-unbounded"));
+    in.capture_reserve = 0;
+    in.max_deliver = 1;
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash", "crash-unbounded"));
+    assert_contains(message_of(&r, "crash-unbounded"), "goes dark");
+
+    /* Unlimited: nothing captures it. */
+    in = base();
+    in.crash_limit = 0;
+    r = check(&in);
+    g_assert_false(r.crash_captured);
+    assert_contains(message_of(&r, "crash-unbounded"), "without bound");
+}
+
+/* Without the ledger there is no attribution: no MaxDeliver is enough. */
+static void test_crash_term_no_ledger(void)
+{
+    JetScheduleInput in = base();
+    in.ledger_off = TRUE;
+    in.max_deliver = 100;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, CODES("crash-no-ledger"));
+    assert_severity(&r, "crash-no-ledger", JET_SCHEDULE_WARNING);
+    g_assert_false(r.crash_attributed);
+    g_assert_false(r.crash_captured);
+    assert_contains(message_of(&r, "crash-no-ledger"), "goes dark unrecorded");
+    in.max_deliver = 2;   /* its own warning, not the crash term's error */
+    in.max_attempts = 1;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-no-ledger"));
+    in.max_deliver = -1;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-no-ledger"));
+    assert_contains(message_of(&r, "crash-no-ledger"), "without bound");
+}
+
+/* Every (MaxDeliver, capture_reserve, crash_limit) in a small cube: the error
+ * exactly below 1 + 1 + reserve, the warning exactly below 1 + 1 +
+ * crash_limit + reserve, and its strike count. */
+static void test_crash_term_boundaries(void)
+{
+    for (gint64 md = 1; md <= 12; md++)
+        for (guint reserve = 0; reserve <= 3; reserve++)
+            for (guint limit = 0; limit <= 5; limit++) {
+                JetScheduleInput in = base();
+                in.max_deliver = md;
+                in.capture_reserve = reserve;
+                in.crash_limit = limit;
+                in.max_attempts = 0;
+                JetScheduleReport r;
+                jet_schedule_check(&in, &r);
+                gboolean error = md < 2 + (gint64)reserve;
+                gboolean cut = !error && limit >= 1 && md < 2 + (gint64)limit + reserve;
+                g_assert_cmpint(jet_schedule_report_find(&r, "maxdeliver-crash") != NULL, ==, error);
+                g_assert_cmpint(jet_schedule_report_find(&r, "crash-limit-cut") != NULL, ==, cut);
+                g_assert_cmpint(r.n_errors, ==, error ? 1 : 0);
+                if (cut) {
+                    g_autofree char *want = g_strdup_printf(
+                        "fewer than crash_limit %u strikes: %" G_GINT64_FORMAT " ",
+                        limit, md - reserve - 2);
+                    assert_contains(message_of(&r, "crash-limit-cut"), want);
+                }
+                if (r.crash_captured && !error)
+                    g_assert_cmpuint(r.crash_deliveries, <=, (guint64)md);
+            }
+}
+
+/* The term against the rules themselves: walk a message that kills the host
+ * on every run through crash attribution (ledger.h) and the before-handle
+ * decision (settle.h), writing what the executor writes, and compare where
+ * it is captured with what the check says.  The ledger protocol: a first
+ * delivery reads nothing; a suspect sets the marker (and its strike) before
+ * it runs; a death writes nothing. */
+static void test_crash_term_matches_rules(void)
+{
+    for (gint64 md = -1; md <= 12; md++)
+        for (guint reserve = 0; reserve <= 3; reserve++)
+            for (guint limit = 0; limit <= 5; limit++) {
+                if (md == 0)
+                    continue;   /* unlimited, as -1 */
+                JetSettlePolicy p;
+                jet_settle_policy_init_default(&p);
+                p.max_deliver = md;
+                p.capture_reserve = reserve;
+                p.crash_limit = limit;
+                JetLedgerRecord rec;
+                jet_ledger_record_init(&rec);
+                gboolean have_rec = FALSE;
+                guint32 captured_at = 0, strikes = 0;
+                guint32 last = md > 0 ? (guint32)md : 64;
+                for (guint32 d = 1; d <= last && captured_at == 0; d++) {
+                    JetAttribution att;
+                    memset(&att, 0, sizeof att);
+                    att.kind = JET_ATTRIBUTION_NORMAL;
+                    if (d > 1)
+                        jet_attribution_decide(have_rec ? &rec : NULL, d, limit, &att);
+                    JetSettleFacts f;
+                    memset(&f, 0, sizeof f);
+                    f.deliveries = d;
+                    f.strikes = att.strikes;
+                    f.suspect = att.kind == JET_ATTRIBUTION_SUSPECT;
+                    JetSettleAction a;
+                    if (jet_settle_before_handle(&p, &f, &a)) {
+                        g_assert_cmpuint(a.cause, ==, JET_CAUSE_POISON);
+                        captured_at = d;
+                        strikes = att.strikes;
+                        break;
+                    }
+                    if (att.kind == JET_ATTRIBUTION_SUSPECT) {
+                        jet_attribution_apply_isolate(&rec, &att, "h", 1);
+                        have_rec = TRUE;
+                    }
+                    /* ...and it dies. */
+                }
+
+                JetScheduleInput in = base();
+                in.max_attempts = 0;
+                in.max_deliver = md;
+                in.capture_reserve = reserve;
+                in.crash_limit = limit;
+                JetScheduleReport r;
+                jet_schedule_check(&in, &r);
+                g_test_message("md %" G_GINT64_FORMAT " reserve %u limit %u: captured at %u",
+                               md, reserve, limit, captured_at);
+                g_assert_cmpint(r.crash_captured, ==, captured_at != 0);
+                if (captured_at == 0)
+                    continue;
+                g_assert_cmpuint(r.crash_capture_delivery, ==, captured_at);
+                g_assert_cmpuint(r.crash_strikes, ==, strikes);
+                /* No error exactly when the reserve is whole after the capture. */
+                gboolean room = md < 0 || (gint64)captured_at + reserve <= md;
+                g_assert_cmpint(jet_schedule_report_find(&r, "maxdeliver-crash") == NULL, ==, room);
+            }
+}
+
 /* --- violations at their boundaries ------------------------------------------ */
 
 /* Issue 10: a bound equal to the envelope passes, one millisecond less fails. */
@@ -385,6 +704,8 @@ static void test_backoff(void)
      * only the second scheduler itself. */
     consumer(&in, 1 * S, 3, bo, 2);
     in.max_attempts = 2;   /* so MaxDeliver 3 >= 2 + 1 */
+    in.crash_limit = 1;
+    in.capture_reserve = 0;   /* and 3 >= 1 + 1 + crash_limit 1 + 0: the crash term fits */
     r = check(&in);
     assert_codes(&r, CODES("server-backoff"));
     assert_severity(&r, "server-backoff", JET_SCHEDULE_ERROR);
@@ -394,7 +715,7 @@ static void test_backoff(void)
     consumer(&in, 1 * S, 2, bo, 2);
     in.max_attempts = 1;
     r = check(&in);
-    assert_codes(&r, CODES("server-backoff", "maxdeliver-le-backoff"));
+    assert_codes(&r, CODES("server-backoff", "maxdeliver-le-backoff", "crash-limit-cut"));
     assert_severity(&r, "maxdeliver-le-backoff", JET_SCHEDULE_ERROR);
 
     /* ...and unlimited, which 2.9.10 reads as -1 <= len. */
@@ -446,12 +767,16 @@ static void test_max_deliver_boundary(void)
     r = check(&in);
     assert_codes(&r, NONE);
 
-    /* Unlimited attempts: the budget capture is the limit; not a violation. */
+    /* Unlimited attempts: the budget capture is the limit; not a violation.
+     * The crash term still counts: 2 < 1 + 1 + capture_reserve 1. */
     in = base();
     in.max_attempts = 0;
-    in.max_deliver = 2;
+    in.max_deliver = 6;
     r = check(&in);
     assert_codes(&r, NONE);
+    in.max_deliver = 2;
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash"));
 }
 
 /* In hand: workers x (batch + threshold).  Less than half of MaxAckPending
@@ -521,7 +846,7 @@ static void test_unlimited(void)
     static const guint64 bo[] = { 30 * S };
     consumer(&in, 30 * S, 5, bo, 1);
     r = check(&in);
-    assert_codes(&r, CODES("server-backoff"));
+    assert_codes(&r, CODES("server-backoff", "crash-limit-cut"));
 }
 
 static void test_overflow(void)
@@ -577,6 +902,52 @@ static void test_overflow(void)
     in.max_attempts = 6;   /* five waits: would wrap */
     r = check(&in);
     g_assert_cmpuint(r.ladder_ms, ==, G_MAXUINT64);
+
+    /* The crash term at the top of the counters: no wrap, and no message
+     * cut short by its buffer. */
+    in = base();
+    in.max_attempts = 0;
+    in.capture_reserve = G_MAXUINT;
+    in.crash_limit = G_MAXUINT;
+    in.max_deliver = (gint64)G_MAXUINT + 1;
+    r = check(&in);
+    assert_codes(&r, CODES("maxdeliver-crash"));
+    g_assert_cmpuint(r.crash_need, ==, (guint64)G_MAXUINT + 2);
+    g_assert_cmpuint(r.crash_capture_delivery, ==, 2);
+    in.max_deliver = (gint64)G_MAXUINT + 2;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-limit-cut"));
+    in.max_deliver = (gint64)G_MAXUINT * 2 + 2;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_cmpuint(r.crash_capture_delivery, ==, (guint64)G_MAXUINT + 2);
+    in.max_deliver = G_MAXINT64;
+    in.has_consumer = TRUE;
+    in.consumer_max_deliver = G_MAXINT64 - 1;
+    in.consumer_max_ack_pending = G_MAXINT64;
+    in.consumer_ack_wait_ms = G_MAXUINT64;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_cmpuint(r.crash_deliveries, ==, (guint64)G_MAXUINT * 2 + 2);
+    static const struct { gint64 md; guint reserve, limit; gboolean ledger_off; } far[] = {
+        { G_MAXUINT, G_MAXUINT, G_MAXUINT, FALSE },
+        { (gint64)G_MAXUINT + 2, G_MAXUINT, G_MAXUINT, FALSE },
+        { G_MAXINT64 - 1, 0, 0, FALSE },
+        { G_MAXINT64, 0, 0, TRUE },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(far); i++) {
+        in = base();
+        in.max_attempts = 0;
+        in.max_deliver = far[i].md;
+        in.capture_reserve = far[i].reserve;
+        in.crash_limit = far[i].limit;
+        in.ledger_off = far[i].ledger_off;
+        in.ack_wait_ms = G_MAXUINT64;
+        r = check(&in);
+        g_assert_cmpuint(r.n_violations, >, 0);
+        for (gsize v = 0; v < r.n_violations; v++)
+            g_assert_cmpuint(strlen(r.violations[v].message), <, sizeof r.violations[v].message - 1);
+    }
 
     /* MaxDeliver need at the top of both counters does not wrap. */
     in = base();
@@ -665,8 +1036,6 @@ static void test_from_binding(void)
 
 /* --- the breaker's room (DESIGN 6) ------------------------------------------ */
 
-static void assert_contains(const char *text, const char *needle);
-
 /* Rungs 5m, 4 attempts: the ladder reaches 15m before the last attempt.  A
  * claim is weighed ahead of exhaustion, so floor_age 15m can still fire
  * (on the last attempt); 15m + 1ms never does (`>` is the never-fires line):
@@ -741,18 +1110,18 @@ static void test_breaker_no_ledger(void)
     JetScheduleInput in = breaker_base(JET_BREAKER_MODE_OBSERVE, 10 * M);
     in.ledger_off = TRUE;
     JetScheduleReport r = check(&in);
-    assert_codes(&r, CODES("breaker-no-ledger"));
+    assert_codes(&r, CODES("breaker-no-ledger", "crash-no-ledger"));
     assert_severity(&r, "breaker-no-ledger", JET_SCHEDULE_WARNING);
     in.breaker = JET_BREAKER_MODE_ENFORCE;
     r = check(&in);
     assert_severity(&r, "breaker-no-ledger", JET_SCHEDULE_ERROR);
     in.breaker = JET_BREAKER_MODE_OFF;
     r = check(&in);
-    assert_codes(&r, NONE);
+    assert_codes(&r, CODES("crash-no-ledger"));
     in.breaker = JET_BREAKER_MODE_OBSERVE;
     in.floor_age_ms = 0;
     r = check(&in);
-    assert_codes(&r, NONE);
+    assert_codes(&r, CODES("crash-no-ledger"));
 }
 
 static void test_breaker_text(void)
@@ -877,6 +1246,60 @@ static void test_format_report(void)
     assert_contains(text, "duration checks are skipped");
     assert_contains(text, "unlimited      max_attempts 0");
 
+    /* The crash term, a line of its own in deliveries. */
+    static const struct {
+        gint64 max_deliver;
+        guint max_attempts, crash_limit;
+        gboolean ledger_off;
+        const char *line;
+    } crash[] = {
+        { -1, 6, 3, FALSE, "  crash term          5 deliveries   a message that kills the host: 1 death "
+          "beside others + 3 alone, captured as poison at delivery 5 (crash_limit 3 strikes); "
+          "MaxDeliver -1 (unlimited)\n" },
+        { 4, 3, 3, FALSE, "  crash term          4 deliveries   a message that kills the host: 1 death "
+          "beside others + 1 alone, captured as poison at delivery 3 (the budget line, 1 of "
+          "crash_limit 3 strikes) + capture_reserve 1; MaxDeliver 4\n" },
+        { 10, 6, 3, FALSE, "  crash term          6 deliveries   a message that kills the host: 1 death "
+          "beside others + 3 alone, captured as poison at delivery 5 (crash_limit 3 strikes) + "
+          "capture_reserve 1; MaxDeliver 10\n" },
+        { 2, 1, 3, FALSE, "  crash term          3 deliveries   a message that kills the host: 1 death "
+          "beside others + 0 alone, captured as poison at delivery 2 (the budget line, 0 of "
+          "crash_limit 3 strikes) + capture_reserve 1: 1 more than MaxDeliver 2\n" },
+        { 7, 6, 0, FALSE, "  crash term          7 deliveries   a message that kills the host: 1 death "
+          "beside others + 4 alone, captured as poison at delivery 6 (the budget line; "
+          "crash_limit 0) + capture_reserve 1; MaxDeliver 7\n" },
+        { 1, 0, 3, FALSE, "  crash term          never          a message that kills the host spends "
+          "MaxDeliver 1 on its first death, beside others: it goes dark unrecorded\n" },
+        { -1, 6, 0, FALSE, "  crash term          never          crash_limit 0 and MaxDeliver -1 "
+          "(unlimited): a message that kills the host is redelivered without bound\n" },
+        { 9, 6, 3, TRUE, "  crash term          never          ledger = false: no crash attribution, "
+          "a message that kills the host is never captured; MaxDeliver 9\n" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(crash); i++) {
+        in = base();
+        in.max_deliver = crash[i].max_deliver;
+        in.max_attempts = crash[i].max_attempts;
+        in.crash_limit = crash[i].crash_limit;
+        in.ledger_off = crash[i].ledger_off;
+        r = check(&in);
+        g_free(text);
+        text = jet_schedule_report_format(&r);
+        g_test_message("%s", text);
+        assert_contains(text, crash[i].line);
+        /* After the worst case, before what the check used. */
+        g_assert_true(strstr(text, "  worst case") < strstr(text, "  crash term"));
+        g_assert_true(strstr(text, "  crash term") < strstr(text, "  checked with"));
+    }
+    assert_contains(text, "warning crash-no-ledger: crash term: ledger = false");
+    in = base();
+    in.max_deliver = 2;
+    in.max_attempts = 1;
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "violations: 1 error, 0 warnings\n  error   maxdeliver-crash: crash term: "
+                          "a crash-looping message needs 1 + 1 + capture_reserve 1 = 3 deliveries");
+
     /* From the consumer. */
     in = base();
     consumer(&in, 1 * M, 20, NULL, 0);
@@ -897,6 +1320,13 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/terms", test_terms);
     g_test_add_func("/schedule/crash/term", test_crash_term);
     g_test_add_func("/schedule/crash/unbounded", test_crash_unbounded);
+    g_test_add_func("/schedule/crash/term-tight", test_crash_term_tight);
+    g_test_add_func("/schedule/crash/term-refused", test_crash_term_refused);
+    g_test_add_func("/schedule/crash/term-unlimited", test_crash_term_unlimited);
+    g_test_add_func("/schedule/crash/term-limit-off", test_crash_term_limit_off);
+    g_test_add_func("/schedule/crash/term-no-ledger", test_crash_term_no_ledger);
+    g_test_add_func("/schedule/crash/term-boundaries", test_crash_term_boundaries);
+    g_test_add_func("/schedule/crash/term-matches-rules", test_crash_term_matches_rules);
     g_test_add_func("/schedule/max-time/boundary", test_max_time_boundary);
     g_test_add_func("/schedule/stream/boundary", test_stream_max_age_boundary);
     g_test_add_func("/schedule/stream/short-ladder-case", test_stream_short_ladder_case);

@@ -676,35 +676,216 @@ static void test_precedence_conflicts(void)
     g_assert_true(a.plugin_error);
 }
 
-/* decide agrees with before_handle whenever before_handle captures. */
+/* decide agrees with before_handle whenever before_handle captures, and
+ * before_handle captures exactly for a malformed block, a suspect at its
+ * crash limit, a suspect at the budget line (deliveries >= max_deliver -
+ * capture_reserve, finite MaxDeliver) or a breaker claim, in that order. */
 static void test_before_handle_consistency(void)
 {
+    static const gint64 mds[] = { -1, 0, 1, 2, 3, 4, 6 };
+    static const guint reserves[] = { 0, 1, 2, 3, 6, G_MAXUINT };
+    guint64 n = 0;
     for (guint limit = 0; limit <= 3; limit++)
-        for (guint32 strikes = 0; strikes <= 4; strikes++)
-            for (int claim = 0; claim <= 1; claim++)
-              for (int bad = 0; bad <= 1; bad++)
-                for (int v = -1; v <= 4; v++) {
-                    JetSettlePolicy p = policy();
-                    p.crash_limit = limit;
-                    JetSettleFacts f = postpone(1000);
-                    f.verdict = v;
-                    f.strikes = strikes;
-                    f.breaker_claim = claim;
-                    f.malformed_headers = bad ? "line 2 \"x\" (no colon)" : NULL;
-                    JetSettleAction before, after;
-                    gboolean captured = jet_settle_before_handle(&p, &f, &before);
-                    jet_settle_decide(&p, &f, &after);
-                    gboolean poison = limit >= 1 && strikes >= limit;
-                    g_assert_cmpint(captured, ==, bad || poison || claim);
-                    if (captured) {
-                        g_assert_cmpuint(after.kind, ==, before.kind);
-                        g_assert_cmpuint(after.cause, ==, before.cause);
-                        g_assert_cmpstr(after.reason, ==, before.reason);
-                        g_assert_cmpuint(after.cause, ==, bad      ? JET_CAUSE_MALFORMED_HEADERS
-                                                          : poison ? JET_CAUSE_POISON
-                                                                   : JET_CAUSE_BREAKER);
+      for (guint32 strikes = 0; strikes <= 4; strikes++)
+        for (int claim = 0; claim <= 1; claim++)
+          for (int bad = 0; bad <= 1; bad++)
+            for (int suspect = 0; suspect <= 1; suspect++)
+              for (gsize mi = 0; mi < G_N_ELEMENTS(mds); mi++)
+                for (gsize ri = 0; ri < G_N_ELEMENTS(reserves); ri++)
+                  for (guint32 d = 1; d <= 8; d++)
+                    for (int v = -1; v <= 4; v++) {
+                        JetSettlePolicy p = policy();
+                        p.crash_limit = limit;
+                        p.max_deliver = mds[mi];
+                        p.capture_reserve = reserves[ri];
+                        JetSettleFacts f = postpone(1000);
+                        f.verdict = v;
+                        f.deliveries = d;
+                        f.failures = d - 1;
+                        f.strikes = strikes;
+                        f.suspect = suspect;
+                        f.breaker_claim = claim;
+                        f.malformed_headers = bad ? "line 2 \"x\" (no colon)" : NULL;
+                        JetSettleAction before, after;
+                        gboolean captured = jet_settle_before_handle(&p, &f, &before);
+                        jet_settle_decide(&p, &f, &after);
+                        n++;
+                        gboolean poison = limit >= 1 && strikes >= limit;
+                        /* The line as a plain sum in 64 bits: no wrap with these. */
+                        gboolean line = suspect && mds[mi] > 0 &&
+                                        (gint64)d + (gint64)reserves[ri] >= mds[mi];
+                        g_assert_cmpint(captured, ==, bad || poison || line || claim);
+                        if (captured) {
+                            g_assert_cmpuint(after.kind, ==, before.kind);
+                            g_assert_cmpuint(after.cause, ==, before.cause);
+                            g_assert_cmpstr(after.reason, ==, before.reason);
+                            g_assert_cmpint(after.is_failure, ==, before.is_failure);
+                            g_assert_false(after.is_failure);
+                            g_assert_false(after.plugin_error);
+                            g_assert_cmpuint(after.cause, ==, bad      ? JET_CAUSE_MALFORMED_HEADERS
+                                                              : poison ? JET_CAUSE_POISON
+                                                              : line   ? JET_CAUSE_POISON
+                                                                       : JET_CAUSE_BREAKER);
+                            if (!bad && !poison && line)
+                                g_assert_true(g_str_has_prefix(after.reason,
+                                                               "crash suspect at the budget line: "));
+                            if (!bad && poison)
+                                g_assert_true(g_str_has_prefix(after.reason, "crashed the host "));
+                        } else {
+                            /* The handler runs: its verdict decides, and no
+                             * capture before it is ever claimed. */
+                            g_assert_cmpuint(after.cause, !=, JET_CAUSE_POISON);
+                            g_assert_cmpuint(after.cause, !=, JET_CAUSE_BREAKER);
+                            g_assert_cmpuint(after.cause, !=, JET_CAUSE_MALFORMED_HEADERS);
+                        }
                     }
-                }
+    g_test_message("%" G_GUINT64_FORMAT " facts", n);
+}
+
+static void assert_contains(const char *text, const char *needle)
+{
+    if (strstr(text, needle) == NULL)
+        g_error("missing \"%s\" in \"%s\"", needle, text);
+}
+
+/* A suspect (the ledger cannot explain its earlier deliveries: the host may
+ * have died with it in hand) at the budget line is captured as poison before
+ * it runs: another crash would spend a delivery its capture needs, and a
+ * crash gives rule 4 no verdict to catch. */
+static void test_suspect_budget_line(void)
+{
+    JetSettlePolicy p = policy();
+    p.max_deliver = 4;
+    p.capture_reserve = 1;             /* the line: delivery 3 */
+    JetSettleFacts f = facts(JET_ACK);
+    JetSettleAction a;
+    f.suspect = TRUE;
+
+    /* Below the line it runs alone, and its verdict counts. */
+    f.deliveries = 2;
+    g_assert_false(jet_settle_before_handle(&p, &f, &a));
+    g_assert_cmpuint(a.kind, !=, JET_ACTION_ACK);
+    assert_ack(decide(&p, &f));
+
+    /* At the line: captured, not a failure, no plugin error, no delay. */
+    f.deliveries = 3;
+    f.strikes = 1;
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "poison");
+    g_assert_false(a.is_failure);
+    g_assert_false(a.plugin_error);
+    g_assert_cmpuint(a.failure_number, ==, 0);
+    g_assert_cmpuint(a.delay_ms, ==, 0);
+    g_assert_cmpstr(a.reason, ==, "crash suspect at the budget line: delivery 3 of max_deliver 4 "
+                                  "with capture_reserve 1, 1 strike handling it alone; captured "
+                                  "before it runs again, so another crash cannot spend the "
+                                  "deliveries its capture needs");
+    /* decide agrees, whatever the verdict would have been. */
+    assert_capture(decide(&p, &f), "poison");
+    f.verdict = JET_RETRY;
+    assert_capture(decide(&p, &f), "poison");
+    f.verdict = JET_ACK;
+    /* Past the line too, and with no strike at all (its first death was
+     * beside others). */
+    f.deliveries = 4;
+    f.strikes = 0;
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "poison");
+    assert_contains(a.reason, "delivery 4 of max_deliver 4 with capture_reserve 1, 0 strikes");
+
+    /* Not a suspect at the line: the handler runs (an ACK is an ACK; any
+     * other verdict is rule 4's budget capture). */
+    f.suspect = FALSE;
+    f.deliveries = 3;
+    g_assert_false(jet_settle_before_handle(&p, &f, &a));
+    assert_ack(decide(&p, &f));
+    f.verdict = JET_RETRY;
+    f.failures = 2;
+    assert_capture(decide(&p, &f), "budget");
+
+    /* The exact boundary: the first delivery with d + reserve >= max_deliver. */
+    for (gint64 md = 1; md <= 10; md++)
+        for (guint reserve = 0; reserve <= 4; reserve++)
+            for (guint32 d = 1; d <= 12; d++) {
+                p = policy();
+                p.max_deliver = md;
+                p.capture_reserve = reserve;
+                f = facts(JET_ACK);
+                f.suspect = TRUE;
+                f.deliveries = d;
+                gboolean at_line = (gint64)d >= md - (gint64)reserve;
+                g_assert_cmpint(jet_settle_before_handle(&p, &f, &a), ==, at_line);
+                f.suspect = FALSE;
+                g_assert_false(jet_settle_before_handle(&p, &f, &a));
+            }
+
+    /* MaxDeliver unlimited: never, at any count, with any reserve. */
+    f = facts(JET_ACK);
+    f.suspect = TRUE;
+    for (gint64 md = -1; md <= 0; md++) {
+        p = policy();
+        p.max_deliver = md;
+        p.capture_reserve = G_MAXUINT;
+        p.crash_limit = 0;
+        f.deliveries = G_MAXUINT32;
+        g_assert_false(jet_settle_before_handle(&p, &f, &a));
+        assert_ack(decide(&p, &f));
+    }
+
+    /* capture_reserve >= max_deliver: always, from the first delivery, and
+     * the threshold never wraps. */
+    p = policy();
+    p.max_deliver = 2;
+    p.capture_reserve = 2;
+    f.deliveries = 1;
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    p.capture_reserve = G_MAXUINT;
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_contains(a.reason, "max_deliver 2 with capture_reserve 4294967295");
+    /* ...and a huge MaxDeliver with the largest counts does not overflow. */
+    p.max_deliver = G_MAXINT64;
+    f.deliveries = G_MAXUINT32;
+    g_assert_false(jet_settle_before_handle(&p, &f, &a));
+
+    /* crash_limit 0 turns poison-by-strikes off, not the budget line: that
+     * is then the only thing between a crash loop and MaxDeliver. */
+    p = policy();
+    p.max_deliver = 5;
+    p.capture_reserve = 1;
+    p.crash_limit = 0;
+    f = facts(JET_ACK);
+    f.suspect = TRUE;
+    f.strikes = 1000;
+    f.deliveries = 3;
+    g_assert_false(jet_settle_before_handle(&p, &f, &a));
+    f.deliveries = 4;
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "poison");
+    assert_contains(a.reason, "crash suspect at the budget line: delivery 4 of max_deliver 5");
+
+    /* Precedence: a malformed block first, then the crash limit, then the
+     * line, then the breaker. */
+    p = policy();
+    p.max_deliver = 4;
+    p.capture_reserve = 1;
+    f = facts(JET_ACK);
+    f.suspect = TRUE;
+    f.deliveries = 3;
+    f.breaker_claim = TRUE;
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "poison");
+    assert_contains(a.reason, "crash suspect at the budget line");
+    f.deliveries = 2;   /* below the line: the breaker's */
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "breaker");
+    f.deliveries = 3;
+    f.strikes = p.crash_limit;   /* at its crash limit too: that rule's reason */
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "poison");
+    g_assert_true(g_str_has_prefix(a.reason, "crashed the host 3 times"));
+    f.malformed_headers = "line 1 \"k\" (no colon)";
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "malformed-headers");
 }
 
 /* --- the invariant sweep ------------------------------------------------------------ */
@@ -970,6 +1151,7 @@ int main(int argc, char **argv)
     g_test_add_func("/settle/precedence/poison-breaker", test_poison_and_breaker);
     g_test_add_func("/settle/precedence/conflicts", test_precedence_conflicts);
     g_test_add_func("/settle/precedence/before-handle", test_before_handle_consistency);
+    g_test_add_func("/settle/precedence/suspect-budget-line", test_suspect_budget_line);
     g_test_add_func("/settle/sweep", test_sweep);
     return g_test_run();
 }

@@ -1,0 +1,286 @@
+#include "plugin_guard.h"
+#include "cli.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+/* One per thread that has run a handler.  Slots are never freed: a thread
+ * that ends gives its slot back for the next one, so there are at most as
+ * many as threads ever ran handlers at once, and the atexit() hook can walk
+ * them while other threads still run.  The fields are read from other
+ * threads (atexit on another thread), hence the relaxed atomics. */
+typedef struct Slot {
+    struct Slot *next;
+    gint owned;                 /* a thread holds it */
+    gint busy;                  /* that thread is inside handle() */
+    const char *binding, *plugin;
+    guint64 seq;
+    gint *fork_noted;
+} Slot;
+
+static Slot *slots;                      /* the registry: grows at its head */
+static gint installed;
+static pid_t host_pid;
+static pthread_t host_thread;            /* the one that installed the guard */
+/* Set by the atfork child hook: a store, the only thing allowed there. */
+static volatile sig_atomic_t forked_child;
+
+static void slot_release(gpointer data)
+{
+    Slot *s = data;
+    g_atomic_int_set(&s->busy, 0);
+    g_atomic_int_set(&s->owned, 0);
+}
+
+static GPrivate slot_key = G_PRIVATE_INIT(slot_release);
+
+static Slot *slot_get(void)
+{
+    Slot *s = g_private_get(&slot_key);
+    if (G_LIKELY(s != NULL))
+        return s;
+    for (s = g_atomic_pointer_get(&slots); s != NULL; s = s->next)
+        if (g_atomic_int_compare_and_exchange(&s->owned, 0, 1))
+            break;
+    if (s == NULL) {
+        s = g_new0(Slot, 1);
+        s->owned = 1;
+        do
+            s->next = g_atomic_pointer_get(&slots);
+        while (!g_atomic_pointer_compare_and_exchange(&slots, s->next, s));
+    }
+    g_private_set(&slot_key, s);
+    return s;
+}
+
+typedef struct {
+    const char *binding, *plugin;
+    guint64 seq;
+    gint *fork_noted;
+} Snapshot;
+
+static void slot_read(const Slot *s, Snapshot *out)
+{
+    out->binding = __atomic_load_n(&s->binding, __ATOMIC_RELAXED);
+    out->plugin = __atomic_load_n(&s->plugin, __ATOMIC_RELAXED);
+    out->seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+    out->fork_noted = __atomic_load_n(&s->fork_noted, __ATOMIC_RELAXED);
+}
+
+void jet_guard_enter(const char *binding, const char *plugin, guint64 stream_seq, gint *fork_noted)
+{
+    if (!g_atomic_int_get(&installed))
+        return;
+    Slot *s = slot_get();
+    __atomic_store_n(&s->binding, binding, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->plugin, plugin, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->seq, stream_seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->fork_noted, fork_noted, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->busy, 1, __ATOMIC_RELEASE);
+}
+
+/* --- the forked child: async-signal-safe only (no malloc, no stdio, no
+ * locks: other threads' locks were copied held) ----------------------------- */
+
+typedef struct {
+    char buf[1024];
+    size_t len;
+} Line;
+
+/* Leaves room for the closing quote and newline. */
+static void put_c(Line *l, char c)
+{
+    if (l->len < sizeof l->buf - 2)
+        l->buf[l->len++] = c;
+}
+
+static void put_s(Line *l, const char *s)
+{
+    for (; s != NULL && *s; s++)
+        put_c(l, *s);
+}
+
+/* As jet_logv quotes a message. */
+static void put_q(Line *l, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            put_c(l, '\\'), put_c(l, *s);
+        else if (*s == '\n')
+            put_c(l, '\\'), put_c(l, 'n');
+        else
+            put_c(l, *s);
+    }
+}
+
+static void put_u(Line *l, guint64 v, int width)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n < width)
+        digits[n++] = '0';
+    while (n > 0)
+        put_c(l, digits[--n]);
+}
+
+/* Days since 1970-01-01 to a civil date (proleptic Gregorian): gmtime_r is
+ * not async-signal-safe. */
+static void civil_from_days(gint64 z, gint64 *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    gint64 era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (gint64)yoe + era * 400 + (*m <= 2);
+}
+
+static void put_ts(Line *l)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gint64 y;
+    unsigned mo, d;
+    civil_from_days((gint64)ts.tv_sec / 86400, &y, &mo, &d);
+    guint64 sod = (guint64)((gint64)ts.tv_sec % 86400);
+    put_s(l, "ts=");
+    put_u(l, (guint64)y, 4), put_c(l, '-'), put_u(l, mo, 2), put_c(l, '-'), put_u(l, d, 2);
+    put_c(l, 'T');
+    put_u(l, sod / 3600, 2), put_c(l, ':'), put_u(l, sod / 60 % 60, 2), put_c(l, ':'), put_u(l, sod % 60, 2);
+    put_c(l, '.'), put_u(l, (guint64)ts.tv_nsec / 1000000, 3), put_c(l, 'Z');
+}
+
+G_GNUC_NORETURN static void child_returned(void)
+{
+    Slot *s = g_private_get(&slot_key);
+    Line l = { .len = 0 };
+    put_ts(&l);
+    put_s(&l, " level=error");
+    if (s != NULL && s->binding != NULL)
+        put_s(&l, " binding="), put_s(&l, s->binding);
+    put_s(&l, " event=plugin-fork-returned msg=\"pid ");
+    put_u(&l, (guint64)getpid(), 1);
+    put_s(&l, ": a process forked by plugin ");
+    put_q(&l, s != NULL ? s->plugin : "(unknown)");
+    put_s(&l, " in handle() (stream seq ");
+    put_u(&l, s != NULL ? s->seq : 0, 1);
+    put_s(&l, ") returned into the host; it exits ");
+    put_u(&l, JET_EXIT_PLUGIN, 1);
+    put_s(&l, " now, touching nothing of the host's");
+    l.buf[l.len++] = '"';
+    l.buf[l.len++] = '\n';
+    for (size_t off = 0; off < l.len;) {
+        ssize_t n = write(STDERR_FILENO, l.buf + off, l.len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    _exit(JET_EXIT_PLUGIN);
+}
+
+void jet_guard_leave(void)
+{
+    if (G_UNLIKELY(forked_child))
+        child_returned();
+    if (!g_atomic_int_get(&installed))
+        return;
+    Slot *s = g_private_get(&slot_key);
+    if (s != NULL)
+        __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* --- the hooks ---------------------------------------------------------------- */
+
+static void fork_child(void)
+{
+    forked_child = 1;
+}
+
+/* Runs in the parent after every fork() of this process (not posix_spawn,
+ * which clones without running atfork handlers).  A fork to exec is
+ * legitimate, so only the first one per binding is a warning. */
+static void fork_parent(void)
+{
+    int saved = errno;
+    Slot *s = g_private_get(&slot_key);
+    if (s != NULL && g_atomic_int_get(&s->busy)) {
+        Snapshot snap;
+        slot_read(s, &snap);
+        gboolean first = snap.fork_noted == NULL || g_atomic_int_compare_and_exchange(snap.fork_noted, 0, 1);
+        jet_log(first ? JET_LOG_WARNING : JET_LOG_DEBUG, snap.binding, "plugin-forked",
+                "plugin %s called fork() in handle() on stream seq %" G_GUINT64_FORMAT
+                ": a child that returns from handle() into the host exits %d at once; fork only to exec%s",
+                snap.plugin, snap.seq, JET_EXIT_PLUGIN,
+                first ? " (further forks by this binding are logged at debug level)" : "");
+    }
+    errno = saved;
+}
+
+static void report_exit(const Slot *s, gboolean own_thread)
+{
+    Snapshot snap;
+    slot_read(s, &snap);
+    if (own_thread)
+        jet_log(JET_LOG_ERROR, snap.binding, "plugin-exit",
+                "plugin %s called exit() in handle() on stream seq %" G_GUINT64_FORMAT
+                "; ending the process with status %d (a plugin ended the process); the message is "
+                "unacknowledged and its next delivery is a suspect",
+                snap.plugin, snap.seq, JET_EXIT_PLUGIN);
+    else
+        jet_log(JET_LOG_ERROR, snap.binding, "plugin-exit",
+                "exit() was called on a plugin's own thread while plugin %s handled stream seq %"
+                G_GUINT64_FORMAT "; ending the process with status %d (a plugin ended the process); the "
+                "message is unacknowledged and its next delivery is a suspect",
+                snap.plugin, snap.seq, JET_EXIT_PLUGIN);
+}
+
+/* exit() with a handler running: the process would end with the plugin's
+ * status (often 0) and no word of why.  Not on the host's own thread: no
+ * plugin code runs there once the guard is installed, so an exit() there is
+ * the host's (its main() returning), with the host's status. */
+static void at_exit(void)
+{
+    if (forked_child || getpid() != host_pid || pthread_equal(pthread_self(), host_thread))
+        return;
+    Slot *own = g_private_get(&slot_key);
+    if (own != NULL && g_atomic_int_get(&own->busy)) {
+        report_exit(own, TRUE);
+        _exit(JET_EXIT_PLUGIN);
+    }
+    guint n = 0;
+    for (Slot *s = g_atomic_pointer_get(&slots); s != NULL; s = s->next) {
+        if (g_atomic_int_get(&s->owned) && g_atomic_int_get(&s->busy)) {
+            report_exit(s, FALSE);
+            n++;
+        }
+    }
+    if (n > 0)
+        _exit(JET_EXIT_PLUGIN);
+}
+
+void jet_guard_install(void)
+{
+    static gsize once = 0;
+    if (g_once_init_enter(&once)) {
+        host_pid = getpid();
+        host_thread = pthread_self();
+        atexit(at_exit);
+        pthread_atfork(NULL, fork_parent, fork_child);
+        g_atomic_int_set(&installed, 1);
+        g_once_init_leave(&once, 1);
+    }
+}

@@ -1,0 +1,38 @@
+/* The plugin guard: what the daemon does when a plugin ends or clones the
+ * process from inside handle().
+ *
+ * - exit() while a handler runs, on any thread but the host's own (the one
+ *   that installed the guard: no plugin code runs there after that): one
+ *   error line naming the binding, the plugin and the stream seq, then
+ *   _exit(JET_EXIT_PLUGIN), so a supervisor sees a failure, not a clean
+ *   stop.  The message was in hand: its next delivery is unexplained, a
+ *   suspect (docs/retries.md).
+ * - fork() in handle(): the parent logs it (a warning the first time per
+ *   binding, debug after); a child that returns from handle() into the host
+ *   writes one line to stderr and _exit()s at once, before touching any
+ *   host state, so it never becomes a second consumer.
+ *
+ * _exit(), quick_exit() and signals cannot be caught: they are deaths, seen
+ * by crash attribution only.  Nothing is reported for exit() while no
+ * handler runs (a plugin's own thread between messages): it is not
+ * attributable. */
+#ifndef JET_PLUGIN_GUARD_H
+#define JET_PLUGIN_GUARD_H
+
+#include <glib.h>
+
+/* Installs the atexit() and pthread_atfork() hooks for this process; once,
+ * after the plugins' init() and before the first handle() (atexit hooks run
+ * last-registered first: one a plugin registers later runs before ours).
+ * Until then jet_guard_enter/leave do nothing: the mock host and in-process
+ * tests run plugins unguarded. */
+void jet_guard_install(void);
+
+/* Around one handle() call, on the calling thread.  binding and plugin must
+ * outlive the call; fork_noted is the binding's "a fork was logged at
+ * warning" flag (atomic, starts at 0). */
+void jet_guard_enter(const char *binding, const char *plugin, guint64 stream_seq, gint *fork_noted);
+/* In a forked child this does not return. */
+void jet_guard_leave(void);
+
+#endif
