@@ -1,6 +1,6 @@
 /* The breaker's claim: at most one per stall window per consumer, across
  * every host, kept on the server as a create-only KV key per window
- * (DESIGN section 6, docs/floor-monitor.md).
+ * (docs/floor-monitor.md).
  *
  *   key    breaker.<stream>.<consumer>.<floor>.<n>   (names encoded as key tokens)
  *   value  {"seq":N,"host":"...","floor":F,"window":n}

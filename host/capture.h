@@ -1,4 +1,4 @@
-/* Capture-then-ack (DESIGN section 4, docs/dead-letters.md): a message the
+/* Capture-then-ack (docs/dead-letters.md): a message the
  * host gives up on is published to its binding's dead-letter stream with its
  * provenance, the pub-ack is awaited, and only then is the original acked,
  * with confirmation.  Nothing here decides *whether* to capture (settle.h

@@ -12,7 +12,7 @@
 #include <nats/nats.h>
 
 /* A pull that ended early with nothing is followed by this pause, so a storm
- * of terminal statuses cannot become a hot loop (seed 003). */
+ * of terminal statuses cannot become a hot loop (docs/engine.md). */
 #define GUARD_DELAY_US (500 * 1000)
 /* How long a worker waits for its queue before checking deadlines. */
 #define TAKE_STEP_US (100 * 1000)

@@ -1,6 +1,6 @@
 /* The settlement executor: one delivery from the buffer to its settlement.
  *
- * Order of events (docs/retries.md, DESIGN section 4):
+ * Order of events (docs/retries.md, docs/settlement.md):
  *   1. redeliveries only: read the attempt ledger (the happy path does no
  *      ledger I/O); an unreachable ledger falls back to the delivery count;
  *   2. crash attribution: a suspect is handled alone with the isolation
@@ -593,7 +593,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         if (stale) {
             /* The server has handed it to someone else by now: a NAK would
              * release their delivery, and a ledger write would count an
-             * attempt twice (seed 002's lease fence). */
+             * attempt twice: the lease fence, docs/engine.md). */
             jet_log(JET_LOG_WARNING, e->b->name, "stale-result",
                     "stream seq %" G_GUINT64_FORMAT ": %s after the lease lapsed; not released, not recorded",
                     jm.stream_seq, jet_action_name(a.kind));

@@ -1,5 +1,5 @@
-/* The ack-floor stall monitor and the breaker's decision (DESIGN section 6,
- * issue 11).  Pure: no I/O, no clock of its own (every time is an input), no
+/* The ack-floor stall monitor and the breaker's decision
+ * (docs/floor-monitor.md).  Pure: no I/O, no clock of its own (every time is an input), no
  * logging (the report says when to log and jet_floor_report_format writes
  * the line).  docs/floor-monitor.md explains the rules and their history.
  *

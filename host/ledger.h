@@ -1,4 +1,4 @@
-/* The attempt ledger and crash attribution (DESIGN section 4, issue 9).
+/* The attempt ledger and crash attribution (docs/retries.md).
  *
  * A JetStream KV bucket remembers, per (stream, consumer, stream sequence),
  * what the delivery count alone cannot say: how many deliveries were real

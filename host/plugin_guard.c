@@ -1,3 +1,5 @@
+/* The plugin guard: plugin_guard.h has what it catches and why; docs/cli.md
+ * (exit codes) the operator's view. */
 #include "plugin_guard.h"
 #include "cli.h"
 #include "log.h"

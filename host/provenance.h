@@ -1,4 +1,4 @@
-/* The provenance header names of a dead-letter record (DESIGN section 4,
+/* The provenance header names of a dead-letter record (docs/dead-letters.md,
  * capture-then-ack) and its time format.
  *
  * The record itself, the original headers renamed (Nats-<rest> travels as

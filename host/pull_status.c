@@ -36,7 +36,7 @@ static const StatusRow rows[] = {
 
     /* consumer.go:2839: a no_wait pull without expires and nothing pending.
      * The engine pulls with expires, where 2.9.10 waits instead; a 404 is
-     * then a stale answer to an older no_wait pull (DESIGN section 9). */
+     * then a stale answer to an older no_wait pull (docs/engine.md). */
     { 404, MATCH_EXACT, "No Messages", SAME(JET_PULL_END),
       "no messages for a no_wait pull" },
 

@@ -1,5 +1,5 @@
 /* The pull status table: what each status message the server sends to a
- * pull request means for the engine (DESIGN section 9 lists what 2.9.10
+ * pull request means for the engine (docs/engine.md lists what 2.9.10
  * sends).  Pure; tested on its own so a server upgrade that changes a text
  * fails loudly.
  *
@@ -41,7 +41,7 @@
  *    stream gets silence, not 503 (probe t7): the JetStream API always has a
  *    subscriber, so 503 would mean something odder (JetStream off for the
  *    account, say; not probed).
- *  - Never call natsMsg_Ack & co. on these messages (see DESIGN section 9). */
+ *  - Never call natsMsg_Ack & co. on these messages (see docs/engine.md). */
 #ifndef JET_PULL_STATUS_H
 #define JET_PULL_STATUS_H
 

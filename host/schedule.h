@@ -1,4 +1,4 @@
-/* The schedule check (DESIGN section 5, issue 10): what the broker and the
+/* The schedule check (docs/schedule.md): what the broker and the
  * host will actually do with a binding's retry settings, and whether it
  * hangs together.
  *

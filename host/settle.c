@@ -1,4 +1,4 @@
-/* Settlement decision: DESIGN section 4, first match wins.
+/* Settlement decision: docs/settlement.md, first match wins.
  *
  * Pure: no I/O, no clock, no globals but constant tables.  The executor and
  * the mock host both call it, so a plugin author's test sees the settlement

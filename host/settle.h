@@ -1,7 +1,7 @@
 /* Settlement: what becomes of a delivery once its plugin has answered.
  *
  * One pure function decides (no I/O, no clock: everything it needs comes in
- * the facts), following DESIGN section 4's precedence list to the letter; the
+ * the facts), following docs/settlement.md's precedence list to the letter; the
  * executor in the engine acts on the one action it returns, and the mock
  * host returns the same action to plugin authors. */
 #ifndef JET_SETTLE_H
@@ -125,7 +125,7 @@ const char *jet_cause_name(JetCaptureCause cause);
  * i.e. the delay before the attempt k + 1.  The last rung repeats. */
 guint64 jet_settle_rung_ms(const JetSettlePolicy *p, guint32 k);
 
-/* The ladder term of the schedule envelope (DESIGN section 5): the sum of the
+/* The ladder term of the schedule envelope (docs/schedule.md): the sum of the
  * rungs served before the last attempt, i.e. max_attempts - 1 rungs with the
  * repeating tail; 0 when max_attempts is 1; G_MAXUINT64 when max_attempts is
  * 0 (unlimited).  Saturates at G_MAXUINT64.  It reads the ladder alone: a
