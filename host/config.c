@@ -479,6 +479,13 @@ gboolean jet_secret_file_check(const char *path, GError **error)
                     "refused: chmod 600 it", path, (unsigned)(st.st_mode & 07777));
         return FALSE;
     }
+    /* Whoever owns it can change it, or make it readable to others. */
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION,
+                    "secret file %s is owned by uid %u, not by the user jethost runs as (uid %u) or root; "
+                    "refused", path, (unsigned)st.st_uid, (unsigned)geteuid());
+        return FALSE;
+    }
     if (g_access(path, R_OK) != 0) {
         int e = errno;
         g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION, "secret file %s: %s", path,
@@ -782,7 +789,10 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
     while (g_hash_table_iter_next(&it, &k, &v)) {
         const char *key = k;
         const Setting *s = v;
-        if (g_str_has_prefix(key, OPTION_PREFIX))
+        /* An empty value means unset, as for every key: the plugin's
+         * default applies, a required option is then missing, and a drop-in
+         * can unset what the main file set. */
+        if (g_str_has_prefix(key, OPTION_PREFIX) && *s->value != '\0')
             g_hash_table_insert(b->options, g_strdup(key + strlen(OPTION_PREFIX)),
                                 g_strdup(s->value));
     }
@@ -838,14 +848,20 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
 
 /* --- reading files -------------------------------------------------------- */
 
-/* GKeyFile hides localized keys (KEY[locale]) from g_key_file_get_keys, so
- * "plugin[fr] = x" would be ignored without a word: find them in the text. */
-static gboolean refuse_locale_keys(const char *file, const char *data, GError **error)
+/* What GKeyFile reads past in silence, found in the text: localized keys
+ * (KEY[locale]), which g_key_file_get_keys hides, so "plugin[fr] = x" would
+ * be ignored; and a group or a key written twice in one file, which it
+ * merges, last one winning.  Drop-ins still override the main file key by
+ * key: that is a second file, never a second line. */
+static gboolean scan_lines(const char *file, const char *data, GError **error)
 {
     g_auto(GStrv) lines = g_strsplit(data, "\n", -1);
     g_autofree char *group = g_strdup("");
+    /* group -> line; "group\nkey" -> line */
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (gsize i = 0; lines[i] != NULL; i++) {
         const char *line = lines[i];
+        guint lineno = (guint)i + 1;
         while (g_ascii_isspace(*line))
             line++;
         if (*line == '#' || *line == '\0')
@@ -854,6 +870,15 @@ static gboolean refuse_locale_keys(const char *file, const char *data, GError **
             const char *end = strrchr(line, ']');
             g_free(group);
             group = end != NULL ? g_strndup(line + 1, (gsize)(end - line - 1)) : g_strdup("");
+            guint first = GPOINTER_TO_UINT(g_hash_table_lookup(seen, group));
+            if (first != 0) {
+                g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                            "%s: [%s]: the group is written twice in one file (lines %u and %u); "
+                            "write each group once (a drop-in file may override it)",
+                            file, group, first, lineno);
+                return FALSE;
+            }
+            g_hash_table_insert(seen, g_strdup(group), GUINT_TO_POINTER(lineno));
             continue;
         }
         const char *eq = strchr(line, '=');
@@ -865,6 +890,15 @@ static gboolean refuse_locale_keys(const char *file, const char *data, GError **
                       "localized keys (KEY[locale]) are not supported");
             return FALSE;
         }
+        g_autofree char *gk = g_strconcat(group, "\n", key, NULL);
+        guint first = GPOINTER_TO_UINT(g_hash_table_lookup(seen, gk));
+        if (first != 0) {
+            key_error(error, JET_ERROR_INVALID, file, group, key,
+                      "written twice in one file (lines %u and %u); the first would be ignored", first,
+                      lineno);
+            return FALSE;
+        }
+        g_hash_table_insert(seen, g_steal_pointer(&gk), GUINT_TO_POINTER(lineno));
     }
     return TRUE;
 }
@@ -875,12 +909,15 @@ static gboolean read_file(Loader *l, const char *path, GError **error)
     g_autoptr(GError) local = NULL;
     g_autofree char *data = NULL;
     gsize len = 0;
+    /* A FIFO or a device would block the read, or never end. */
+    if (!check_file(path, error))
+        return FALSE;
     if (!g_file_get_contents(path, &data, &len, &local) ||
         !g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "%s: %s", path, local->message);
         return FALSE;
     }
-    if (!refuse_locale_keys(path, data, error))
+    if (!scan_lines(path, data, error))
         return FALSE;
     g_ptr_array_add(l->files, g_strdup(path));
     const char *file = g_ptr_array_index(l->files, l->files->len - 1);

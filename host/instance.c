@@ -119,7 +119,7 @@ JetInstance *jet_instance_new(JetPlugin *plugin, const char *binding,
             continue;
         if (o->flags & JET_OPTION_REQUIRED) {
             g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
-                        "option.%s: plugin %s requires it (%s)", o->name, desc->name,
+                        "option.%s: plugin %s requires it, not empty (%s)", o->name, desc->name,
                         o->help != NULL ? o->help : "no help given");
             return NULL;
         }

@@ -6,6 +6,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define HOST "[host]\nserver = nats://127.0.0.1:4222\n"
 #define BIND "[binding orders]\nplugin = orders\nstream = ORDERS\nconsumer = billing\n"
@@ -104,6 +105,12 @@ static const struct {
     { HOST "sever = nats://x:1\n" BIND, "[host] sever: unknown key" },
     { HOST BIND "bacth = 10\n", "[binding orders] bacth: unknown key" },
     { HOST BIND "plugin[fr] = x\n", "[binding orders] plugin[fr]: localized keys (KEY[locale]) are not supported" },
+    /* written twice in one file: both lines named (GKeyFile would keep the last) */
+    { HOST BIND "batch = 10\nbatch = 20\n", "[binding orders] batch: written twice in one file (lines 7 and 8)" },
+    { HOST BIND "option.level = a\n# a comment\noption.level = b\n",
+      "[binding orders] option.level: written twice in one file (lines 7 and 9)" },
+    { HOST BIND "[binding orders]\nbatch = 20\n", "[binding orders]: the group is written twice in one file (lines 3 and 7)" },
+    { HOST "[host]\nname = x\n" BIND, "[host]: the group is written twice in one file (lines 1 and 3)" },
     /* required keys */
     { "[host]\nstate_dir = /x\n" BIND, "[host] server: required key is missing" },
     { BIND, "[host] server: required key is missing" },
@@ -233,6 +240,24 @@ static void test_file_errors(Fixture *fx, gconstpointer data)
     write_main(fx, HOST BIND);
     g_autofree char *notdir = write_file(fx->dir, "notdir", "", 0644);
     assert_load_error(fx->main, notdir, notdir, "");
+
+    /* A FIFO as the main file or a drop-in: refused at once, never read
+     * (reading one would block for ever). */
+    g_autofree char *fifo = g_build_filename(fx->dir, "fifo.conf", NULL);
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetConfig) none = jet_config_load(fifo, NULL, &err);
+    g_assert_null(none);
+    g_autofree char *want = g_strdup_printf("%s is not a regular file", fifo);
+    g_assert_cmpstr(err->message, ==, want);
+    g_clear_error(&err);
+    g_autofree char *dfifo = g_build_filename(fx->dropins, "50-fifo.conf", NULL);
+    g_assert_cmpint(g_mkdir_with_parents(fx->dropins, 0700), ==, 0);
+    g_assert_cmpint(mkfifo(dfifo, 0600), ==, 0);
+    g_autoptr(JetConfig) none2 = jet_config_load(fx->main, fx->dropins, &err);
+    g_assert_null(none2);
+    g_autofree char *want2 = g_strdup_printf("%s is not a regular file", dfifo);
+    g_assert_cmpstr(err->message, ==, want2);
 }
 
 /* --- secrets -------------------------------------------------------------- */
@@ -256,7 +281,17 @@ static void test_secret_files(Fixture *fx, gconstpointer data)
     g_assert_cmpint(g_chmod(creds, 0620), ==, 0);
     assert_load_error(fx->main, NULL, fx->main, "[host] creds_file: secret file");
 
+    /* Mode 0600 but another user's: whoever owns it can change it.  (The
+     * tests run as root, who can give a file away.) */
     g_assert_cmpint(g_chmod(creds, 0600), ==, 0);
+    g_assert_cmpint(geteuid(), ==, 0);
+    g_assert_cmpint(chown(creds, 65534, 65534), ==, 0);
+    g_assert_false(jet_secret_file_check(creds, &err));
+    g_assert_error(err, JET_ERROR, JET_ERROR_PERMISSION);
+    g_assert_nonnull(strstr(err->message, "owned by uid 65534"));
+    g_clear_error(&err);
+    g_assert_cmpint(chown(creds, 0, 0), ==, 0);
+
     g_assert_true(jet_secret_file_check(creds, &err));
     g_assert_no_error(err);
     g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
@@ -543,6 +578,21 @@ static void test_dropin_order(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(cfg->host.file, ==, fx->main);
 }
 
+/* An empty value means unset, option.NAME included: the plugin's default
+ * applies (checked by the instance), and a drop-in can unset what the main
+ * file set; the same key in two files is an override, not a duplicate. */
+static void test_empty_options(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST BIND "option.level = main\noption.keep = yes\noption.blank =\n");
+    g_free(write_file(fx->dropins, "10-a.conf", "[binding orders]\noption.keep =\nbatch = 30\n", 0644));
+    g_autoptr(JetConfig) cfg = load_ok(fx, fx->dropins);
+    const JetBindingConfig *b = jet_config_binding(cfg, "orders");
+    g_assert_cmpstr(g_hash_table_lookup(b->options, "level"), ==, "main");
+    g_assert_false(g_hash_table_contains(b->options, "keep"));    /* unset by the drop-in */
+    g_assert_false(g_hash_table_contains(b->options, "blank"));   /* empty: unset */
+    g_assert_cmpuint(b->batch, ==, 30);
+}
+
 static void test_dropin_adds(Fixture *fx, gconstpointer data)
 {
     write_main(fx, HOST BIND);
@@ -725,6 +775,7 @@ int main(int argc, char **argv)
     ADD("/config/dropin/only-bindings", test_dropin_only_bindings);
     ADD("/config/dropin/errors", test_dropin_errors);
     ADD("/config/breaker-keys", test_breaker_keys);
+    ADD("/config/empty-options", test_empty_options);
 #undef ADD
     g_test_add_func("/config/doc-matches-tables", test_doc_matches_tables);
     g_test_add_func("/config/examples-load", test_examples_load);
