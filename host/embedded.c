@@ -30,10 +30,14 @@ struct JetEmbedded {
     guint restarts;
 };
 
-static void die_with_parent(gpointer data)
+/* The server dies with jethost, and lives in a process group of its own:
+ * a Ctrl-C in jethost's terminal reaches jethost, which drains and then
+ * stops the server, never the server in the middle of the drain. */
+static void child_setup(gpointer data)
 {
     (void)data;
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    setpgid(0, 0);
 }
 
 char *jet_nats_ports_url(const char *dir, const char *pid)
@@ -120,7 +124,7 @@ static gboolean spawn(JetEmbedded *e, GError **error)
                            "-sd", store, "-l", log, NULL };
     g_autoptr(GSubprocessLauncher) l =
         g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
-    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
+    g_subprocess_launcher_set_child_setup(l, child_setup, NULL, NULL);
     g_autoptr(GError) local = NULL;
     e->proc = g_subprocess_launcher_spawnv(l, argv, &local);
     if (e->proc == NULL) {

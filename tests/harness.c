@@ -380,7 +380,27 @@ char *jet_test_write_file(const char *name, const char *text)
     return path;
 }
 
+/* A terminal's foreground job: a process group of its own, which Ctrl-C
+ * signals as a whole. */
+static void own_group(gpointer data)
+{
+    die_with_parent(data);
+    setpgid(0, 0);
+}
+
+static GSubprocess *spawn_with(const char *stderr_path, const char *const *args, GSpawnChildSetupFunc setup);
+
+GSubprocess *jet_test_jethost_spawn_group(const char *stderr_path, const char *const *args)
+{
+    return spawn_with(stderr_path, args, own_group);
+}
+
 GSubprocess *jet_test_jethost_spawn(const char *stderr_path, const char *const *args)
+{
+    return spawn_with(stderr_path, args, die_with_parent);
+}
+
+static GSubprocess *spawn_with(const char *stderr_path, const char *const *args, GSpawnChildSetupFunc setup)
 {
     g_autofree char *bin = jet_test_jethost_path();
     GPtrArray *argv = g_ptr_array_new();
@@ -391,7 +411,7 @@ GSubprocess *jet_test_jethost_spawn(const char *stderr_path, const char *const *
     g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
     if (stderr_path != NULL)
         g_subprocess_launcher_set_stderr_file_path(l, stderr_path);
-    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
+    g_subprocess_launcher_set_child_setup(l, setup, NULL, NULL);
     GError *err = NULL;
     GSubprocess *p = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, &err);
     g_ptr_array_free(argv, TRUE);

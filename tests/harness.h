@@ -76,6 +76,9 @@ char *jet_test_write_file(const char *name, const char *text);
 /* Runs `jethost ARGS...` with stderr to the file stderr_path (may be NULL:
  * inherited).  The child dies with the test (parent-death signal). */
 GSubprocess *jet_test_jethost_spawn(const char *stderr_path, const char *const *args);
+/* The same in a process group of its own (its pid is the group's id), as
+ * a shell runs a foreground job: kill(-pid, SIGINT) is a Ctrl-C. */
+GSubprocess *jet_test_jethost_spawn_group(const char *stderr_path, const char *const *args);
 /* Waits for the child to exit within timeout_ms; returns its exit status,
  * or fails the test on a timeout. */
 int jet_test_jethost_wait(GSubprocess *p, guint timeout_ms);

@@ -179,11 +179,11 @@ static void test_embedded(void)
     g_autofree char *text = g_strdup_printf(
         "[host]\nserver = embedded\nstate_dir = %s\n\n"
         "[binding orders]\nplugin = %s\nstream = ORDERS\nconsumer = billing\nsubjects = orders.>\n"
-        "option.dir = %s\n", state, plugin, dir);
+        "option.dir = %s\noption.block_seq = 2\n", state, plugin, dir);
     g_autofree char *conf = jet_test_write_file("embedded.conf", text);
     g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "embedded.stderr", NULL);
     const char *args[] = { "run", "-c", conf, NULL };
-    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn_group(errlog, args);
 
     g_autofree char *url_file = g_build_filename(state, "nats", "url", NULL);
     g_assert_true(jet_test_wait_file(url_file, 30000));
@@ -204,9 +204,32 @@ static void test_embedded(void)
         g_usleep(20000);
     g_assert_cmpuint(count_lines(handled), ==, 1);
 
-    g_subprocess_send_signal(host, SIGTERM);
+    /* Ctrl-C in the terminal while seq 2 is in its handler: SIGINT to the
+     * whole foreground group.  The embedded server has a group of its own:
+     * it is stopped by jethost after the drain, never killed in the middle
+     * of it (and restarted).  The drain is held for up to 3 s, long enough
+     * for a server that got the signal to go. */
+    const char *pub2[] = { "pub", "-c", conf, "orders.new", "--data", "two", NULL };
+    g_autoptr(GSubprocess) p2 = jet_test_jethost_spawn(NULL, pub2);
+    g_assert_cmpint(jet_test_jethost_wait(p2, 20000), ==, 0);
+    g_autofree char *inflight = g_build_filename(dir, "inflight-2", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 20000));
+    pid_t pid = (pid_t)g_ascii_strtoll(g_subprocess_get_identifier(host), NULL, 10);
+    g_assert_cmpint(kill(-pid, SIGINT), ==, 0);
+    for (int i = 0; i < 300; i++) {
+        g_autofree char *sofar = NULL;
+        if (g_file_get_contents(errlog, &sofar, NULL, NULL) && strstr(sofar, "event=embedded-died") != NULL)
+            break;
+        g_usleep(10000);
+    }
+    g_autofree char *go = g_build_filename(dir, "go-2", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
     g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
     g_assert_false(server_on_store(state));
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_cmpuint(jet_test_count_lines(log, "event=embedded-died"), ==, 0);
+    g_assert_cmpuint(jet_test_count_lines(log, "level=error"), ==, 0);
 }
 
 /* A handler that does not finish within drain_timeout: the host exits 1 and
