@@ -71,7 +71,7 @@ static int cmd_check(int argc, char **argv)
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "print each binding and its plugin options", NULL },
         { NULL },
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("- validate a config and load its plugins, without a server");
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- validate a config and load its plugins; with -s, also against a server");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!parse_options(ctx, &argc, &argv))
         return JET_EXIT_USAGE;
@@ -257,7 +257,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT" },
-    { "check", cmd_check, "validate a config and its plugins without a server" },
+    { "check", cmd_check, "validate a config and its plugins (-s URL: also against the server)" },
     { "pub", cmd_pub, "publish a message to JetStream and print the pub-ack" },
     { "dlq", jet_dlq_cli_main, "list, show and replay dead-letter records" },
     { "mock", jet_mock_cli_main, "run a plugin on the mock host: JSON lines in, settlements out" },
