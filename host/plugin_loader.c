@@ -4,7 +4,11 @@
 #include "host_api.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -150,6 +154,21 @@ static gboolean mapped_file_identity(const void *addr, dev_t *dev, ino_t *ino)
     return found;
 }
 
+/* Names end up in log lines, metrics labels and file names: keep them to a
+ * small alphabet so none of those needs quoting. */
+static gboolean name_valid(const char *name)
+{
+    gsize len = strnlen(name, JET_PLUGIN_NAME_MAX + 1);
+    if (len == 0 || len > JET_PLUGIN_NAME_MAX)
+        return FALSE;
+    for (gsize i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GError **error)
 {
     memset(out, 0, sizeof *out);
@@ -171,6 +190,14 @@ gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GE
                     desc->struct_size, minimum);
         return FALSE;
     }
+    /* struct_size is the plugin's word for how far the host may read; a bogus
+     * one must not send the host reading through the plugin's memory. */
+    if (desc->struct_size > JET_PLUGIN_DESC_MAX) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "its descriptor claims struct_size %u bytes, more than the %u any header "
+                    "could produce", desc->struct_size, (unsigned)JET_PLUGIN_DESC_MAX);
+        return FALSE;
+    }
     size_t n = MIN((size_t)desc->struct_size, sizeof *out);
     /* A larger descriptor comes from a newer header; its extra members must be
      * zero (unset), or the plugin relies on something this host lacks. */
@@ -184,9 +211,19 @@ gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GE
     }
     memcpy(out, desc, n);
     out->struct_size = sizeof *out;
-    if (out->name == NULL || *out->name == '\0' || out->handle == NULL || out->init == NULL) {
+    if (out->name == NULL || out->handle == NULL || out->init == NULL) {
         g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
                     "its descriptor lacks a name, init() or handle()");
+        return FALSE;
+    }
+    if (!name_valid(out->name)) {
+        /* Bounded and escaped: the name is the plugin's bytes, not ours. */
+        gsize len = strnlen(out->name, JET_PLUGIN_NAME_MAX + 1);
+        g_autofree char *shown = g_strndup(out->name, MIN(len, JET_PLUGIN_NAME_MAX));
+        g_autofree char *esc = g_strescape(shown, NULL);
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "its name '%s%s' is not 1 to %d characters of [a-z0-9_-]", esc,
+                    len > JET_PLUGIN_NAME_MAX ? "..." : "", JET_PLUGIN_NAME_MAX);
         return FALSE;
     }
     for (const jet_option *o = out->options; o != NULL && o->name != NULL; o++) {
@@ -197,6 +234,175 @@ gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GE
         }
     }
     return TRUE;
+}
+
+/* --- checking the ELF file before dlopen() ------------------------------ */
+
+/* The dynamic linker maps a plugin's segments and touches them; a segment that
+ * runs past the end of the file faults with SIGBUS inside dlopen() and takes
+ * the whole host down.  So the file's structure is checked here, from the
+ * file itself, before the linker sees it. */
+
+#if UINTPTR_MAX > 0xFFFFFFFFu
+#define HOST_ELFCLASS ELFCLASS64
+#else
+#define HOST_ELFCLASS ELFCLASS32
+#endif
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_ELFDATA ELFDATA2LSB
+#else
+#define HOST_ELFDATA ELFDATA2MSB
+#endif
+
+/* The machine this host was built for, read from its own executable so no
+ * table of compiler macros has to be kept.  0 when it cannot be read. */
+static uint16_t host_machine(void)
+{
+    static gsize once;
+    static uint16_t machine;
+    if (g_once_init_enter(&once)) {
+        ElfW(Ehdr) eh;
+        int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+                memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0)
+                machine = eh.e_machine;
+            close(fd);
+        }
+        g_once_init_leave(&once, 1);
+    }
+    return machine;
+}
+
+/* A table of n entries of entsize bytes at off must end within size.  Writes
+ * where it ends (saturated) to *end. */
+static gboolean range_within(guint64 off, guint64 n, guint64 entsize, guint64 size, guint64 *end)
+{
+    if (n != 0 && entsize > (G_MAXUINT64 - off) / n) {
+        *end = G_MAXUINT64;
+        return FALSE;
+    }
+    *end = off + n * entsize;
+    return *end <= size;
+}
+
+static gboolean elf_check(const char *path, GError **error)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: %s", path, g_strerror(errno));
+        return FALSE;
+    }
+    struct stat st;
+    gboolean ok = FALSE;
+    ElfW(Ehdr) eh;
+    ElfW(Phdr) *ph = NULL;
+    if (fstat(fd, &st) != 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: %s", path, g_strerror(errno));
+        goto out;
+    }
+    guint64 size = (guint64)st.st_size;
+    memset(&eh, 0, sizeof eh);
+    ssize_t got = pread(fd, &eh, sizeof eh, 0);
+    if (got < 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: %s", path, g_strerror(errno));
+        goto out;
+    }
+    if ((size_t)got < SELFMAG || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: not an ELF file", path);
+        goto out;
+    }
+    if ((size_t)got < EI_NIDENT) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: truncated: the ELF header needs "
+                    "%zu bytes, the file has %" G_GUINT64_FORMAT, path, sizeof eh, size);
+        goto out;
+    }
+    if (eh.e_ident[EI_CLASS] != HOST_ELFCLASS) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: ELF class %u (%s), this host is %s",
+                    path, eh.e_ident[EI_CLASS],
+                    eh.e_ident[EI_CLASS] == ELFCLASS32 ? "32-bit"
+                    : eh.e_ident[EI_CLASS] == ELFCLASS64 ? "64-bit" : "unknown",
+                    HOST_ELFCLASS == ELFCLASS64 ? "64-bit" : "32-bit");
+        goto out;
+    }
+    if (eh.e_ident[EI_DATA] != HOST_ELFDATA) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: ELF data encoding %u, this host's is %u "
+                    "(byte order differs)", path, eh.e_ident[EI_DATA], HOST_ELFDATA);
+        goto out;
+    }
+    if ((size_t)got < sizeof eh) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: truncated: the ELF header needs "
+                    "%zu bytes, the file has %" G_GUINT64_FORMAT, path, sizeof eh, size);
+        goto out;
+    }
+    if (eh.e_type != ET_DYN) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: ELF type %u, not ET_DYN (%u)",
+                    path, eh.e_type, ET_DYN);
+        goto out;
+    }
+    uint16_t mine = host_machine();
+    if (mine != 0 && eh.e_machine != mine) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: built for ELF machine %u, "
+                    "this host is machine %u", path, eh.e_machine, mine);
+        goto out;
+    }
+    if (eh.e_phnum == 0 || eh.e_phentsize != sizeof(ElfW(Phdr))) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: %u program headers of %u bytes "
+                    "(expected at least one of %zu)", path, eh.e_phnum, eh.e_phentsize,
+                    sizeof(ElfW(Phdr)));
+        goto out;
+    }
+    guint64 end;
+    if (!range_within(eh.e_phoff, eh.e_phnum, eh.e_phentsize, size, &end)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: truncated: the program header table "
+                    "ends at byte %" G_GUINT64_FORMAT " past the end of the file (%" G_GUINT64_FORMAT
+                    " bytes)", path, end, size);
+        goto out;
+    }
+    size_t ph_bytes = (size_t)eh.e_phnum * sizeof *ph;
+    ph = g_malloc(ph_bytes);
+    errno = 0;
+    if (pread(fd, ph, ph_bytes, (off_t)eh.e_phoff) != (ssize_t)ph_bytes) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: cannot read its program headers: %s", path,
+                    errno != 0 ? g_strerror(errno) : "short read");
+        goto out;
+    }
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD)
+            continue;
+        if (!range_within(ph[i].p_offset, 1, ph[i].p_filesz, size, &end)) {
+            g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                        "plugin %s: not a loadable shared object: truncated: program header %u "
+                        "(PT_LOAD) ends at byte %" G_GUINT64_FORMAT " past the end of the file (%"
+                        G_GUINT64_FORMAT " bytes)", path, i, end, size);
+            goto out;
+        }
+    }
+    /* e_shnum 0 with a non-zero offset means the count lives in entry 0;
+     * that entry, at least, must be there. */
+    if (eh.e_shoff != 0 &&
+        !range_within(eh.e_shoff, eh.e_shnum != 0 ? eh.e_shnum : 1, eh.e_shentsize, size, &end)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "plugin %s: not a loadable shared object: truncated: the section header table "
+                    "ends at byte %" G_GUINT64_FORMAT " past the end of the file (%" G_GUINT64_FORMAT
+                    " bytes)", path, end, size);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    g_free(ph);
+    close(fd);
+    return ok;
 }
 
 static JetPlugin *load_checked(const char *path, const JetLoadPolicy *policy, GError **error)
@@ -212,6 +418,8 @@ static JetPlugin *load_checked(const char *path, const JetLoadPolicy *policy, GE
         g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: %s", path, g_strerror(errno));
         return NULL;
     }
+    if (!elf_check(path, error))
+        return NULL;
     if (policy != NULL && policy->after_check != NULL)
         policy->after_check(path, policy->after_check_data);
 

@@ -52,6 +52,12 @@ const char *jet_plugin_name(const JetPlugin *p);
  * Kept for the life of the process, like a loaded plugin. */
 JetPlugin *jet_plugin_from_entry(jet_plugin_entry_fn entry, GError **error);
 
+/* The most of a descriptor the host reads: a larger struct_size is refused
+ * unread.  Far above any real jet_plugin, far below running off a mapping. */
+#define JET_PLUGIN_DESC_MAX 4096u
+/* Plugin names are 1 to this many bytes of [a-z0-9_-]. */
+#define JET_PLUGIN_NAME_MAX 64
+
 /* Checks a descriptor as returned by an entry point (exposed for tests of the
  * version rule).  Writes the normalised copy to out. */
 gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GError **error);

@@ -6,8 +6,10 @@
 #include "instance.h"
 #include "plugin_loader.h"
 
+#include <elf.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -123,6 +125,189 @@ static void test_descriptor_rules(void)
     g_clear_error(&err);
 
     g_assert_false(jet_plugin_descriptor_check(NULL, &out, &err));
+}
+
+
+/* Writes the first len bytes of contents, or all of it patched, as a plugin
+ * file in the private directory. */
+static char *write_plugin_file(const char *name, const char *contents, gsize len)
+{
+    g_autoptr(GError) err = NULL;
+    char *path = g_build_filename(jet_test_private_dir(), name, NULL);
+    g_file_set_contents_full(path, contents, (gssize)len, G_FILE_SET_CONTENTS_NONE, 0644, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(chmod(path, 0644), ==, 0);
+    return path;
+}
+
+/* A cut-short plugin made dlopen() fault with SIGBUS; each cut is refused by
+ * the ELF check instead, and the process lives on to check the next. */
+static void test_elf_truncated(void)
+{
+    g_autofree char *src = jet_test_plugin_copy("template");
+    g_autofree char *contents = NULL;
+    gsize len = 0;
+    g_autoptr(GError) err = NULL;
+    g_assert_true(g_file_get_contents(src, &contents, &len, &err));
+    g_assert_cmpuint(len, >, 8001);
+    const gsize cuts[] = { 64, 1000, 4096, 8000, len / 2, len - 1 };
+    guint segment_refusals = 0;
+    for (gsize i = 0; i < G_N_ELEMENTS(cuts); i++) {
+        g_autofree char *name = g_strdup_printf("cut-%" G_GSIZE_FORMAT ".so", cuts[i]);
+        g_autofree char *path = write_plugin_file(name, contents, cuts[i]);
+        g_autofree char *tail = g_strdup_printf("past the end of the file (%" G_GSIZE_FORMAT " bytes)",
+                                                cuts[i]);
+        assert_refused(path, &policy, tail);
+        JetPlugin *p = jet_plugin_load(path, NULL, &policy, &err);
+        g_assert_null(p);
+        g_assert_nonnull(strstr(err->message, "truncated: "));
+        if (strstr(err->message, "(PT_LOAD) ends at byte") != NULL)
+            segment_refusals++;
+        g_clear_error(&err);
+    }
+    /* The cuts inside the loadable segments are caught by the segment check,
+     * the one that stands between the file and the SIGBUS. */
+    g_assert_cmpuint(segment_refusals, >=, 2);
+    /* Shorter than the ELF header itself. */
+    g_autofree char *tiny = write_plugin_file("tiny.so", contents, 20);
+    assert_refused(tiny, &policy, "truncated: the ELF header needs");
+    /* The whole file still loads. */
+    g_autofree char *whole = write_plugin_file("whole.so", contents, len);
+    JetPlugin *p = jet_plugin_load(whole, NULL, &policy, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(p);
+}
+
+static void test_elf_header(void)
+{
+    g_autofree char *src = jet_test_plugin_copy("template");
+    g_autofree char *contents = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(src, &contents, &len, NULL));
+    g_assert_cmpuint(len, >=, 64);
+    unsigned char *b = (unsigned char *)contents;
+    unsigned char orig[20];
+    memcpy(orig, b, sizeof orig);
+
+    /* e_machine sits at byte 18 in both classes; any other machine is refused. */
+    uint16_t machine;
+    memcpy(&machine, b + 18, 2);
+    uint16_t other = machine == EM_S390 ? EM_SPARC : EM_S390;
+    memcpy(b + 18, &other, 2);
+    g_autofree char *m = write_plugin_file("machine.so", contents, len);
+    assert_refused(m, &policy, "built for ELF machine");
+    memcpy(b, orig, sizeof orig);
+
+    b[EI_CLASS] = b[EI_CLASS] == ELFCLASS64 ? ELFCLASS32 : ELFCLASS64;
+    g_autofree char *c = write_plugin_file("class.so", contents, len);
+    assert_refused(c, &policy, "ELF class");
+    memcpy(b, orig, sizeof orig);
+
+    b[EI_DATA] = b[EI_DATA] == ELFDATA2LSB ? ELFDATA2MSB : ELFDATA2LSB;
+    g_autofree char *d = write_plugin_file("data.so", contents, len);
+    assert_refused(d, &policy, "ELF data encoding");
+    memcpy(b, orig, sizeof orig);
+
+    uint16_t exec = ET_EXEC;
+    memcpy(b + 16, &exec, 2);
+    g_autofree char *t = write_plugin_file("type.so", contents, len);
+    assert_refused(t, &policy, "not ET_DYN");
+    memcpy(b, orig, sizeof orig);
+
+    b[1] = 'X';
+    g_autofree char *n = write_plugin_file("magic.so", contents, len);
+    assert_refused(n, &policy, "not an ELF file");
+}
+
+/* A struct_size far larger than any header makes must be refused without
+ * reading it: the descriptor sits right before a page nothing may touch, so
+ * reading past the cap faults. */
+static void test_descriptor_huge_size(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    g_assert_cmpint(page, >=, (long)JET_PLUGIN_DESC_MAX);
+    unsigned char *mem = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    g_assert_true(mem != MAP_FAILED);
+    g_assert_cmpint(mprotect(mem + page, (size_t)page, PROT_NONE), ==, 0);
+    /* Placed so that exactly JET_PLUGIN_DESC_MAX bytes are readable. */
+    jet_plugin *d = (jet_plugin *)(void *)(mem + page - JET_PLUGIN_DESC_MAX);
+    *d = (jet_plugin){ JET_PLUGIN_HEADER, .name = "x", .handle = (int (*)(void *, jet_msg *))1,
+                       .init = (int (*)(jet_ctx *, void **, char *, size_t))1 };
+    jet_plugin out;
+    g_autoptr(GError) err = NULL;
+
+    d->struct_size = 0xFFFFFFFFu;
+    g_assert_false(jet_plugin_descriptor_check(d, &out, &err));
+    g_test_message("refusal: %s", err->message);
+    g_assert_nonnull(strstr(err->message, "struct_size 4294967295"));
+    g_clear_error(&err);
+
+    d->struct_size = JET_PLUGIN_DESC_MAX + 1;
+    g_assert_false(jet_plugin_descriptor_check(d, &out, &err));
+    g_assert_nonnull(strstr(err->message, "struct_size 4097"));
+    g_clear_error(&err);
+
+    /* At the cap, with the unknown tail zero, it is read (up to the guard
+     * page and no further) and accepted. */
+    d->struct_size = JET_PLUGIN_DESC_MAX;
+    g_assert_true(jet_plugin_descriptor_check(d, &out, &err));
+    g_assert_no_error(err);
+    g_assert_cmpuint(out.struct_size, ==, sizeof(jet_plugin));
+    /* A non-zero byte at its very end is a member this host does not know. */
+    mem[page - 1] = 1;
+    g_assert_false(jet_plugin_descriptor_check(d, &out, &err));
+    g_assert_nonnull(strstr(err->message, "does not know"));
+    g_clear_error(&err);
+    g_assert_cmpint(munmap(mem, (size_t)page * 2), ==, 0);
+}
+
+static void test_plugin_names(void)
+{
+    jet_plugin d = { JET_PLUGIN_HEADER, .handle = (int (*)(void *, jet_msg *))1,
+                     .init = (int (*)(jet_ctx *, void **, char *, size_t))1 };
+    jet_plugin out;
+    g_autoptr(GError) err = NULL;
+    char max[JET_PLUGIN_NAME_MAX + 1], over[JET_PLUGIN_NAME_MAX + 2];
+    memset(max, 'a', JET_PLUGIN_NAME_MAX);
+    max[JET_PLUGIN_NAME_MAX] = '\0';
+    memset(over, 'b', JET_PLUGIN_NAME_MAX + 1);
+    over[JET_PLUGIN_NAME_MAX + 1] = '\0';
+
+    const char *good[] = { "a", "fx_misuse-2", "0", max };
+    for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {
+        d.name = good[i];
+        g_assert_true(jet_plugin_descriptor_check(&d, &out, &err));
+        g_assert_no_error(err);
+    }
+    static const struct {
+        const char *name, *shown;
+    } bad[] = {
+        { "", "its name '' " },
+        { "Fx", "its name 'Fx' " },
+        { "a b", "its name 'a b' " },
+        { "../x", "its name '../x' " },
+        { "x.so", "its name 'x.so' " },
+        { "x\ny\x1b", "its name 'x\\ny\\033' " },
+        { "caf\xc3\xa9", "its name 'caf\\303\\251' " },
+        { "q'\"", "its name 'q'\\\"' " },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        d.name = bad[i].name;
+        g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+        g_test_message("refusal: %s", err->message);
+        if (strstr(err->message, bad[i].shown) == NULL)
+            g_error("expected \"%s\" in: %s", bad[i].shown, err->message);
+        g_assert_nonnull(strstr(err->message, "[a-z0-9_-]"));
+        g_assert_null(strchr(err->message, '\n'));
+        g_clear_error(&err);
+    }
+    /* Too long: shown cut at the limit, marked as cut. */
+    d.name = over;
+    g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+    g_autofree char *shown = g_strdup_printf("'%.*s...'", JET_PLUGIN_NAME_MAX, over);
+    g_assert_nonnull(strstr(err->message, shown));
+    g_clear_error(&err);
 }
 
 /* The host table's side of the promise: a plugin reads a member added after
@@ -305,6 +490,10 @@ int main(int argc, char **argv)
     g_test_add_func("/loader/abi-minor-newer", test_abi_minor_newer);
     g_test_add_func("/loader/abi-frozen-1.0", test_abi_frozen_10);
     g_test_add_func("/loader/descriptor-rules", test_descriptor_rules);
+    g_test_add_func("/loader/elf-truncated", test_elf_truncated);
+    g_test_add_func("/loader/elf-header", test_elf_header);
+    g_test_add_func("/loader/descriptor-huge-size", test_descriptor_huge_size);
+    g_test_add_func("/loader/plugin-names", test_plugin_names);
     g_test_add_func("/loader/host-table-size", test_host_table_size);
     g_test_add_func("/loader/init-failure", test_init_failure);
     g_test_add_func("/loader/options", test_options);
