@@ -1,4 +1,4 @@
-/* The plugin loader: every refusal DESIGN section 2 and 7 name, each with a
+/* The plugin loader: every refusal docs/loader.md names, each with a
  * fixture that breaks exactly one rule. */
 #include "harness.h"
 #include "errors.h"
