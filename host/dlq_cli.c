@@ -115,7 +115,7 @@ static void print_summary(Dlq *d, const Record *r, guint64 seq)
         jet_json_add_bytes(b, "binding", rec_hdr(r, JET_HDR_BINDING), -1);
         jet_json_add_bytes(b, "cause", rec_hdr(r, JET_HDR_CAUSE), -1);
         jet_json_add_bytes(b, "reason", rec_hdr(r, JET_HDR_REASON), -1);
-        jet_json_add_bytes(b, "deliveries", rec_hdr(r, JET_HDR_DELIVERIES), -1);
+        json_uint_or_null(b, "deliveries", rec_hdr(r, JET_HDR_DELIVERIES));
         jet_json_add_bytes(b, "captured", rec_hdr(r, JET_HDR_CAPTURED), -1);
         jet_json_add_bytes(b, "dropped_headers", rec_hdr(r, JET_HDR_DROPPED_HEADERS), -1);
         json_builder_end_object(b);

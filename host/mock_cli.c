@@ -111,6 +111,87 @@ static gboolean member_string(JsonObject *o, const char *name, const char **out,
     return TRUE;
 }
 
+/* --- guarding the parser -------------------------------------------------- */
+
+/* json-glib recurses once per nesting level, so a deep enough line overflows
+ * the stack; no message needs more than a handful of levels. */
+#define MAX_LINE_DEPTH 64
+
+/* Checks the nesting of a line's arrays and objects, counting brackets
+ * outside strings, before json-glib sees it.  Malformed JSON passes through
+ * here for the parser to name. */
+static gboolean depth_ok(const char *line, GError **error)
+{
+    guint depth = 0;
+    gboolean in_string = FALSE;
+    for (const char *p = line; *p != '\0'; p++) {
+        if (in_string) {
+            if (*p == '\\' && p[1] != '\0')
+                p++;
+            else if (*p == '"')
+                in_string = FALSE;
+        } else if (*p == '"') {
+            in_string = TRUE;
+        } else if (*p == '[' || *p == '{') {
+            if (++depth > MAX_LINE_DEPTH) {
+                g_set_error(error, CLI_ERROR, 0,
+                            "nested deeper than %d arrays or objects", MAX_LINE_DEPTH);
+                return FALSE;
+            }
+        } else if ((*p == ']' || *p == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return TRUE;
+}
+
+static int b64_value(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+/* Standard base64 with padding (RFC 4648 section 4): g_base64_decode()
+ * skips what it does not know and decodes a truncated tail, so a typo would
+ * otherwise become a different payload instead of an error. */
+static gboolean base64_ok(const char *text, GError **error)
+{
+    size_t n = strlen(text);
+    if (n % 4 != 0) {
+        g_set_error(error, CLI_ERROR, 0,
+                    "data_b64: length %zu is not a multiple of 4 (padded base64)", n);
+        return FALSE;
+    }
+    size_t pad = 0;
+    if (n > 0 && text[n - 1] == '=')
+        pad = n > 1 && text[n - 2] == '=' ? 2 : 1;
+    for (size_t i = 0; i < n - pad; i++) {
+        if (b64_value(text[i]) < 0) {
+            g_set_error(error, CLI_ERROR, 0,
+                        "data_b64: '%c' at offset %zu is not a base64 character",
+                        g_ascii_isprint(text[i]) ? text[i] : '?', i);
+            return FALSE;
+        }
+    }
+    /* The bits the padding leaves unused must be zero, or two texts would
+     * decode to the same bytes. */
+    if ((pad == 1 && (b64_value(text[n - 2]) & 0x03) != 0) ||
+        (pad == 2 && (b64_value(text[n - 3]) & 0x0f) != 0)) {
+        g_set_error(error, CLI_ERROR, 0, "data_b64: non-zero bits before the padding");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* --- one input line -------------------------------------------------------- */
 
 static const char *const known_fields[] = {
@@ -202,7 +283,7 @@ static jet_mock_msg *message_from_line(jet_mock *m, JsonObject *o, GError **erro
             jet_mock_msg_set_text(b, text);
     }
     if (ok && json_object_has_member(o, "data_b64")) {
-        ok = member_string(o, "data_b64", &text, error);
+        ok = member_string(o, "data_b64", &text, error) && base64_ok(text, error);
         if (ok) {
             gsize len = 0;
             g_autofree guchar *bytes = g_base64_decode(text, &len);
@@ -483,6 +564,10 @@ int jet_mock_cli_main(int argc, char **argv)
         g_strstrip(line);
         if (line[0] == '\0')
             continue;
+        if (!depth_ok(line, &err)) {
+            fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no, err->message);
+            return JET_EXIT_USAGE;
+        }
         g_autoptr(JsonParser) parser = json_parser_new();
         if (!json_parser_load_from_data(parser, line, -1, &err)) {
             fprintf(stderr, "jethost mock: stdin:%u: not JSON: %s\n", line_no, err->message);

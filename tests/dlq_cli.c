@@ -346,6 +346,21 @@ static void test_list_show(Fx *fx, gconstpointer data)
     g_auto(CliRun) c = cli((const char *const[]){ "-c", conf, "list", NULL });
     g_assert_cmpint(c.rc, ==, JET_EXIT_OK);
     g_assert_true(g_str_has_prefix(c.out, "1\tORDERS:1\t"));
+
+    /* deliveries is a number like origin_seq; null when absent or not one. */
+    g_assert_true(json_object_get_null_member(o, "deliveries"));
+    g_assert_cmpuint(record(fx, "ORDERS", "orders.new", 3, "third", JET_HDR_DELIVERIES ": 7\r\n", "m", 1), ==, 3);
+    g_assert_cmpuint(record(fx, "ORDERS", "orders.new", 4, "fourth", JET_HDR_DELIVERIES ": 7x\r\n", "m", 1), ==, 4);
+    g_auto(CliRun) dj = cli((const char *const[]){ "-s", url, "--json", "list", NULL });
+    g_assert_cmpint(dj.rc, ==, JET_EXIT_OK);
+    g_auto(GStrv) djl = g_strsplit(dj.out, "\n", -1);
+    g_assert_cmpuint(g_strv_length(djl), ==, 5);
+    g_autoptr(JsonParser) p3 = json_parser_new();
+    JsonObject *o3 = strict_json(p3, djl[2]);
+    g_assert_cmpint(json_node_get_value_type(json_object_get_member(o3, "deliveries")), ==, G_TYPE_INT64);
+    g_assert_cmpint(json_object_get_int_member(o3, "deliveries"), ==, 7);
+    g_autoptr(JsonParser) p4 = json_parser_new();
+    g_assert_true(json_object_get_null_member(strict_json(p4, djl[3]), "deliveries"));
 }
 
 /* A record whose headers and payload are not text: every output stays one

@@ -935,6 +935,63 @@ static void test_cli(void)
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err, g_free);
 
+    /* Deep nesting is refused before the parser, which would recurse off the
+     * stack; brackets inside strings do not count. */
+    g_autoptr(GString) deep = g_string_new("{\"subject\": \"x\", \"data\": \"[[[[{{\"}\n{\"subject\": \"x\", \"headers\": ");
+    for (int i = 0; i < 100000; i++)
+        g_string_append_c(deep, '[');
+    g_string_append(deep, "\n");
+    status = run_cli(deep->str, &out, &err, "--plugin", plugin, "--quiet", NULL);
+    g_assert_cmpint(status, ==, 2);
+    assert_contains(err, "stdin:2: nested deeper than 64");
+    assert_contains(out, "\"line\":1,");
+    g_assert_null(strstr(out, "\"line\":2,"));
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+
+    /* 64 levels are still read. */
+    g_string_assign(deep, "{\"subject\": \"x\", \"headers\": {\"h\": ");
+    for (int i = 0; i < 62; i++)
+        g_string_append_c(deep, '[');
+    g_string_append(deep, "\"v\"");
+    for (int i = 0; i < 62; i++)
+        g_string_append_c(deep, ']');
+    g_string_append(deep, "}}\n");
+    status = run_cli(deep->str, &out, &err, "--plugin", plugin, "--quiet", NULL);
+    g_assert_cmpint(status, ==, 2);
+    assert_contains(err, "stdin:1: headers.h: values must be strings");
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+
+    /* data_b64 is strict base64: g_base64_decode() alone would take these. */
+    static const struct { const char *b64, *why; } bad_b64[] = {
+        { "aGk", "not a multiple of 4" },
+        { "aG!=", "'!' at offset 2" },
+        { "aG k", "' ' at offset 2" },
+        { "a===", "'=' at offset 1" },
+        { "aG=k", "'=' at offset 2" },
+        { "aGl=", "non-zero bits" },
+        { "aR==", "non-zero bits" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad_b64); i++) {
+        g_autofree char *in = g_strdup_printf("{\"subject\": \"x\", \"data_b64\": \"aGk=\"}\n"
+                                              "{\"subject\": \"x\", \"data_b64\": \"%s\"}\n",
+                                              bad_b64[i].b64);
+        status = run_cli(in, &out, &err, "--plugin", plugin, "--quiet", NULL);
+        g_assert_cmpint(status, ==, 2);
+        assert_contains(err, "stdin:2: data_b64: ");
+        assert_contains(err, bad_b64[i].why);
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+    }
+    status = run_cli("{\"subject\": \"x\", \"data_b64\": \"\"}\n"
+                     "{\"subject\": \"x\", \"data_b64\": \"AA==\"}\n"
+                     "{\"subject\": \"x\", \"data_b64\": \"+/8=\"}\n", &out, &err,
+                     "--plugin", plugin, "--quiet", NULL);
+    g_assert_cmpint(status, ==, 0);
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+
     /* An undeclared option: the plugin does not start. */
     status = run_cli("", &out, &err, "--plugin", plugin, "--option", "lable=x", NULL);
     g_assert_cmpint(status, ==, 3);

@@ -113,6 +113,16 @@ static void test_postpone_until(void)
     g_assert_cmpint(decide(inst, "postpone_until=2030-01-01T00:00:00Z", 4, 0, 3, &m), ==, JET_ACK);
     fake_now = t + 1;
     g_assert_cmpint(decide(inst, "postpone_until=2029-12-31t23:59:59z", 4, 0, 3, &m), ==, JET_ACK);
+
+    /* The last whole second unix nanoseconds hold, seen from the earliest
+     * clock: the distance is beyond int64_t, and is still exact. */
+    fake_now = G_MININT64;
+    g_assert_cmpint(decide(inst, "postpone_until=2262-04-11T23:47:16Z", 1, 0, 0, &m), ==, JET_POSTPONE);
+    g_assert_cmpuint(m.delay_ms, ==, G_GUINT64_CONSTANT(18446744072855));
+    fake_now = t;
+    g_assert_cmpint(decide(inst, "postpone_until=2262-04-11T23:47:16.854775807Z", 1, 0, 0, &m), ==,
+                    JET_POSTPONE);
+    g_assert_cmpuint(m.delay_ms, ==, G_GUINT64_CONSTANT(7329916036855));
 }
 
 static void test_reject(void)
@@ -165,6 +175,12 @@ static void test_bad_grammar_rejects(void)
         { "postpone=5 parsecs", "'5 parsecs'" },
         { "postpone_until=tomorrow", "postpone_until: 'tomorrow' is not an RFC 3339 time" },
         { "postpone_until=2030-02-30T00:00:00Z", "'2030-02-30T00:00:00Z'" },
+        /* Past what int64_t nanoseconds hold: refused, not wrapped into the past. */
+        { "postpone_until=2263-01-01T00:00:00Z", "'2263-01-01T00:00:00Z' is out of range" },
+        { "postpone_until=2262-04-11T23:47:16.854775808Z", "is out of range" },
+        { "postpone_until=9999-12-31T23:59:59Z", "is out of range" },
+        { "postpone_until=1600-01-01T00:00:00Z", "is out of range" },
+        { "postpone_until=0000-01-01T00:00:00+23:59", "is out of range" },
         { "times=2", "times goes with postpone=D only" },
         { "fail=2;times=2", "times goes with postpone=D only" },
         { "reject;fail=2", "more than one verdict in 'reject;fail=2'" },

@@ -134,9 +134,14 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
 }
 
 /* RFC 3339: 2030-01-02T03:04:05Z, with optional fraction (up to ns) and a
- * Z or ±hh:mm offset; 't' and 'z' are accepted as the RFC allows. */
-static bool parse_rfc3339(const char *s, size_t n, int64_t *out_ns)
+ * Z or ±hh:mm offset; 't' and 'z' are accepted as the RFC allows.  Sets
+ * *out_of_range (and returns false) for a well-formed time that signed 64-bit
+ * unix nanoseconds cannot hold (before 1677-09-21T00:12:44Z or after
+ * 2262-04-11T23:47:16.854775807Z): refusing it beats a wrapped time that
+ * would read as "already passed". */
+static bool parse_rfc3339(const char *s, size_t n, int64_t *out_ns, bool *out_of_range)
 {
+    *out_of_range = false;
     char t[64];
     if (n < 20 || n >= sizeof t)
         return false;
@@ -180,7 +185,13 @@ static bool parse_rfc3339(const char *s, size_t n, int64_t *out_ns)
         offset_s = (oh * 3600 + om * 60) * (t[i] == '-' ? -1 : 1);
     } else
         return false;
+    /* Years 0000-9999 keep secs well inside int64_t; only the scaling to
+     * nanoseconds can overflow. */
     int64_t secs = days_from_civil(year, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset_s;
+    if (secs > (INT64_MAX - frac) / NS_PER_S || secs < INT64_MIN / NS_PER_S) {
+        *out_of_range = true;
+        return false;
+    }
     *out_ns = secs * NS_PER_S + frac;
     return true;
 }
@@ -246,7 +257,12 @@ static bool fault_parse(const char *text, struct fault *f, char *err, size_t err
             f->has_postpone = true;
         } else if (KEY("postpone_until")) {
             v = F_POSTPONE_UNTIL;
-            if (val == NULL || !parse_rfc3339(val, vlen, &f->until_ns))
+            bool out_of_range = false;
+            bool ok = val != NULL && parse_rfc3339(val, vlen, &f->until_ns, &out_of_range);
+            if (out_of_range)
+                BAD("postpone_until: '%.*s' is out of range (1677-09-21T00:12:44Z to 2262-04-11T23:47:16Z)",
+                    (int)vlen, val);
+            if (!ok)
                 BAD("postpone_until: '%.*s' is not an RFC 3339 time (like 2030-01-02T03:04:05Z)",
                     (int)vlen, val != NULL ? val : "");
         } else if (KEY("times")) {
@@ -455,9 +471,11 @@ static int retry_handle(void *state, jet_msg *m)
     case F_POSTPONE_UNTIL: {
         int64_t now = host->ctx_now_ns(st->ctx);
         if (now < f->until_ns) {
-            int64_t left = f->until_ns - now;
+            /* The difference of two int64_t can exceed INT64_MAX (a clock
+             * before 1970, a time far ahead); as uint64_t it is exact. */
+            uint64_t left = (uint64_t)f->until_ns - (uint64_t)now;
             verdict = JET_POSTPONE;
-            delay_ms = (uint64_t)((left + NS_PER_MS - 1) / NS_PER_MS);
+            delay_ms = left / NS_PER_MS + (left % NS_PER_MS != 0);
             if (f->has_postpone && f->postpone_ms < delay_ms)
                 delay_ms = f->postpone_ms;
             set_reason(m, f, "fault injection: postpone_until");
