@@ -174,7 +174,7 @@ static void problem(JetAdvisory *a, const char *text)
 }
 
 /* The stream that captures the binding's advisory subject, asked of the
- * server ($JS.API.STREAM.NAMES with a subject filter): an operator's stream
+ * server (<API prefix>.STREAM.NAMES with a subject filter): an operator's stream
  * of any name is found as well as jethost's own.  NULL with *error unset:
  * none does. */
 static char *find_stream(JetAdvisory *a, GError **error)
@@ -187,8 +187,8 @@ static char *find_stream(JetAdvisory *a, GError **error)
     g_autoptr(JsonNode) req = json_builder_get_root(jb);
     g_autofree char *body = json_to_string(req, FALSE);
     natsMsg *reply = NULL;
-    natsStatus s = natsConnection_Request(&reply, jet_conn_nats(a->conn), "$JS.API.STREAM.NAMES", body,
-                                          (int)strlen(body), REQUEST_MS);
+    g_autofree char *api = g_strdup_printf("%s.STREAM.NAMES", jet_conn_api_prefix(a->conn));
+    natsStatus s = natsConnection_Request(&reply, jet_conn_nats(a->conn), api, body, (int)strlen(body), REQUEST_MS);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "listing the streams that capture %s: %s", a->subject, why);

@@ -1,6 +1,8 @@
 #include "conn.h"
+#include "embedded.h"
 #include "errors.h"
 #include "log.h"
+#include "nkey.h"
 
 #include <string.h>
 
@@ -9,6 +11,7 @@
 struct JetConn {
     natsConnection *nc;
     jsCtx *js;
+    char *api_prefix;    /* "$JS.API", or the domain's or the configured one */
     gint generation;     /* atomic */
     gint connected;      /* atomic */
     GMutex lock;
@@ -19,6 +22,53 @@ struct JetConn {
     GCond closed_cond;
     gboolean closed;
 };
+
+/* natsConnection -> its API prefix, for code that holds only the nats.c
+ * connection (stored-message reads are shared with tests that connect with
+ * plain nats.c). */
+static GMutex prefix_lock;
+static GHashTable *prefix_of_nc;
+
+static void prefix_register(natsConnection *nc, const char *prefix)
+{
+    g_mutex_lock(&prefix_lock);
+    if (prefix_of_nc == NULL)
+        prefix_of_nc = g_hash_table_new(g_direct_hash, g_direct_equal);
+    g_hash_table_insert(prefix_of_nc, nc, (gpointer)prefix);
+    g_mutex_unlock(&prefix_lock);
+}
+
+static void prefix_forget(natsConnection *nc)
+{
+    g_mutex_lock(&prefix_lock);
+    if (prefix_of_nc != NULL)
+        g_hash_table_remove(prefix_of_nc, nc);
+    g_mutex_unlock(&prefix_lock);
+}
+
+char *jet_conn_api_prefix_for(const JetHostConfig *h)
+{
+    if (h != NULL && h->js_api_prefix != NULL)
+        return g_strdup(h->js_api_prefix);
+    if (h != NULL && h->js_domain != NULL)
+        return g_strdup_printf("$JS.%s.API", h->js_domain);
+    return g_strdup(JET_JS_DEFAULT_API_PREFIX);
+}
+
+const char *jet_conn_api_prefix(const JetConn *c)
+{
+    return c->api_prefix;
+}
+
+const char *jet_conn_nats_api_prefix(natsConnection *nc)
+{
+    const char *p = NULL;
+    g_mutex_lock(&prefix_lock);
+    if (prefix_of_nc != NULL)
+        p = g_hash_table_lookup(prefix_of_nc, nc);
+    g_mutex_unlock(&prefix_lock);
+    return p != NULL ? p : JET_JS_DEFAULT_API_PREFIX;
+}
 
 static void on_closed(natsConnection *nc, void *closure)
 {
@@ -94,8 +144,12 @@ static gboolean apply_credentials(natsOptions *o, const JetHostConfig *h, GError
     } else if (h->nkey_seed_file != NULL) {
         if (!jet_secret_file_check(h->nkey_seed_file, error))
             return FALSE;
-        /* The public key is derived by nats.c from the seed file. */
-        s = natsOptions_SetNKeyFromSeed(o, NULL, h->nkey_seed_file);
+        /* nats.c takes a NULL public key as "no NKey auth": it signs with
+         * the file but needs the public key from us (nkey.h). */
+        g_autofree char *pub = NULL;
+        if (!jet_nkey_user_public_from_file(h->nkey_seed_file, &pub, error))
+            return FALSE;
+        s = natsOptions_SetNKeyFromSeed(o, pub, h->nkey_seed_file);
     }
     if (s == NATS_OK && h->user != NULL) {
         g_autofree char *password = NULL;
@@ -128,6 +182,23 @@ static gboolean apply_credentials(natsOptions *o, const JetHostConfig *h, GError
         return FALSE;
     }
     return TRUE;
+}
+
+/* A server that verifies client certificates drops a TLS client without one
+ * in the handshake, which nats.c reports as a bare protocol or I/O error:
+ * say what is likely missing. */
+static const char *tls_hint(const char *const *urls, const JetHostConfig *h, natsStatus s)
+{
+    if (h != NULL && h->tls_cert != NULL)
+        return "";
+    if (s != NATS_PROTOCOL_ERROR && s != NATS_SSL_ERROR && s != NATS_IO_ERROR && s != NATS_CONNECTION_CLOSED)
+        return "";
+    gboolean tls = h != NULL && h->tls_ca != NULL;
+    for (const char *const *u = urls; *u != NULL && !tls; u++)
+        tls = g_str_has_prefix(*u, "tls://");
+    return tls ? "; if the server verifies clients (tls verify), it needs a client certificate: "
+                 "set tls_cert and tls_key"
+               : "";
 }
 
 JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint attempts,
@@ -183,12 +254,15 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
         s = natsConnection_Connect(&c->nc, o);
         if (s == NATS_OK)
             break;
-        g_autofree char *why = jet_nats_error(s);
+        g_autofree char *text = jet_nats_error(s);
+        g_autofree char *why = g_strconcat(text, tls_hint(urls, host, s), NULL);
         jet_log(i < attempts ? JET_LOG_WARNING : JET_LOG_ERROR, NULL, "connect",
-                "connect attempt %u of %u to %s failed: %s", i, attempts, urls[0], why);
+                "connect attempt %u of %u to %s%s failed: %s", i, attempts, urls[0],
+                n > 1 ? " (and the other servers)" : "", why);
         if (i == attempts) {
+            g_autofree char *all = g_strjoinv(", ", (char **)urls);
             g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "cannot connect to %s after %u attempts: %s",
-                        urls[0], attempts, why);
+                        all, attempts, why);
             natsOptions_Destroy(o);
             jet_conn_close(c);
             return NULL;
@@ -198,7 +272,12 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
     }
     natsOptions_Destroy(o);
     g_atomic_int_set(&c->connected, 1);
-    s = natsConnection_JetStream(&c->js, c->nc, NULL);
+    c->api_prefix = jet_conn_api_prefix_for(host);
+    prefix_register(c->nc, c->api_prefix);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Prefix = c->api_prefix;
+    s = natsConnection_JetStream(&c->js, c->nc, &jo);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "JetStream context: %s", why);
@@ -206,6 +285,29 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
         return NULL;
     }
     return c;
+}
+
+JetConn *jet_conn_open_config(const JetConfig *cfg, const char *server, GError **error)
+{
+    g_auto(GStrv) urls = NULL;
+    if (server != NULL) {
+        urls = g_new0(char *, 2);
+        urls[0] = g_strdup(server);
+    } else if (cfg != NULL && cfg->host.embedded) {
+        char *url = jet_embedded_read_url(cfg->host.state_dir, error);
+        if (url == NULL)
+            return NULL;
+        urls = g_new0(char *, 2);
+        urls[0] = url;
+    } else if (cfg != NULL) {
+        urls = g_strdupv(cfg->host.urls);
+    } else {
+        const char *env = g_getenv("NATS_URL");
+        urls = g_new0(char *, 2);
+        urls[0] = g_strdup(env != NULL ? env : "nats://127.0.0.1:4222");
+    }
+    return jet_conn_open((const char *const *)urls, cfg != NULL ? &cfg->host : NULL,
+                         cfg != NULL ? cfg->host.connect_attempts : 3, error);
 }
 
 void jet_conn_close(JetConn *c)
@@ -223,8 +325,10 @@ void jet_conn_close(JetConn *c)
             if (!g_cond_wait_until(&c->closed_cond, &c->lock, deadline))
                 break;
         g_mutex_unlock(&c->lock);
+        prefix_forget(c->nc);
         natsConnection_Destroy(c->nc);
     }
+    g_free(c->api_prefix);
     g_cond_clear(&c->closed_cond);
     g_mutex_clear(&c->lock);
     g_free(c);

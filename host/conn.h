@@ -14,6 +14,12 @@ typedef struct JetConn JetConn;
  * NULL).  attempts: first-connect attempts, 100 ms apart, doubling to 5 s. */
 JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint attempts,
                        GError **error);
+/* Connects as `jethost run` does with cfg: all its URLs (or the running
+ * embedded server's), its credentials, TLS, API prefix and connect_attempts.
+ * server, when given, replaces only the URLs.  cfg NULL: server, $NATS_URL
+ * or nats://127.0.0.1:4222, without credentials.  For the commands that
+ * talk to the server for an operator (pub, dlq). */
+JetConn *jet_conn_open_config(const JetConfig *cfg, const char *server, GError **error);
 void jet_conn_close(JetConn *c);
 
 natsConnection *jet_conn_nats(JetConn *c);
@@ -26,6 +32,17 @@ gboolean jet_conn_is_connected(JetConn *c);
 
 /* Registers a function called (on nats.c's thread) after each reconnect. */
 void jet_conn_on_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data);
+
+/* The JetStream API prefix, without a final dot: "$JS.API", "$JS.<domain>.API"
+ * for [host] js_domain, or js_api_prefix (docs/configuration.md, "JetStream
+ * domains").  Every request to the JetStream API is made under it: the
+ * connection's jsCtx and every hand-built "<prefix>.STREAM..." subject. */
+#define JET_JS_DEFAULT_API_PREFIX "$JS.API"
+char *jet_conn_api_prefix_for(const JetHostConfig *host);   /* host may be NULL */
+const char *jet_conn_api_prefix(const JetConn *c);
+/* The prefix of the JetConn that owns nc; the default for a connection
+ * that no JetConn made. */
+const char *jet_conn_nats_api_prefix(natsConnection *nc);
 
 /* Turns a natsStatus and the library's last error text into a message. */
 char *jet_nats_error(natsStatus s);

@@ -8,7 +8,6 @@
 #include "cli.h"
 #include "config.h"
 #include "conn.h"
-#include "embedded.h"
 #include "errors.h"
 #include "hdr_block.h"
 #include "json_out.h"
@@ -252,7 +251,7 @@ typedef enum {
     TARGET_ERROR,     /* the server could not be asked: reason set */
 } TargetCheck;
 
-/* Whether some stream captures subject: $JS.API.STREAM.NAMES filtered by
+/* Whether some stream captures subject: <API prefix>.STREAM.NAMES filtered by
  * it (the server matches the stream's patterns). */
 static TargetCheck any_stream_captures(Dlq *d, const char *subject, char **reason)
 {
@@ -263,8 +262,9 @@ static TargetCheck any_stream_captures(Dlq *d, const char *subject, char **reaso
     json_builder_end_object(b);
     g_autofree char *body = jet_json_line(b);
     natsMsg *reply = NULL;
-    natsStatus s = natsConnection_Request(&reply, jet_conn_nats(d->conn), "$JS.API.STREAM.NAMES", body,
-                                          (int)strlen(body), REQUEST_TIMEOUT_MS);
+    g_autofree char *api = g_strdup_printf("%s.STREAM.NAMES", jet_conn_api_prefix(d->conn));
+    natsStatus s = natsConnection_Request(&reply, jet_conn_nats(d->conn), api, body, (int)strlen(body),
+                                          REQUEST_TIMEOUT_MS);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
         *reason = g_strdup_printf("asking which stream captures %s: %s", subject, why);
@@ -450,19 +450,6 @@ static void close_conn(JetConn *c)
     jet_conn_close(c);
 }
 
-static char *server_url(const char *server, const JetConfig *cfg, GError **error)
-{
-    if (server != NULL)
-        return g_strdup(server);
-    if (cfg != NULL) {
-        if (cfg->host.embedded)
-            return jet_embedded_read_url(cfg->host.state_dir, error);
-        return g_strdup(cfg->host.urls[0]);
-    }
-    const char *env = g_getenv("NATS_URL");
-    return g_strdup(env != NULL ? env : "nats://127.0.0.1:4222");
-}
-
 #define USAGE "usage: jethost dlq [-s URL | -c FILE [-d DIR]] [--stream NAME] [--json] " \
               "list | show SEQ | replay [--to SUBJECT] SEQ..."
 
@@ -549,13 +536,8 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
     }
     d.stream = dlq_stream;
 
-    g_autofree char *url = server_url(server, cfg, &e);
-    if (url == NULL) {
-        fprintf(err, "jethost dlq: %s\n", e->message);
-        return JET_EXIT_FAILURE;
-    }
-    const char *urls[] = { url, NULL };
-    d.conn = jet_conn_open(urls, cfg != NULL && server == NULL ? &cfg->host : NULL, 3, &e);
+    /* As `run` connects: every URL, the credentials, TLS and API prefix. */
+    d.conn = jet_conn_open_config(cfg, server, &e);
     if (d.conn == NULL) {
         fprintf(err, "jethost dlq: %s\n", e->message);
         return JET_EXIT_FAILURE;

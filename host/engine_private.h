@@ -160,7 +160,7 @@ struct JetEngine {
     JetInstance *inst;
     JetConsumerFacts facts;
     JetSettlePolicy policy;
-    char *next_subject;        /* $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer> */
+    char *next_subject;        /* <API prefix>.CONSUMER.MSG.NEXT.<stream>.<consumer> */
     Worker *workers;
     guint n_workers;
     gint stopping;             /* atomic */

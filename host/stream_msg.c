@@ -1,4 +1,4 @@
-/* $JS.API.STREAM.MSG.GET with the stored bytes kept: stream_msg.h. */
+/* <API prefix>.STREAM.MSG.GET with the stored bytes kept: stream_msg.h. */
 #include "stream_msg.h"
 
 #include "conn.h"
@@ -54,7 +54,7 @@ JetStoredStatus jet_stream_msg_get(natsConnection *nc, const char *stream, guint
 {
     g_return_val_if_fail(nc != NULL && stream != NULL && out != NULL, JET_STORED_ERROR);
     *out = NULL;
-    g_autofree char *subject = g_strdup_printf("$JS.API.STREAM.MSG.GET.%s", stream);
+    g_autofree char *subject = g_strdup_printf("%s.STREAM.MSG.GET.%s", jet_conn_nats_api_prefix(nc), stream);
     g_autofree char *body = g_strdup_printf("{\"seq\":%" G_GUINT64_FORMAT "}", seq);
     natsMsg *reply = NULL;
     natsStatus s = natsConnection_Request(&reply, nc, subject, body, (int)strlen(body),

@@ -1,4 +1,4 @@
-/* One stored message read by stream sequence ($JS.API.STREAM.MSG.GET), with
+/* One stored message read by stream sequence (<API prefix>.STREAM.MSG.GET, conn.h), with
  * its header block as the server stored it (the reply carries it base64
  * encoded).  nats.c's js_GetMsg would parse that block by its own rules;
  * this keeps the bytes.  Used to verify a duplicate capture, by `jethost

@@ -99,6 +99,7 @@ struct JetTestServer {
     GSubprocess *proc;
     gboolean running;
     char **extra;     /* more arguments, kept for restarts */
+    char *api;        /* the JetStream API prefix the readiness check asks */
 };
 
 static void die_with_parent(gpointer data)
@@ -119,7 +120,7 @@ static char *read_ports_url(const char *dir, GPid pid)
     return jet_nats_ports_url(dir, id);
 }
 
-static gboolean server_answers(const char *url)
+static gboolean server_answers(const char *url, const char *api)
 {
     natsConnection *nc = NULL;
     natsOptions *o = NULL;
@@ -129,15 +130,17 @@ static gboolean server_answers(const char *url)
     natsOptions_SetAllowReconnect(o, false);
     natsStatus s = natsConnection_Connect(&nc, o);
     natsOptions_Destroy(o);
-    /* A server that requires credentials answers by refusing ours: it is up. */
-    if (s == NATS_CONNECTION_AUTH_FAILED ||
+    /* A server that requires credentials (or TLS) answers by refusing ours:
+     * it is up. */
+    if (s == NATS_CONNECTION_AUTH_FAILED || s == NATS_SECURE_CONNECTION_REQUIRED || s == NATS_SSL_ERROR ||
         (s != NATS_OK && g_strrstr(nats_GetLastError(NULL) != NULL ? nats_GetLastError(NULL) : "", "uthorization")))
         return TRUE;
     if (s != NATS_OK)
         return FALSE;
-    /* JetStream answers too: $JS.API.INFO. */
+    /* JetStream answers too: $JS.API.INFO (or the domain's). */
     natsMsg *reply = NULL;
-    s = natsConnection_RequestString(&reply, nc, "$JS.API.INFO", "", 1000);
+    g_autofree char *info = g_strdup_printf("%s.INFO", api != NULL ? api : "$JS.API");
+    s = natsConnection_RequestString(&reply, nc, info, "", 1000);
     natsMsg_Destroy(reply);
     natsConnection_Destroy(nc);
     return s == NATS_OK;
@@ -176,7 +179,7 @@ static void server_spawn(JetTestServer *s)
     while (g_get_monotonic_time() < deadline) {
         if (s->url == NULL)
             s->url = read_ports_url(s->dir, pid);
-        if (s->url != NULL && server_answers(s->url)) {
+        if (s->url != NULL && server_answers(s->url, s->api)) {
             s->running = TRUE;
             if (s->port <= 0) {
                 const char *colon = strrchr(s->url, ':');
@@ -193,8 +196,14 @@ static void server_spawn(JetTestServer *s)
 
 JetTestServer *jet_test_server_start_args(const char *const *extra)
 {
+    return jet_test_server_start_api(extra, NULL);
+}
+
+JetTestServer *jet_test_server_start_api(const char *const *extra, const char *api_prefix)
+{
     JetTestServer *s = g_new0(JetTestServer, 1);
     s->extra = g_strdupv((char **)extra);
+    s->api = g_strdup(api_prefix);
     GError *err = NULL;
     s->dir = g_dir_make_tmp("jethost-nats-XXXXXX", &err);
     g_assert_no_error(err);
@@ -284,6 +293,7 @@ void jet_test_server_free(JetTestServer *s)
     g_free(s->dir);
     g_free(s->url);
     g_strfreev(s->extra);
+    g_free(s->api);
     g_free(s);
 }
 

@@ -33,6 +33,10 @@ JetTestServer *jet_test_server_start(void);
  * { "-c", conf } with a config file setting max_payload (nats-server has no
  * flag for it; its flags still win over the file). */
 JetTestServer *jet_test_server_start_args(const char *const *extra);
+/* The same for a server whose JetStream answers under another API prefix
+ * (a domain's "$JS.<domain>.API"; NULL: "$JS.API"): the readiness check
+ * asks it there. */
+JetTestServer *jet_test_server_start_api(const char *const *extra, const char *api_prefix);
 const char *jet_test_server_url(const JetTestServer *s);
 int jet_test_server_port(const JetTestServer *s);
 GPid jet_test_server_pid(const JetTestServer *s);
