@@ -63,6 +63,7 @@ typedef struct {
     guint64 suspects;          /* deliveries handled alone (crash attribution) */
     guint64 strikes;           /* suspects that found the isolation marker set */
     guint64 poison;            /* captured as poison without running the handler */
+    guint64 stale_handles;     /* plugin errors: host calls on a jet_msg whose handle() had returned, refused */
 } JetEngineStats;
 
 /* Called by a worker with each message it takes, before the handler runs

@@ -184,7 +184,7 @@ void jet_instance_set_stopping(JetInstance *inst)
 
 int jet_instance_handle(JetInstance *inst, jet_msg *m)
 {
-    jet_guard_enter(inst->binding, inst->desc->name, m->stream_seq, &inst->fork_noted);
+    jet_guard_enter(inst->binding, inst->desc->name, jet_msg_lent_seq(m), &inst->fork_noted);
     int verdict = inst->desc->handle(inst->state, m);
     /* A child the plugin forked does not come back from this. */
     jet_guard_leave();

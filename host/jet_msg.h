@@ -50,4 +50,38 @@ struct jet_msg {
 /* Resets what a plugin may set, before a handle() call. */
 void jet_msg_reset_verdict(jet_msg *m);
 
+/* --- handles the daemon lends (docs/plugin-guide.md, "The message is
+ * borrowed") ---
+ *
+ * The daemon's jet_msg lives on a worker's stack, and the next delivery
+ * reuses the very same frame: a pointer a plugin kept would read the next
+ * message, or a dead frame from another thread.  So the plugin gets a handle
+ * instead: an address in a reserved, never-mapped range naming a slot of the
+ * worker thread and the count of its lend.  Every host function checks the
+ * handle before touching anything; one whose handle() has returned (even if
+ * its slot has since been lent again) is refused without reading the
+ * message, logged once per handle, and reported to the lender's owner. */
+
+/* Who lent a handle: named in the log line, told of each refused call.
+ * Copied at the lend; stale(data, fn) runs under the handle table's lock, and
+ * the copy is dropped when the lending thread exits, so data need only live
+ * as long as the threads that lend with it. */
+typedef struct {
+    const char *binding;
+    const char *plugin;
+    void (*stale)(gpointer data, const char *fn);
+    gpointer data;
+} JetMsgOwner;
+
+/* Lends m for one handle() call on this thread: returns the handle to pass to
+ * the plugin (m itself if no handle could be made: the range could not be
+ * reserved, or every slot is taken). */
+jet_msg *jet_msg_lend(jet_msg *m, const JetMsgOwner *owner);
+/* Ends the lend: waits for host calls in progress through the handle (from
+ * a plugin's other threads), after which none reaches m. */
+void jet_msg_unlend(jet_msg *handle);
+/* The stream seq of m, or of the message behind a handle the calling thread
+ * has lent. */
+guint64 jet_msg_lent_seq(const jet_msg *m);
+
 #endif

@@ -24,9 +24,11 @@ struct JetPlugin {
 static GMutex registry_lock;
 static GHashTable *registry;   /* path -> JetPlugin*, never freed */
 
-char *jet_plugin_resolve(const char *name_or_path, const char *plugin_dir, GError **error)
+/* The absolute path the config names, as given: not canonicalised, so its
+ * symlinks can still be checked (jet_path_check_as_given). */
+static char *plugin_candidate(const char *name_or_path, const char *plugin_dir, GError **error)
 {
-    g_autofree char *candidate = NULL;
+    char *candidate = NULL;
 
     if (name_or_path == NULL || *name_or_path == '\0') {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "no plugin named");
@@ -55,7 +57,14 @@ char *jet_plugin_resolve(const char *name_or_path, const char *plugin_dir, GErro
                                     : g_strconcat(name_or_path, ".so", NULL);
         candidate = g_build_filename(plugin_dir, file, NULL);
     }
+    return candidate;
+}
 
+char *jet_plugin_resolve(const char *name_or_path, const char *plugin_dir, GError **error)
+{
+    g_autofree char *candidate = plugin_candidate(name_or_path, plugin_dir, error);
+    if (candidate == NULL)
+        return NULL;
     char *canon = realpath(candidate, NULL);
     if (canon == NULL) {
         int e = errno;
@@ -78,8 +87,8 @@ static gboolean uid_trusted(uid_t uid, const JetLoadPolicy *policy)
     return FALSE;
 }
 
-static gboolean check_one(const char *what, const char *path, const struct stat *st,
-                          const JetLoadPolicy *policy, GError **error)
+gboolean jet_path_check_stat(const char *what, const char *path, const struct stat *st,
+                             const JetLoadPolicy *policy, GError **error)
 {
     if (!uid_trusted(st->st_uid, policy)) {
         g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION,
@@ -87,6 +96,13 @@ static gboolean check_one(const char *what, const char *path, const struct stat 
                     what, path, (unsigned)st->st_uid);
         return FALSE;
     }
+    /* A symlink's own mode is always 0777 and means nothing: who may re-point
+     * it is its owner and whoever may write its directory, checked apart. */
+    if (S_ISLNK(st->st_mode))
+        return TRUE;
+    /* The sticky bit protects the entries of a directory, never a file's
+     * own bytes: a group- or world-writable file is refused whatever its
+     * other bits. */
     gboolean is_dir = S_ISDIR(st->st_mode);
     if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(is_dir && (st->st_mode & S_ISVTX))) {
         g_set_error(error, JET_ERROR, JET_ERROR_PERMISSION,
@@ -109,7 +125,7 @@ gboolean jet_path_check_trusted(const char *path, const JetLoadPolicy *policy, G
         g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s is not a regular file", path);
         return FALSE;
     }
-    if (!check_one("file", path, &st, policy, error))
+    if (!jet_path_check_stat("file", path, &st, policy, error))
         return FALSE;
 
     g_autofree char *dir = g_path_get_dirname(path);
@@ -118,7 +134,7 @@ gboolean jet_path_check_trusted(const char *path, const JetLoadPolicy *policy, G
             g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s: %s", dir, g_strerror(errno));
             return FALSE;
         }
-        if (!check_one("directory", dir, &st, policy, error))
+        if (!jet_path_check_stat("directory", dir, &st, policy, error))
             return FALSE;
         if (strcmp(dir, "/") == 0)
             break;
@@ -127,6 +143,95 @@ gboolean jet_path_check_trusted(const char *path, const JetLoadPolicy *policy, G
         dir = up;
     }
     return TRUE;
+}
+
+/* Symlinks followed on one path before giving up, as the kernel's ELOOP. */
+#define JET_PATH_MAX_LINKS 40
+
+static gboolean lstat_or_fail(const char *path, struct stat *st, GError **error)
+{
+    if (lstat(path, st) == 0)
+        return TRUE;
+    g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s: %s", path, g_strerror(errno));
+    return FALSE;
+}
+
+/* Walks path component by component the way the kernel resolves it, checking
+ * each directory and symlink met on the way; a symlink restarts the walk on
+ * its target with the rest of the path appended, so the target's directories
+ * are checked as well.  "..", met only after real directories, is lexical. */
+static gboolean check_walk(const char *path, const JetLoadPolicy *policy, guint links, GError **error)
+{
+    if (!g_path_is_absolute(path)) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s is not an absolute path", path);
+        return FALSE;
+    }
+    g_auto(GStrv) parts = g_strsplit(path, "/", -1);
+    guint n = g_strv_length(parts);
+    g_autofree char *cur = g_strdup("/");
+    struct stat st;
+    if (!lstat_or_fail(cur, &st, error) || !jet_path_check_stat("directory", cur, &st, policy, error))
+        return FALSE;
+    /* The last non-empty component is the file. */
+    guint last = n;
+    for (guint i = 0; i < n; i++)
+        if (parts[i][0] != '\0' && strcmp(parts[i], ".") != 0)
+            last = i;
+    for (guint i = 0; i < n; i++) {
+        const char *c = parts[i];
+        if (c[0] == '\0' || strcmp(c, ".") == 0)
+            continue;
+        if (strcmp(c, "..") == 0) {
+            char *up = g_path_get_dirname(cur);
+            g_free(cur);
+            cur = up;
+            continue;
+        }
+        g_autofree char *next = g_build_filename(cur, c, NULL);
+        if (!lstat_or_fail(next, &st, error))
+            return FALSE;
+        if (S_ISLNK(st.st_mode)) {
+            /* Its directory (cur) was checked; its owner may re-point it. */
+            if (!jet_path_check_stat("symlink", next, &st, policy, error))
+                return FALSE;
+            if (++links > JET_PATH_MAX_LINKS) {
+                g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s: too many levels of symbolic links", path);
+                return FALSE;
+            }
+            g_autofree char *target = g_file_read_link(next, NULL);
+            if (target == NULL) {
+                g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s: cannot read the link", next);
+                return FALSE;
+            }
+            g_autofree char *rest = g_strjoinv("/", parts + i + 1);
+            g_autofree char *base = g_path_is_absolute(target) ? g_strdup(target)
+                                                                : g_build_filename(cur, target, NULL);
+            g_autofree char *again = *rest != '\0' ? g_build_filename(base, rest, NULL) : g_strdup(base);
+            return check_walk(again, policy, links, error);
+        }
+        if (i == last) {
+            if (!S_ISREG(st.st_mode)) {
+                g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s is not a regular file", next);
+                return FALSE;
+            }
+            return jet_path_check_stat("file", next, &st, policy, error);
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s is not a directory", next);
+            return FALSE;
+        }
+        if (!jet_path_check_stat("directory", next, &st, policy, error))
+            return FALSE;
+        g_free(cur);
+        cur = g_steal_pointer(&next);
+    }
+    g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "%s names no file", path);
+    return FALSE;
+}
+
+gboolean jet_path_check_as_given(const char *path, const JetLoadPolicy *policy, GError **error)
+{
+    return check_walk(path, policy, 0, error);
 }
 
 /* Finds the device and inode of the file mapped at addr, from /proc/self/maps:
@@ -464,9 +569,21 @@ static JetPlugin *load_checked(const char *path, const JetLoadPolicy *policy, GE
 JetPlugin *jet_plugin_load(const char *name_or_path, const char *plugin_dir,
                            const JetLoadPolicy *policy, GError **error)
 {
+    g_autofree char *given = plugin_candidate(name_or_path, plugin_dir, error);
+    if (given == NULL)
+        return NULL;
     g_autofree char *path = jet_plugin_resolve(name_or_path, plugin_dir, error);
     if (path == NULL)
         return NULL;
+    /* The path as the config gives it, before anything is loaded: a symlink
+     * or a directory on it that others may change would let them choose
+     * which library's constructors run (docs/loader.md).  Checked on every
+     * load, a plugin already resident included. */
+    g_autoptr(GError) local = NULL;
+    if (!jet_path_check_as_given(given, policy, &local)) {
+        g_set_error(error, JET_ERROR, local->code, "plugin %s: refused: %s", given, local->message);
+        return NULL;
+    }
 
     g_mutex_lock(&registry_lock);
     if (registry == NULL)
@@ -476,10 +593,8 @@ JetPlugin *jet_plugin_load(const char *name_or_path, const char *plugin_dir,
         p = load_checked(path, policy, error);
         if (p != NULL)
             g_hash_table_insert(registry, p->path, p);
-    } else if (!jet_path_check_trusted(path, policy, NULL)) {
+    } else if (!jet_path_check_trusted(path, policy, &local)) {
         /* Loaded earlier, but the file's safety changed since: say so. */
-        g_autoptr(GError) local = NULL;
-        jet_path_check_trusted(path, policy, &local);
         g_set_error(error, JET_ERROR, local->code, "plugin %s: refused: %s", path, local->message);
         p = NULL;
     }

@@ -11,6 +11,7 @@
 
 #include <glib.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <jethost/plugin.h>
 
 typedef struct JetPlugin JetPlugin;
@@ -39,6 +40,18 @@ JetPlugin *jet_plugin_load(const char *name_or_path, const char *plugin_dir,
 
 /* Checks that path and every directory above it are safe to trust. */
 gboolean jet_path_check_trusted(const char *path, const JetLoadPolicy *policy, GError **error);
+
+/* Checks an absolute path as given, before it is canonicalised: every
+ * directory on it from /, every symlink met (its owner; its directory is on
+ * the path) and, through each symlink, every directory of its target, and
+ * the regular file at the end. */
+gboolean jet_path_check_as_given(const char *path, const JetLoadPolicy *policy, GError **error);
+
+/* The rule for one file, directory or symlink (what: which, for the
+ * message): a trusted owner (policy, or root and the effective user), and
+ * not writable by group or others, except a sticky directory. */
+gboolean jet_path_check_stat(const char *what, const char *path, const struct stat *st,
+                             const JetLoadPolicy *policy, GError **error);
 
 /* The plugin's descriptor, normalised to this host's struct size (members the
  * plugin's ABI predates read as zero).  Valid while the process runs. */

@@ -439,6 +439,193 @@ static void test_dir_writable_and_sticky(void)
     g_assert_cmpint(chmod(dir, 0700), ==, 0);
 }
 
+/* A fresh directory in the private one, with the given mode. */
+static char *make_dir(const char *parent, const char *name, mode_t mode)
+{
+    char *dir = g_build_filename(parent != NULL ? parent : jet_test_private_dir(), name, NULL);
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_assert_cmpint(chmod(dir, mode), ==, 0);
+    return dir;
+}
+
+/* Moves a fresh copy of the built plugin into dir as file; returns its path. */
+static char *plugin_in(const char *dir, const char *plugin, const char *file)
+{
+    g_autofree char *src = jet_test_plugin_copy(plugin);
+    char *path = g_build_filename(dir, file, NULL);
+    g_assert_cmpint(rename(src, path), ==, 0);
+    return path;
+}
+
+static char *ctor_mark(void)
+{
+    char *mark = g_build_filename(jet_test_private_dir(), "ctor-ran", NULL);
+    g_unlink(mark);
+    g_assert_true(g_setenv("JET_FX_CTOR_MARK", mark, TRUE));
+    return mark;
+}
+
+/* A symlink in a world-writable, non-sticky directory: anyone may re-point
+ * it, so it is refused though its target is safe, and refused before
+ * dlopen(): the library's constructor never runs. */
+static void test_symlink_in_open_dir(void)
+{
+    g_autofree char *mark = ctor_mark();
+    g_autofree char *good = make_dir(NULL, "safe", 0700);
+    g_autofree char *open = make_dir(NULL, "open", 0777);
+    g_autofree char *target = plugin_in(good, "fx_ctor", "fx.so");
+
+    g_autofree char *link = g_build_filename(open, "p.so", NULL);
+    g_assert_cmpint(symlink(target, link), ==, 0);
+    assert_refused(link, &policy, "writable by others");
+    assert_refused(link, &policy, open);
+    /* A relative link is checked the same way. */
+    g_autofree char *rel = g_build_filename(open, "rel.so", NULL);
+    g_assert_cmpint(symlink("../safe/fx.so", rel), ==, 0);
+    assert_refused(rel, &policy, open);
+    /* A symlinked directory in it, named as a path or as plugin_dir. */
+    g_autofree char *dlink = g_build_filename(open, "dir", NULL);
+    g_assert_cmpint(symlink(good, dlink), ==, 0);
+    g_autofree char *via = g_build_filename(dlink, "fx.so", NULL);
+    assert_refused(via, &policy, open);
+    g_autoptr(GError) err = NULL;
+    g_assert_null(jet_plugin_load("fx", dlink, &policy, &err));
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err->message, "writable by others"));
+    g_clear_error(&err);
+    g_assert_false(g_file_test(mark, G_FILE_TEST_EXISTS));
+
+    /* Once the directory is closed, the same link loads, and the
+     * constructor shows that it would have run. */
+    g_assert_cmpint(chmod(open, 0755), ==, 0);
+    JetPlugin *p = jet_plugin_load(link, NULL, &policy, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(p);
+    g_assert_cmpstr(jet_plugin_path(p), ==, target);
+    g_assert_true(g_file_test(mark, G_FILE_TEST_EXISTS));
+    /* Resident now; a path through an open directory is still refused. */
+    g_assert_cmpint(chmod(open, 0777), ==, 0);
+    assert_refused(link, &policy, open);
+    g_unsetenv("JET_FX_CTOR_MARK");
+}
+
+/* The link is safe where it lies, its target's directory is not. */
+static void test_symlink_to_open_dir(void)
+{
+    g_autofree char *good = make_dir(NULL, "safe2", 0700);
+    g_autofree char *open = make_dir(NULL, "open2", 0700);
+    g_autofree char *target = plugin_in(open, "fx_ok", "fx.so");
+    g_assert_cmpint(chmod(open, 0777), ==, 0);
+    g_autofree char *link = g_build_filename(good, "p.so", NULL);
+    g_assert_cmpint(symlink(target, link), ==, 0);
+    assert_refused(link, &policy, open);
+}
+
+/* In a sticky directory (like /tmp) a symlink is as safe as its owner. */
+static void test_symlink_owner_in_sticky_dir(void)
+{
+    g_autofree char *good = make_dir(NULL, "safe3", 0700);
+    g_autofree char *sticky = make_dir(NULL, "sticky", 01777);
+    g_autofree char *target = plugin_in(good, "fx_ok", "fx.so");
+    g_autofree char *mine = g_build_filename(sticky, "mine.so", NULL);
+    g_assert_cmpint(symlink(target, mine), ==, 0);
+    g_autoptr(GError) err = NULL;
+    g_assert_nonnull(jet_plugin_load(mine, NULL, &policy, &err));
+    g_assert_no_error(err);
+    if (geteuid() != 0) {
+        g_test_skip("a symlink owned by another user needs root to make");
+        return;
+    }
+    g_autofree char *theirs = g_build_filename(sticky, "theirs.so", NULL);
+    g_assert_cmpint(symlink(target, theirs), ==, 0);
+    g_assert_cmpint(lchown(theirs, 65534, 65534), ==, 0);
+    assert_refused(theirs, &policy, "symlink");
+    assert_refused(theirs, &policy, "is owned by uid 65534");
+}
+
+/* A private directory inside a world-writable one: whoever may write the
+ * parent may rename the private directory away and put their own there. */
+static void test_dir_above_open(void)
+{
+    g_autofree char *mark = ctor_mark();
+    g_autofree char *top = make_dir(NULL, "top", 0700);
+    g_autofree char *inner = make_dir(top, "inner", 0700);
+    g_autofree char *path = plugin_in(inner, "fx_ctor", "fx.so");
+    g_assert_cmpint(chmod(top, 0777), ==, 0);
+    assert_refused(path, &policy, "writable by others");
+    assert_refused(path, &policy, top);
+    g_assert_false(g_file_test(mark, G_FILE_TEST_EXISTS));
+    g_unsetenv("JET_FX_CTOR_MARK");
+}
+
+/* The sticky bit exempts a directory, never a plugin file. */
+static void test_file_sticky_writable(void)
+{
+    g_autofree char *path = jet_test_plugin_copy("fx_ok");
+    g_assert_cmpint(chmod(path, 01666), ==, 0);
+    assert_refused(path, &policy, "writable by others (mode 1666)");
+    g_assert_cmpint(chmod(path, 01664), ==, 0);
+    assert_refused(path, &policy, "writable by its group (mode 1664)");
+    g_assert_cmpint(chmod(path, 01646), ==, 0);
+    assert_refused(path, &policy, "writable by others");
+}
+
+/* An older major is refused like a newer one, naming both versions. */
+static void test_abi_major_older(void)
+{
+    jet_plugin d = { JET_PLUGIN_HEADER, .name = "x", .handle = (int (*)(void *, jet_msg *))1,
+                     .init = (int (*)(jet_ctx *, void **, char *, size_t))1 };
+    /* Minor 0: only the major may refuse it. */
+    d.abi_major = 0;
+    d.abi_minor = 0;
+    jet_plugin out;
+    g_autoptr(GError) err = NULL;
+    g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+    g_test_message("refusal: %s", err->message);
+    g_autofree char *want = g_strdup_printf("built for plugin ABI 0.0; this host speaks %u.%u", JET_ABI_MAJOR,
+                                            JET_ABI_MINOR);
+    g_assert_nonnull(strstr(err->message, want));
+}
+
+/* The rule `jethost run` applies (no policy): root and the effective user
+ * are trusted, anyone else is not.  The decision on a stat made here, as any
+ * user; and, as root, on a real file given away. */
+static void test_default_owner_rule(void)
+{
+    uid_t other = geteuid() == 65534 ? 65533 : 65534;
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    st.st_mode = S_IFREG | 0644;
+    g_autoptr(GError) err = NULL;
+    st.st_uid = 0;
+    g_assert_true(jet_path_check_stat("file", "/x.so", &st, NULL, &err));
+    st.st_uid = geteuid();
+    g_assert_true(jet_path_check_stat("file", "/x.so", &st, NULL, &err));
+    g_assert_no_error(err);
+    st.st_uid = other;
+    g_assert_false(jet_path_check_stat("file", "/x.so", &st, NULL, &err));
+    g_autofree char *want = g_strdup_printf("file /x.so is owned by uid %u", (unsigned)other);
+    g_assert_nonnull(strstr(err->message, want));
+    g_clear_error(&err);
+    st.st_mode = S_IFDIR | 0755;
+    g_assert_false(jet_path_check_stat("directory", "/d", &st, NULL, &err));
+    g_clear_error(&err);
+
+    if (geteuid() != 0) {
+        g_test_message("giving a file away needs root: the rule was checked on a stat only");
+        return;
+    }
+    g_autofree char *path = jet_test_plugin_copy("fx_ok");
+    g_assert_cmpint(chown(path, other, other), ==, 0);
+    g_autofree char *need = g_strdup_printf("is owned by uid %u", (unsigned)other);
+    assert_refused(path, NULL, need);
+    g_autofree char *dir = make_dir(NULL, "theirs", 0755);
+    g_autofree char *inside = plugin_in(dir, "fx_ok", "fx.so");
+    g_assert_cmpint(chown(dir, other, other), ==, 0);
+    assert_refused(inside, NULL, "directory");
+    assert_refused(inside, NULL, need);
+}
+
 static void swap_file(const char *path, gpointer data)
 {
     /* Another (valid) plugin takes the checked file's place. */
@@ -502,6 +689,13 @@ int main(int argc, char **argv)
     g_test_add_func("/loader/file-writable", test_file_writable);
     g_test_add_func("/loader/dir-writable-and-sticky", test_dir_writable_and_sticky);
     g_test_add_func("/loader/swapped-after-check", test_swapped_after_check);
+    g_test_add_func("/loader/symlink-in-open-dir", test_symlink_in_open_dir);
+    g_test_add_func("/loader/symlink-to-open-dir", test_symlink_to_open_dir);
+    g_test_add_func("/loader/symlink-owner-in-sticky-dir", test_symlink_owner_in_sticky_dir);
+    g_test_add_func("/loader/dir-above-open", test_dir_above_open);
+    g_test_add_func("/loader/file-sticky-writable", test_file_sticky_writable);
+    g_test_add_func("/loader/abi-major-older", test_abi_major_older);
+    g_test_add_func("/loader/default-owner-rule", test_default_owner_rule);
     g_test_add_func("/loader/resolve", test_resolve);
     return g_test_run();
 }
