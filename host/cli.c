@@ -63,12 +63,14 @@ static int cmd_check(int argc, char **argv)
     g_autofree char *config = NULL;
     g_autofree char *dropin = NULL;
     gboolean verbose = FALSE;
+    gboolean no_plugins = FALSE;
     g_autofree char *server = NULL;
     GOptionEntry entries[] = {
         { "server", 's', 0, G_OPTION_ARG_STRING, &server, "also check against the stream and consumer on this server", "URL" },
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file", "FILE" },
         { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files", "DIR" },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "print each binding and its plugin options", NULL },
+        { "no-plugins", 0, 0, G_OPTION_ARG_NONE, &no_plugins, "do not open the plugins: check the keys and the schedules only (the report says which plugins went unchecked)", NULL },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- validate a config and load its plugins; with -s, also against a server");
@@ -79,23 +81,7 @@ static int cmd_check(int argc, char **argv)
         fprintf(stderr, "jethost check: give the config with -c FILE\n");
         return JET_EXIT_USAGE;
     }
-    return jet_daemon_check(config, dropin, verbose, server);
-}
-
-static char *pub_server_url(const char *server, const char *config, const char *dropin, GError **error)
-{
-    if (server != NULL)
-        return g_strdup(server);
-    if (config != NULL) {
-        g_autoptr(JetConfig) cfg = jet_config_load(config, dropin, error);
-        if (cfg == NULL)
-            return NULL;
-        if (cfg->host.embedded)
-            return jet_embedded_read_url(cfg->host.state_dir, error);
-        return g_strdup(cfg->host.urls[0]);
-    }
-    const char *env = g_getenv("NATS_URL");
-    return g_strdup(env != NULL ? env : "nats://127.0.0.1:4222");
+    return jet_daemon_check(config, dropin, verbose, server, no_plugins);
 }
 
 /* One --header argument: "Name: value" (as on the wire) or "Name=value",
@@ -206,13 +192,13 @@ static int cmd_pub(int argc, char **argv)
     } else {
         len = strlen(data);
     }
-    g_autofree char *url = pub_server_url(server, config, dropin, &err);
-    if (url == NULL) {
+    g_autoptr(JetConfig) cfg = NULL;
+    if (config != NULL && (cfg = jet_config_load(config, dropin, &err)) == NULL) {
         fprintf(stderr, "jethost pub: %s\n", err->message);
         return JET_EXIT_FAILURE;
     }
-    const char *urls[] = { url, NULL };
-    JetConn *conn = jet_conn_open(urls, NULL, 3, &err);
+    /* As `run` connects: every URL, the credentials, TLS and API prefix. */
+    JetConn *conn = jet_conn_open_config(cfg, server, &err);
     if (conn == NULL) {
         fprintf(stderr, "jethost pub: %s\n", err->message);
         return JET_EXIT_FAILURE;

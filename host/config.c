@@ -108,6 +108,10 @@ static const KeyDef host_keys[] = {
       "client certificate; needs `tls_key`" },
     { "tls_key", K_SECRET, NULL, NULL, FALSE, NOB, H(tls_key),
       "private key of `tls_cert`" },
+    { "js_domain", K_NAME, NULL, NULL, FALSE, NOB, H(js_domain),
+      "the JetStream domain: the API is `$JS.<domain>.API`; not with `js_api_prefix`" },
+    { "js_api_prefix", K_SUBJECT_LITERAL, NULL, NULL, FALSE, NOB, H(js_api_prefix),
+      "the JetStream API prefix (an account import's), without a final dot; not with `js_domain`" },
     { "connect_attempts", K_UINT, "5", NULL, FALSE, 1, 100, H(connect_attempts),
       "attempts of the first connection before giving up (later reconnects never give up)" },
     { "connect_timeout", K_DURATION, "2s", NULL, FALSE, 1, DURATION_MAX_MS, H(connect_timeout_ms),
@@ -179,6 +183,9 @@ static const KeyDef binding_keys[] = {
     { "max_time_to_dead_letter", K_DURATION, "0", NULL, FALSE, 0, DURATION_MAX_MS,
       B(max_time_to_dead_letter_ms),
       "a bound on the time from first delivery to dead-letter that `jethost check` enforces; 0 = none" },
+    { "accept_expiry", K_BOOL, "false", NULL, FALSE, NOB, B(accept_expiry),
+      "with `max_attempts = 0` and MaxDeliver unlimited, accept that a message that never "
+      "succeeds expires from a stream with a `max_age`, unrecorded; only with `max_attempts = 0`" },
     { "dlq_stream", K_NAME, "JETHOST_DLQ", NULL, FALSE, NOB, B(dlq_stream),
       "the dead-letter stream" },
     { "dlq_subject", K_SUBJECT_LITERAL, NULL, "jethost.dlq.<binding name>", FALSE, NOB,
@@ -706,6 +713,8 @@ static void host_clear(JetHostConfig *h)
     g_free(h->tls_cert);
     g_free(h->tls_key);
     g_free(h->ledger_bucket);
+    g_free(h->js_domain);
+    g_free(h->js_api_prefix);
     memset(h, 0, sizeof *h);
 }
 
@@ -744,6 +753,17 @@ static gboolean host_build(const Section *sec, JetHostConfig *h, GError **error)
         const char *key = h->tls_cert != NULL ? "tls_cert" : "tls_key";
         key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
                   "tls_cert and tls_key go together");
+        return FALSE;
+    }
+    if (h->js_domain != NULL && h->js_api_prefix != NULL) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "js_domain"), sec->group, "js_domain",
+                  "cannot be used with js_api_prefix (a domain is the prefix $JS.<domain>.API)");
+        return FALSE;
+    }
+    if (h->embedded && (h->js_domain != NULL || h->js_api_prefix != NULL)) {
+        const char *key = h->js_domain != NULL ? "js_domain" : "js_api_prefix";
+        key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
+                  "cannot be used with server = embedded (the embedded server answers only $JS.API)");
         return FALSE;
     }
     return TRUE;
@@ -823,6 +843,13 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
                   "max_deliver (%" G_GINT64_FORMAT ") must be more than capture_reserve (%u): "
                   "the host keeps that many deliveries back to capture a message",
                   b->max_deliver, b->capture_reserve);
+        return NULL;
+    }
+    if (b->accept_expiry && b->max_attempts != 0) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "accept_expiry"), sec->group,
+                  "accept_expiry", "true is only for max_attempts = 0 (unlimited), and "
+                  "max_attempts is %u: a finite ladder dead-letters a message before the "
+                  "stream's max_age must (the schedule check compares them)", b->max_attempts);
         return NULL;
     }
     if (b->breaker == JET_BREAKER_MODE_ENFORCE && !b->ledger) {

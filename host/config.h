@@ -35,6 +35,8 @@ typedef struct {
     /* Credentials: files are checked (not readable by group or others). */
     char *creds_file, *nkey_seed_file, *user, *password_file, *token_file;
     char *tls_ca, *tls_cert, *tls_key;
+    /* The JetStream API prefix (at most one): conn.h jet_conn_api_prefix. */
+    char *js_domain, *js_api_prefix;
     guint connect_attempts;  /* first connect: attempts before giving up */
     guint64 connect_timeout_ms;
     guint64 drain_timeout_ms;     /* how long a drain may take before unfinished work is left */
@@ -75,6 +77,7 @@ typedef struct {
     guint capture_reserve;
     guint crash_limit;
     guint64 max_time_to_dead_letter_ms;   /* a bound the schedule check enforces; 0 = none */
+    gboolean accept_expiry;  /* max_attempts 0: a never-succeeding message may expire unrecorded */
     char *dlq_stream;
     char *dlq_subject;
     gboolean ledger;         /* the attempt ledger (KV); default TRUE */

@@ -64,22 +64,22 @@ static void fill_facts(const jsConsumerInfo *ci, JetConsumerFacts *facts)
     facts->delivered_stream = ci->Delivered.Stream;
 }
 
-static gboolean check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error)
+gboolean jet_consumer_check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error)
 {
     const jsConsumerConfig *cc = ci->Config;
     if (cc->DeliverSubject != NULL && *cc->DeliverSubject) {
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
                     "binding %s: consumer %s/%s is a push consumer; jethost needs a pull consumer",
                     b->name, b->stream, b->consumer);
         return FALSE;
     }
     if (cc->AckPolicy != js_AckExplicit) {
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
                     "binding %s: consumer %s/%s does not use explicit acks", b->name, b->stream, b->consumer);
         return FALSE;
     }
     if (cc->BackOffLen > 0) {
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
                     "binding %s: consumer %s/%s has a server BackOff; jethost owns the retry ladder "
                     "and two schedulers compose wrongly (remove BackOff from the consumer)",
                     b->name, b->stream, b->consumer);
@@ -136,14 +136,14 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start
                         b->name, b->stream, b->consumer);
             return FALSE;
         }
-        gboolean ok = check_fits(b, ci, error);
+        gboolean ok = jet_consumer_check_fits(b, ci, error);
         if (ok)
             fill_facts(ci, facts);
         jsConsumerInfo_Destroy(ci);
         return ok;
     }
 
-    if (exists && !check_fits(b, ci, error)) {
+    if (exists && !jet_consumer_check_fits(b, ci, error)) {
         jsConsumerInfo_Destroy(ci);
         return FALSE;
     }
@@ -189,7 +189,9 @@ gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guin
         g_autoptr(GError) local = NULL;
         if (jet_consumer_ensure(js, b, start_seq, facts, &local))
             return TRUE;
-        if (attempts > 0 && i >= attempts) {
+        /* At start-up a consumer that does not fit is a config error, and
+         * waiting cannot fix it; recovery (attempts 0) waits for an operator. */
+        if (attempts > 0 && (i >= attempts || g_error_matches(local, JET_ERROR, JET_ERROR_INVALID))) {
             g_propagate_error(error, g_steal_pointer(&local));
             return FALSE;
         }

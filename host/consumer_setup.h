@@ -28,8 +28,14 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start
  * server could not say (it is unreachable, or timed out). */
 int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor);
 
+/* Whether an existing consumer is one jethost can use: a pull consumer with
+ * explicit acks and no server BackOff.  FALSE with JET_ERROR_INVALID (a
+ * config error, never retried) naming the binding. */
+gboolean jet_consumer_check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error);
+
 /* Retries jet_consumer_ensure with backoff from 100 ms doubling to 5 s:
- * `attempts` times (0 = until *stop becomes non-zero). */
+ * `attempts` times (0 = until *stop becomes non-zero); with attempts > 0, a
+ * consumer that does not fit (JET_ERROR_INVALID) is not retried. */
 gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
                                       guint attempts, const gint *stop, JetConsumerFacts *facts,
                                       GError **error);

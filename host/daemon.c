@@ -26,6 +26,7 @@ typedef struct {
     JetConsumerFacts facts;
     JetEngine *engine;
     JetAdvisory *advisory;     /* the MAX_DELIVERIES safety net */
+    gboolean failed;           /* refused at start-up: skipped by the later steps */
 } Binding;
 
 typedef struct {
@@ -110,13 +111,95 @@ static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetSch
     }
 }
 
+/* What the server says about a binding's consumer that no run could work
+ * with (push, not explicit acks, a BackOff): the consumer setup's own
+ * refusal, so check and run call the same things config errors. */
+static gboolean live_consumer_fits(JetConn *conn, const JetBindingConfig *b, GError **error)
+{
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) != NATS_OK)
+        return TRUE;   /* absent: managed mode creates it, bind mode says so when it runs */
+    gboolean ok = jet_consumer_check_fits(b, ci, error);
+    jsConsumerInfo_Destroy(ci);
+    return ok;
+}
+
+/* Appends "NAME (why)" to the summary of failed bindings. */
+static void failed_add(GString *failed, const char *name, const char *why)
+{
+    g_string_append_printf(failed, "%s%s (%s)", failed->len ? ", " : "", name, why);
+}
+
+/* One binding's part of the report, on stdout (docs/cli.md, "check"). */
+static gboolean check_binding(const JetConfig *cfg, const JetBindingConfig *b, JetConn *conn,
+                              gboolean verbose, gboolean no_plugins, GString *failed)
+{
+    g_autoptr(GString) why = g_string_new(NULL);
+    Binding *bd = NULL;
+    if (no_plugins) {
+        printf("binding %s: plugin %s not checked (--no-plugins): not opened, its %u option%s "
+               "not validated\n", b->name, b->plugin, g_hash_table_size(b->options),
+               g_hash_table_size(b->options) == 1 ? "" : "s");
+    } else {
+        g_autoptr(GError) local = NULL;
+        /* init() is not run: check has no side effects a plugin might have. */
+        bd = binding_prepare(cfg, b, FALSE, &local);
+        if (bd == NULL) {
+            printf("binding %s: error: %s\n", b->name, local->message);
+            g_string_append(why, "plugin");
+        }
+    }
+    if (conn != NULL) {
+        g_autoptr(GError) local = NULL;
+        if (!live_consumer_fits(conn, b, &local)) {
+            printf("binding %s: error: %s\n", b->name, local->message);
+            g_string_append_printf(why, "%sconsumer", why->len ? ", " : "");
+        }
+    }
+
+    /* The schedule, from the config alone (no server: check runs in fleet CI). */
+    JetScheduleInput in;
+    JetScheduleReport report;
+    g_autofree guint64 *backoff = NULL;
+    jet_schedule_input_from_binding(b, &in);
+    if (conn != NULL)
+        schedule_live_facts(conn, b, &in, &backoff);
+    jet_schedule_check(&in, &report);
+    if (verbose || report.n_errors > 0 || report.n_warnings > 0) {
+        g_autofree char *text = jet_schedule_report_format(&report);
+        printf("binding %s: schedule\n%s", b->name, text);
+    }
+    if (report.n_errors > 0) {
+        g_string_append_printf(why, "%sschedule:", why->len ? ", " : "");
+        for (gsize v = 0; v < report.n_violations; v++)
+            if (report.violations[v].severity == JET_SCHEDULE_ERROR)
+                g_string_append_printf(why, " %s", report.violations[v].code);
+    }
+    if (verbose && bd != NULL) {
+        const jet_plugin *d = jet_plugin_descriptor(bd->plugin);
+        printf("binding %s: plugin %s %s (%s) on %s/%s\n", b->name, d->name, d->version,
+               jet_plugin_path(bd->plugin), b->stream, b->consumer);
+        for (const jet_option *o = d->options; o != NULL && o->name != NULL; o++)
+            printf("  option.%s = %s   # %s\n", o->name,
+                   jet__ctx_option(bd->inst, o->name) != NULL ? jet__ctx_option(bd->inst, o->name) : "(unset)",
+                   o->help != NULL ? o->help : "");
+    }
+    if (bd != NULL)
+        binding_free(bd);
+    if (why->len > 0)
+        failed_add(failed, b->name, why->str);
+    return why->len == 0;
+}
+
 int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean verbose,
-                     const char *server_url)
+                     const char *server_url, gboolean no_plugins)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(JetConfig) cfg = jet_config_load(config_file, dropin_dir, &err);
     if (cfg == NULL) {
-        fprintf(stderr, "jethost: %s\n", err->message);
+        /* No bindings to report on: the reason is the report. */
+        printf("jethost: %s\n", err->message);
+        fprintf(stderr, "jethost check: %s: FAILED: %s\n", config_file, err->message);
         return JET_EXIT_CONFIG;
     }
     JetConn *conn = NULL;
@@ -128,47 +211,28 @@ int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean v
             return JET_EXIT_FAILURE;
         }
     }
-    int rc = JET_EXIT_OK;
-    for (guint i = 0; i < cfg->bindings->len; i++) {
-        const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, i);
-        g_autoptr(GError) local = NULL;
-        /* init() is not run: check has no side effects a plugin might have. */
-        Binding *bd = binding_prepare(cfg, b, FALSE, &local);
-        if (bd == NULL) {
-            fprintf(stderr, "jethost: %s\n", local->message);
-            rc = JET_EXIT_CONFIG;
-            continue;
-        }
-        /* The schedule, from the config alone (no server: check runs in fleet CI). */
-        JetScheduleInput in;
-        JetScheduleReport report;
-        g_autofree guint64 *backoff = NULL;
-        jet_schedule_input_from_binding(b, &in);
-        if (conn != NULL)
-            schedule_live_facts(conn, b, &in, &backoff);
-        jet_schedule_check(&in, &report);
-        if (verbose || report.n_errors > 0 || report.n_warnings > 0) {
-            g_autofree char *text = jet_schedule_report_format(&report);
-            FILE *out = report.n_errors > 0 ? stderr : stdout;
-            fprintf(out, "binding %s: schedule\n%s", b->name, text);
-        }
-        if (report.n_errors > 0)
-            rc = JET_EXIT_CONFIG;
-        if (verbose) {
-            const jet_plugin *d = jet_plugin_descriptor(bd->plugin);
-            printf("binding %s: plugin %s %s (%s) on %s/%s\n", b->name, d->name, d->version,
-                   jet_plugin_path(bd->plugin), b->stream, b->consumer);
-            for (const jet_option *o = d->options; o != NULL && o->name != NULL; o++)
-                printf("  option.%s = %s   # %s\n", o->name,
-                       jet__ctx_option(bd->inst, o->name) != NULL ? jet__ctx_option(bd->inst, o->name) : "(unset)",
-                       o->help != NULL ? o->help : "");
-        }
-        binding_free(bd);
-    }
+    /* One report, in config order, on stdout: the failing bindings among
+     * the others, then a summary of the failures. */
+    g_autoptr(GString) failed = g_string_new(NULL);
+    guint n_failed = 0;
+    for (guint i = 0; i < cfg->bindings->len; i++)
+        n_failed += !check_binding(cfg, g_ptr_array_index(cfg->bindings, i), conn, verbose,
+                                   no_plugins, failed);
     jet_conn_close(conn);
-    if (rc == JET_EXIT_OK)
-        printf("%s: OK (%u binding%s)\n", config_file, cfg->bindings->len, cfg->bindings->len == 1 ? "" : "s");
-    return rc;
+    guint n = cfg->bindings->len;
+    const char *unchecked = no_plugins ? "; plugins not checked (--no-plugins)" : "";
+    if (n_failed == 0) {
+        printf("%s: OK (%u binding%s)%s\n", config_file, n, n == 1 ? "" : "s", unchecked);
+        return JET_EXIT_OK;
+    }
+    g_autofree char *summary = g_strdup_printf("%s: FAILED: %u of %u binding%s: %s%s", config_file,
+                                               n_failed, n, n == 1 ? "" : "s", failed->str,
+                                               unchecked);
+    printf("%s\n", summary);
+    fflush(stdout);
+    /* The same line on stderr, for logs that keep only stderr. */
+    fprintf(stderr, "jethost check: %s\n", summary);
+    return JET_EXIT_CONFIG;
 }
 
 static gpointer drain_thread(gpointer data)
@@ -250,6 +314,61 @@ static void engine_all_hung(JetEngine *e, const char *binding, guint workers, gp
     g_idle_add(on_all_hung, h);
 }
 
+/* Bindings that cannot start: each is logged as it is found, and the host
+ * exits only after every binding has been through every step it could
+ * reach (docs/cli.md, "run"). */
+typedef struct {
+    GString *summary;          /* "NAME (why), ..." */
+    guint config;              /* bindings refused for their config (exit 3) */
+    guint runtime;             /* bindings that could not bind (exit 1) */
+} StartFailures;
+
+static void start_failed(StartFailures *f, Binding *bd, const char *name, gboolean config,
+                         const char *why, const char *message)
+{
+    jet_log(JET_LOG_ERROR, name, "failed", "%s", message);
+    if (bd != NULL)
+        bd->failed = TRUE;
+    if (config)
+        f->config++;
+    else
+        f->runtime++;
+    g_string_append_printf(f->summary, "%s%s (%s)", f->summary->len ? ", " : "", name, why);
+}
+
+/* The step a binding reached, schedule check included, with the server's
+ * facts: a configuration that cannot work is refused before it runs
+ * (docs/schedule.md). */
+static void start_schedule(Binding *bd, JetLedger *ledger, StartFailures *f)
+{
+    JetScheduleInput in;
+    JetScheduleReport report;
+    jet_schedule_input_from_binding(bd->b, &in);
+    in.has_stream = TRUE;
+    in.stream_max_age_ms = (guint64)MAX(bd->facts.stream_max_age_ms, 0);
+    in.has_consumer = TRUE;
+    in.consumer_ack_wait_ms = bd->facts.ack_wait_ms;
+    in.consumer_max_deliver = bd->facts.max_deliver;
+    in.consumer_max_ack_pending = bd->facts.max_ack_pending;
+    if (ledger != NULL && bd->b->ledger) {
+        in.has_ledger = TRUE;
+        in.ledger_max_age_ms = jet_ledger_max_age_ms(ledger);
+    }
+    jet_schedule_check(&in, &report);
+    for (guint v = 0; v < report.n_violations; v++)
+        jet_log(report.violations[v].severity == JET_SCHEDULE_ERROR ? JET_LOG_ERROR : JET_LOG_WARNING,
+                bd->b->name, "schedule", "%s: %s", report.violations[v].code, report.violations[v].message);
+    if (report.n_errors == 0)
+        return;
+    g_autoptr(GString) why = g_string_new("schedule:");
+    for (guint v = 0; v < report.n_violations; v++)
+        if (report.violations[v].severity == JET_SCHEDULE_ERROR)
+            g_string_append_printf(why, " %s", report.violations[v].code);
+    g_autofree char *msg = g_strdup_printf("binding %s: its retry schedule cannot work with this "
+                                           "stream and consumer (see above)", bd->b->name);
+    start_failed(f, bd, bd->b->name, TRUE, why->str, msg);
+}
+
 static gboolean on_signal(gpointer data)
 {
     Daemon *d = data;
@@ -297,17 +416,22 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     guint sig_term = g_unix_signal_add(SIGTERM, on_signal, &d);
     guint sig_int = g_unix_signal_add(SIGINT, on_signal, &d);
 
-    /* Every binding loads and starts, or the host exits naming it. */
+    StartFailures fails = { g_string_new(NULL), 0, 0 };
+
+    /* Every binding loads and starts, or the host exits naming every one
+     * that did not.  Plugins first: nothing reaches the server for a config
+     * that cannot run. */
     for (guint i = 0; i < d.cfg->bindings->len; i++) {
         const JetBindingConfig *b = g_ptr_array_index(d.cfg->bindings, i);
-        Binding *bd = binding_prepare(d.cfg, b, TRUE, &err);
-        if (bd == NULL) {
-            jet_log(JET_LOG_ERROR, b->name, "failed", "%s", err->message);
-            rc = JET_EXIT_CONFIG;
-            goto out;
-        }
-        g_ptr_array_add(d.bindings, bd);
+        g_autoptr(GError) local = NULL;
+        Binding *bd = binding_prepare(d.cfg, b, TRUE, &local);
+        if (bd == NULL)
+            start_failed(&fails, NULL, b->name, TRUE, "plugin", local->message);
+        else
+            g_ptr_array_add(d.bindings, bd);
     }
+    if (fails.config > 0)
+        goto refused;
 
     if (d.cfg->host.embedded) {
         embedded = jet_embedded_start(d.cfg->host.nats_server, d.cfg->host.state_dir, &err);
@@ -330,29 +454,29 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         rc = JET_EXIT_FAILURE;
         goto out;
     }
+    /* A consumer that does not fit (JET_ERROR_INVALID) is a config error,
+     * found at once; anything else was retried and is a runtime failure. */
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
-        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &err)) {
-            jet_log(JET_LOG_ERROR, bd->b->name, "failed", "%s", err->message);
-            rc = JET_EXIT_FAILURE;
-            goto out;
+        g_autoptr(GError) local = NULL;
+        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &local)) {
+            gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
+            start_failed(&fails, bd, bd->b->name, config,
+                         config ? "consumer does not fit" : "cannot bind", local->message);
         }
     }
     /* Dead-letter streams: created in managed mode; in bind mode a missing
      * one is reported, and captures keep their messages until it exists. */
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
-        if (!jet_dlq_stream_ensure(jet_conn_js(conn), bd->b, &err)) {
-            if (bd->b->manage == JET_MANAGE_CREATE) {
-                /* err names the binding and the DLQ stream already */
-                jet_log(JET_LOG_ERROR, bd->b->name, "failed", "%s", err->message);
-                rc = JET_EXIT_FAILURE;
-                goto out;
-            }
+        g_autoptr(GError) local = NULL;
+        if (bd->failed || jet_dlq_stream_ensure(jet_conn_js(conn), bd->b, &local))
+            continue;
+        if (bd->b->manage == JET_MANAGE_CREATE)   /* local names the binding and the stream */
+            start_failed(&fails, bd, bd->b->name, FALSE, "dead-letter stream", local->message);
+        else
             jet_log(JET_LOG_ERROR, bd->b->name, "dlq-missing",
-                    "%s; captures will fail and keep their messages until it exists", err->message);
-            g_clear_error(&err);
-        }
+                    "%s; captures will fail and keep their messages until it exists", local->message);
     }
 
     /* The attempt ledger, on a JetStream context of its own with a short
@@ -368,46 +492,36 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         jsOptions jo;
         jsOptions_Init(&jo);
         jo.Wait = 1000;
+        jo.Prefix = jet_conn_api_prefix(conn);
         natsConnection_JetStream(&ledger_js, jet_conn_nats(conn), &jo);
         ledger = jet_ledger_open(ledger_js, d.cfg->host.ledger_bucket, create_ledger,
                                  d.cfg->host.ledger_max_age_ms, &err);
         if (ledger == NULL) {
             jet_log(JET_LOG_ERROR, NULL, "failed", "the attempt ledger (bucket %s): %s", d.cfg->host.ledger_bucket,
                     err->message);
-            rc = JET_EXIT_FAILURE;
-            goto out;
+            if (fails.config == 0 && fails.runtime == 0) {
+                rc = JET_EXIT_FAILURE;
+                goto out;
+            }
+            goto refused;   /* still name the bindings that failed before */
         }
         jet_ledger_set_cooldown(ledger, 2000);
     }
 
-    /* The schedule with what the server says: a configuration that cannot
-     * work is refused before it runs (docs/schedule.md). */
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
-        JetScheduleInput in;
-        JetScheduleReport report;
-        jet_schedule_input_from_binding(bd->b, &in);
-        in.has_stream = TRUE;
-        in.stream_max_age_ms = (guint64)MAX(bd->facts.stream_max_age_ms, 0);
-        in.has_consumer = TRUE;
-        in.consumer_ack_wait_ms = bd->facts.ack_wait_ms;
-        in.consumer_max_deliver = bd->facts.max_deliver;
-        in.consumer_max_ack_pending = bd->facts.max_ack_pending;
-        if (ledger != NULL && bd->b->ledger) {
-            in.has_ledger = TRUE;
-            in.ledger_max_age_ms = jet_ledger_max_age_ms(ledger);
-        }
-        jet_schedule_check(&in, &report);
-        for (guint v = 0; v < report.n_violations; v++)
-            jet_log(report.violations[v].severity == JET_SCHEDULE_ERROR ? JET_LOG_ERROR : JET_LOG_WARNING,
-                    bd->b->name, "schedule", "%s: %s", report.violations[v].code, report.violations[v].message);
-        if (report.n_errors > 0) {
-            jet_log(JET_LOG_ERROR, bd->b->name, "failed",
-                    "binding %s: its retry schedule cannot work with this stream and consumer (see above)",
-                    bd->b->name);
-            rc = JET_EXIT_CONFIG;
-            goto out;
-        }
+        if (!bd->failed)
+            start_schedule(bd, ledger, &fails);
+    }
+refused:
+    if (fails.config > 0 || fails.runtime > 0) {
+        guint n = d.cfg->bindings->len, nf = fails.config + fails.runtime;
+        rc = fails.config > 0 ? JET_EXIT_CONFIG : JET_EXIT_FAILURE;
+        jet_log(JET_LOG_ERROR, NULL, "not-started",
+                "%u of %u binding%s cannot start: %s; exiting with code %d (%s)", nf, n,
+                n == 1 ? "" : "s", fails.summary->str, rc,
+                rc == JET_EXIT_CONFIG ? "a config error" : "could not bind");
+        goto out;
     }
     /* After every plugin's load and init(), before the first handle(): atexit
      * hooks run last-registered first, so ours runs before any a plugin
@@ -452,6 +566,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     }
 
 out:
+    g_string_free(fails.summary, TRUE);
     g_source_remove(sig_term);
     g_source_remove(sig_int);
     /* Engines first (they use the connection), then plugins' fini. */

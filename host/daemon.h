@@ -8,10 +8,11 @@
 /* Returns the process exit code (cli.h). */
 int jet_daemon_run(const char *config_file, const char *dropin_dir);
 
-/* `jethost check`: the config, its plugins and each binding's schedule;
- * with server_url, also against the stream and consumer as they are.  Prints the
- * problems on stderr; returns the exit code. */
+/* `jethost check`: the config, its plugins (unless no_plugins) and each
+ * binding's schedule; with server_url, also against the stream and consumer
+ * as they are.  Prints one report on stdout, in config order, ending in a
+ * summary (also on stderr when a binding failed); returns the exit code. */
 int jet_daemon_check(const char *config_file, const char *dropin_dir, gboolean verbose,
-                     const char *server_url);
+                     const char *server_url, gboolean no_plugins);
 
 #endif

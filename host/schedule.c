@@ -25,6 +25,7 @@ void jet_schedule_input_from_binding(const JetBindingConfig *b, JetScheduleInput
     in->rungs_ms = b->rungs_ms;
     in->n_rungs = b->n_rungs;
     in->max_attempts = b->max_attempts;
+    in->accept_expiry = b->accept_expiry;
     in->postpone_horizon_ms = b->postpone_horizon_ms;
     in->max_postpone_delay_ms = b->max_postpone_delay_ms;
     in->ack_wait_ms = b->ack_wait_ms;
@@ -115,13 +116,13 @@ static void add(JetScheduleReport *out, JetScheduleSeverity sev, const char *cod
         out->n_warnings++;
 }
 
-/* The ladder: attempts 1..max_attempts have max_attempts - 1 waits between
- * them; the wait after failure k is rungs[min(k - 1, n - 1)] (settle.h rule
- * 7), so the listed rungs are served first and the last one repeats for the
- * rest.  Closed form, so max_attempts = G_MAXUINT costs nothing. */
+/* The ladder: attempts 1..A have A - 1 waits between them; the wait after
+ * failure k is rungs[min(k - 1, n - 1)] (settle.h rule 7), so the listed
+ * rungs are served first and the last one repeats for the rest.  Closed
+ * form, so A = G_MAXUINT costs nothing. */
 static void ladder(const JetScheduleInput *in, JetScheduleReport *out)
 {
-    out->ladder_waits = (guint64)in->max_attempts - 1;
+    out->ladder_waits = out->attempts - 1;
     if (in->n_rungs == 0 || in->rungs_ms == NULL)
         return;   /* reported as no-rungs; nothing can be served */
     out->ladder_listed = MIN(out->ladder_waits, (guint64)in->n_rungs);
@@ -186,7 +187,20 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
     out->in_hand = sat_mul(in->workers, (guint64)in->batch + in->threshold);
 
     /* --- the envelope ---------------------------------------------------- */
-    out->unlimited = in->max_attempts == 0;
+    /* max_attempts 0 is unlimited only when MaxDeliver is too: otherwise
+     * settlement's budget rule captures any failure at delivery MaxDeliver -
+     * capture_reserve (never before delivery 1), which then is the last
+     * attempt, and the message is dead-lettered as `budget` exactly as
+     * exhaustion would at that many attempts (docs/schedule.md). */
+    if (in->max_attempts > 0) {
+        out->attempts = in->max_attempts;
+    } else if (out->max_deliver > 0) {
+        gint64 line = out->max_deliver - (gint64)in->capture_reserve;
+        out->attempts = line > 1 ? (guint64)line : 1;
+        out->attempts_from_budget = TRUE;
+    }
+    out->unlimited = out->attempts == 0;
+    out->stream_max_age_ms = in->has_stream ? in->stream_max_age_ms : 0;
     if (!out->unlimited)
         ladder(in, out);
     out->postpone_horizon_ms = in->postpone_horizon_ms;
@@ -213,6 +227,25 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
             "the retry ladder has no rungs: a RETRY would have no delay to wait; give the "
             "binding at least one rung (rungs = 1s, 5s, 30s, 2m, 10m is the default)");
 
+    /* --- unlimited retries on an expiring stream --------------------------- */
+    /* Retried until it succeeds, a message that never does is removed by
+     * max_age with no dead-letter record: silent loss, unless the binding
+     * says it accepts that. */
+    if (out->unlimited && in->has_stream && in->stream_max_age_ms > 0) {
+        if (in->accept_expiry) {
+            out->expiry_accepted = TRUE;
+        } else {
+            Dur age = dur(in->stream_max_age_ms);
+            add(out, JET_SCHEDULE_ERROR, "unlimited-expiry",
+                "max_attempts 0 with MaxDeliver unlimited retries a failing message until it "
+                "succeeds, but the stream's max_age %s removes it at that age: a message that "
+                "never succeeds expires with no dead-letter record (silent data loss); set "
+                "max_attempts or a finite max_deliver so that it is dead-lettered, or "
+                "accept_expiry = true if losing it is acceptable",
+                age.s);
+        }
+    }
+
     /* --- duration checks (skipped, never failed, with unlimited attempts) - */
     if (!out->unlimited) {
         Dur worst = dur(out->worst_case_ms), span = dur(out->retry_span_ms);
@@ -225,8 +258,10 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
             add(out, JET_SCHEDULE_ERROR, "max-time-exceeded",
                 "worst case %s (ladder %s + postpone horizon %s + last postpone %s + crash "
                 "fallback %s) exceeds max_time_to_dead_letter %s by %s: shorten the ladder, "
-                "lower max_attempts, postpone_horizon, crash_limit or ack_wait, or raise the bound",
-                worst.s, l.s, h.s, o.s, c.s, bound.s, over.s);
+                "lower %s, postpone_horizon, crash_limit or ack_wait, or raise the bound",
+                worst.s, l.s, h.s, o.s, c.s, bound.s, over.s,
+                out->attempts_from_budget ? "max_deliver (max_attempts 0: the budget line ends "
+                                            "the ladder)" : "max_attempts");
         }
 
         /* The server removes a message once its age reaches max_age, and the
@@ -304,7 +339,8 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
     }
 
     /* --- the server's delivery budget ---------------------------------------- */
-    if (!out->unlimited && out->max_deliver > 0) {
+    /* With max_attempts 0 the budget line is the last attempt by definition. */
+    if (!out->unlimited && !out->attempts_from_budget && out->max_deliver > 0) {
         guint64 need = (guint64)in->max_attempts + in->capture_reserve;
         if ((guint64)out->max_deliver < need)
             add(out, JET_SCHEDULE_ERROR, "maxdeliver-too-small",
@@ -363,7 +399,7 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
     }
 
     /* --- MaxAckPending headroom -------------------------------------------- */
-    /* Messages waiting out a delayed NAK count in NumAckPending (DESIGN 9).
+    /* Messages waiting out a delayed NAK count in NumAckPending (floor-monitor.md).
      * Room left = MaxAckPending - in_hand; less than half is a warning, i.e.
      * MaxAckPending < 2 x in_hand.  Exactly half is enough. */
     if (out->max_ack_pending > 0) {
@@ -382,11 +418,12 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
         }
     }
 
-    /* --- the breaker's room (DESIGN 6; floor_monitor.h) ---------------------- */
+    /* --- the breaker's room (floor_monitor.h, docs/floor-monitor.md) ---------- */
     out->breaker = in->breaker;
     out->floor_age_ms = in->floor_age_ms;
+    guint room_attempts = out->attempts > G_MAXUINT ? G_MAXUINT : (guint)out->attempts;
     jet_breaker_room(in->breaker, in->floor_age_ms, in->min_deliveries, in->rungs_ms,
-                     in->n_rungs, in->max_attempts, &out->breaker_room);
+                     in->n_rungs, room_attempts, &out->breaker_room);
     gboolean enforce = in->breaker == JET_BREAKER_MODE_ENFORCE;
     if (out->breaker_room.applies && out->breaker_room.never_fires) {
         /* The settlement weighs a claim ahead of exhaustion, so a floor_age
@@ -396,17 +433,21 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
         if (in->floor_age_ms > out->breaker_room.reach_ms)
             add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-room",
                 "floor_age %s is more than the ladder's reach %s (the rungs served before "
-                "attempt %u): the ladder dead-letters a failing message before it has failed "
+                "attempt %u%s): the ladder dead-letters a failing message before it has failed "
                 "for floor_age, so the breaker (%s) can never claim one; lower floor_age to at "
                 "most %s, lengthen the ladder, or set breaker = off",
-                fa.s, reach.s, in->max_attempts, enforce ? "enforce" : "observe", reach.s);
+                fa.s, reach.s, room_attempts,
+                out->attempts_from_budget ? ", the budget line" : "",
+                enforce ? "enforce" : "observe", reach.s);
         else
             add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-room",
-                "min_deliveries %u is more than max_attempts %u: the ladder dead-letters a "
+                "min_deliveries %u is more than %s %u: the ladder dead-letters a "
                 "failing message before its delivery %u, so the breaker (%s) can never claim "
                 "one; lower min_deliveries or set breaker = off",
-                in->min_deliveries, in->max_attempts, in->min_deliveries,
-                enforce ? "enforce" : "observe");
+                in->min_deliveries,
+                out->attempts_from_budget ? "the attempts the budget line allows"
+                                          : "max_attempts",
+                room_attempts, in->min_deliveries, enforce ? "enforce" : "observe");
     }
     if (in->breaker != JET_BREAKER_MODE_OFF && in->floor_age_ms > 0 && in->ledger_off)
         add(out, enforce ? JET_SCHEDULE_ERROR : JET_SCHEDULE_WARNING, "breaker-no-ledger",
@@ -527,27 +568,42 @@ char *jet_schedule_report_format(const JetScheduleReport *r)
     Dur worst = dur(r->worst_case_ms), aw = dur(r->ack_wait_ms), last = dur(r->last_rung_ms);
     g_autofree char *why = NULL;
 
+    Dur md = count_or_unlimited(r->max_deliver), map = count_or_unlimited(r->max_ack_pending);
     if (r->unlimited)
-        g_string_append(s, "envelope: unlimited (max_attempts 0): a failing message is retried "
-                           "until it succeeds; the duration checks are skipped\n");
+        g_string_append(s, "envelope: unlimited (max_attempts 0, MaxDeliver unlimited): a failing "
+                           "message is retried until it succeeds; the duration checks are "
+                           "skipped\n");
+    else if (r->attempts_from_budget)
+        g_string_append_printf(s, "envelope: at most %s from the first delivery to the "
+                                  "dead-letter, worst case (max_attempts 0 with MaxDeliver %s: "
+                                  "the budget line dead-letters a failing message at delivery %"
+                                  G_GUINT64_FORMAT ", cause budget)\n",
+                               worst.s, md.s, r->attempts);
     else
         g_string_append_printf(s, "envelope: at most %s from the first delivery to the "
                                   "dead-letter, worst case\n", worst.s);
 
+    /* With max_attempts 0 and a finite MaxDeliver, say what ends the ladder. */
+    g_autofree char *budget = r->attempts_from_budget
+        ? g_strdup_printf("max_attempts 0, but the budget line (MaxDeliver %s - capture_reserve "
+                          "%u) makes delivery %" G_GUINT64_FORMAT " the last attempt; ",
+                          md.s, r->capture_reserve, r->attempts)
+        : g_strdup("");
     if (r->unlimited)
         why = g_strdup("max_attempts 0: no last attempt, the last rung repeats for ever");
     else if (r->ladder_waits == 0)
-        why = g_strdup("max_attempts 1: no wait, the first failure is dead-lettered");
+        why = g_strdup_printf("%sno wait, the first failure is dead-lettered",
+                              r->attempts_from_budget ? budget : "max_attempts 1: ");
     else if (r->ladder_waits == 1)
-        why = g_strdup("1 wait between 2 attempts: the first rung");
+        why = g_strdup_printf("%s1 wait between 2 attempts: the first rung", budget);
     else if (r->ladder_repeats == 0)
-        why = g_strdup_printf("%" G_GUINT64_FORMAT " waits between %" G_GUINT64_FORMAT
-                              " attempts: the first %" G_GUINT64_FORMAT " rungs",
+        why = g_strdup_printf("%s%" G_GUINT64_FORMAT " waits between %" G_GUINT64_FORMAT
+                              " attempts: the first %" G_GUINT64_FORMAT " rungs", budget,
                               r->ladder_waits, r->ladder_waits + 1, r->ladder_listed);
     else
-        why = g_strdup_printf("%" G_GUINT64_FORMAT " waits between %" G_GUINT64_FORMAT
+        why = g_strdup_printf("%s%" G_GUINT64_FORMAT " waits between %" G_GUINT64_FORMAT
                               " attempts: the %" G_GUINT64_FORMAT " listed rung%s, then the "
-                              "last one (%s) %" G_GUINT64_FORMAT " more time%s",
+                              "last one (%s) %" G_GUINT64_FORMAT " more time%s", budget,
                               r->ladder_waits, r->ladder_waits + 1, r->ladder_listed,
                               r->ladder_listed == 1 ? "" : "s", last.s, r->ladder_repeats,
                               r->ladder_repeats == 1 ? "" : "s");
@@ -564,6 +620,11 @@ char *jet_schedule_report_format(const JetScheduleReport *r)
     term(s, "worst case", unlimited_or(r, &worst), "the sum: the longest a message can take "
                                                    "to be dead-lettered");
     crash_term_line(s, r);
+    if (r->expiry_accepted) {
+        Dur age = dur(r->stream_max_age_ms);
+        term(s, "stream max_age", age.s, "a message that never succeeds expires at this age "
+                                         "with no dead-letter record (accept_expiry = true)");
+    }
 
     if (r->breaker_room.applies) {
         Dur fa = dur(r->floor_age_ms);
@@ -573,17 +634,22 @@ char *jet_schedule_report_format(const JetScheduleReport *r)
             why = g_strdup_printf("floor_age (breaker %s): never claims, the ladder dead-letters "
                                   "first", mode);
         else if (r->breaker_room.only_at_exhaustion)
-            why = g_strdup_printf("floor_age (breaker %s): can claim only at the last attempt "
-                                  "(failure %" G_GUINT64_FORMAT "), where exhaustion would "
-                                  "dead-letter anyway", mode, r->breaker_room.first_failure_k);
+            why = g_strdup_printf("floor_age (breaker %s): can claim only at delivery %"
+                                  G_GUINT64_FORMAT ", the last attempt, before its handler runs, "
+                                  "where the ladder would dead-letter the message anyway if it "
+                                  "failed", mode, r->breaker_room.first_failure_k);
+        else if (r->unlimited)
+            why = g_strdup_printf("floor_age (breaker %s): can claim from delivery %"
+                                  G_GUINT64_FORMAT ", before its handler runs", mode,
+                                  r->breaker_room.first_failure_k);
         else
-            why = g_strdup_printf("floor_age (breaker %s): can claim from failure %"
-                                  G_GUINT64_FORMAT "%s", mode, r->breaker_room.first_failure_k,
-                                  r->unlimited ? "" : ", before the ladder ends");
+            why = g_strdup_printf("floor_age (breaker %s): can claim from delivery %"
+                                  G_GUINT64_FORMAT ", before its handler runs, ahead of the last "
+                                  "attempt (delivery %" G_GUINT64_FORMAT ")", mode,
+                                  r->breaker_room.first_failure_k, r->attempts);
         term(s, "breaker", fa.s, why);
     }
 
-    Dur md = count_or_unlimited(r->max_deliver), map = count_or_unlimited(r->max_ack_pending);
     g_string_append_printf(s, "  checked with AckWait %s, MaxDeliver %s, MaxAckPending %s (%s), "
                               "%" G_GUINT64_FORMAT " messages in hand\n",
                            aw.s, md.s, map.s,

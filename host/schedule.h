@@ -10,7 +10,7 @@
  * binding whose report has an error.  docs/schedule.md explains each term
  * and each violation with an example.
  *
- * Seed 000's lesson: the configured ladder was not the real envelope,
+ * The lesson behind it: the configured ladder was not the real envelope,
  * several times, each time on a different surface.  So every term here is
  * what is *served*: the ladder is the rungs served before the last attempt
  * (the last rung repeating), not the rungs as listed; the crash fallback is
@@ -28,6 +28,8 @@ typedef struct {
     const guint64 *rungs_ms;          /* borrowed; the retry ladder */
     gsize n_rungs;
     guint max_attempts;               /* 0 = unlimited */
+    gboolean accept_expiry;           /* unlimited attempts may let a stream's max_age remove
+                                         a message that never succeeds (accept_expiry) */
     guint64 postpone_horizon_ms;      /* postpones are free while the message is younger */
     guint64 max_postpone_delay_ms;    /* the longest single postpone */
     guint64 ack_wait_ms;              /* AckWait the binding asks for (managed mode) */
@@ -77,9 +79,19 @@ typedef struct {
 
 typedef struct {
     /* The envelope, term by term.  All saturate at G_MAXUINT64. */
-    gboolean unlimited;               /* max_attempts 0: ladder and worst case unbounded;
-                                         the duration checks were skipped */
-    guint64 ladder_waits;             /* max_attempts - 1 (0 when unlimited) */
+    gboolean unlimited;               /* max_attempts 0 and MaxDeliver unlimited: ladder and
+                                         worst case unbounded; the duration checks were
+                                         skipped, but a finite stream max_age is an error
+                                         (unlimited-expiry) unless accept_expiry */
+    guint64 attempts;                 /* attempts a message that always fails gets: max_attempts,
+                                         or with max_attempts 0 and a finite MaxDeliver the
+                                         budget line's delivery; 0 when unlimited */
+    gboolean attempts_from_budget;    /* max_attempts 0, finite MaxDeliver: the budget line
+                                         (MaxDeliver - capture_reserve) ends the ladder, cause
+                                         `budget`, and every check runs on `attempts` */
+    gboolean expiry_accepted;         /* unlimited, a finite stream max_age, accept_expiry */
+    guint64 stream_max_age_ms;        /* the stream's, when known; 0 = unlimited or unknown */
+    guint64 ladder_waits;             /* attempts - 1 (0 when unlimited) */
     guint64 ladder_listed;            /* of those, served from the listed rungs... */
     guint64 ladder_repeats;           /* ...and by repeating the last rung */
     guint64 last_rung_ms;
@@ -118,7 +130,7 @@ typedef struct {
     guint64 in_hand;                  /* workers x (batch + threshold) */
 
     /* Where on the ladder the breaker can first claim (room.applies FALSE:
-     * breaker off, floor_age 0 or unlimited attempts). */
+     * breaker off or floor_age 0). */
     JetBreakerMode breaker;
     guint64 floor_age_ms;
     JetBreakerRoom breaker_room;

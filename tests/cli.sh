@@ -36,8 +36,32 @@ sed 's/option.log_every = 10/option.log_evry = 10/' "$tmp/good.conf" > "$tmp/typ
 sed 's/^consumer = billing/consumer = billing\nworkers = 4/' "$tmp/good.conf" > "$tmp/workers.conf"
 sed 's/^plugin = template/plugin = missing/' "$tmp/good.conf" > "$tmp/missing.conf"
 sed 's/^batch.*//; s/^consumer = billing/consumer = billing\nbatch = ten/' "$tmp/good.conf" > "$tmp/bad.conf"
+sed 's|^plugin = template|plugin = /nonexistent/plugins/orders.so|' "$tmp/good.conf" > "$tmp/nopath.conf"
+{ cat "$tmp/nopath.conf"; printf 'max_time_to_dead_letter = 1m\n'; } > "$tmp/nopath-bound.conf"
+# Three bindings in name order: a fails on its plugin, b passes, c fails on its schedule.
+cat > "$tmp/three.conf" <<CONF
+[host]
+server = nats://127.0.0.1:4222
+plugin_dir = $tmp
 
-echo "1..13"
+[binding a]
+plugin = /nonexistent/plugins/a.so
+stream = A
+consumer = a
+
+[binding b]
+plugin = template
+stream = B
+consumer = b
+
+[binding c]
+plugin = template
+stream = C
+consumer = c
+max_time_to_dead_letter = 1m
+CONF
+
+echo "1..18"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.0" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -48,6 +72,27 @@ expect 3 "check names a plugin option typo" "option.log_evry: plugin template" -
 expect 3 "check refuses workers for a plugin that is not thread-safe" "not declare JET_PLUGIN_THREAD_SAFE" -- check -c "$tmp/workers.conf"
 expect 3 "check names a missing plugin" "missing.so: no such file" -- check -c "$tmp/missing.conf"
 expect 3 "check names file, group and key of a bad value" "bad.conf: \[binding orders\] batch:" -- check -c "$tmp/bad.conf"
+# --no-plugins: keys and schedules only, for machines without the plugins.
+expect 3 "check opens the plugin path" "orders.so: no such file" -- check -c "$tmp/nopath.conf"
+expect 0 "check --no-plugins leaves the plugin unopened" \
+    "binding orders: plugin /nonexistent/plugins/orders.so not checked (--no-plugins)" \
+    -- check --no-plugins -c "$tmp/nopath.conf"
+expect 3 "check --no-plugins still checks the schedule" "orders (schedule: max-time-exceeded)" \
+    -- check --no-plugins -c "$tmp/nopath-bound.conf"
+# The breaker line says where it really can claim: on the defaults, only at the last attempt.
+expect 0 "check -v says the default breaker claims only at the last attempt" \
+    "can claim only at delivery 5, the last attempt, before its handler runs" -- check -v -c "$tmp/good.conf"
+
+# One report on stdout, in binding order; stderr has the summary line only.
+"$jethost" check -v -c "$tmp/three.conf" >"$tmp/out" 2>"$tmp/err"; rc=$?
+order=$(grep -n '^binding [abc]: ' "$tmp/out" | sed 's/^[0-9]*:binding \([abc]\): \([a-z]*\).*/\1 \2/' | tr '\n' ',')
+summary="three.conf: FAILED: 2 of 3 bindings: a (plugin), c (schedule: max-time-exceeded)"
+if [ "$rc" -eq 3 ] && [ "$order" = "a error,a schedule,b schedule,b plugin,c schedule,c plugin," ] &&
+   [ "$(tail -n 1 "$tmp/out")" = "$tmp/$summary" ] && [ "$(cat "$tmp/err")" = "jethost check: $tmp/$summary" ]; then
+    ok "check writes one ordered report on stdout and the summary on stderr"
+else
+    echo "# exit $rc, order '$order'"; notok "check writes one ordered report on stdout and the summary on stderr"
+fi
 # pub refuses what it cannot publish faithfully before it connects.
 expect 2 "pub refuses a wildcard subject" "wildcard" -- pub --data x 'orders.*'
 expect 2 "pub refuses the server's API subjects" "reserved for the server" -- pub --data x '$JS.API.STREAM.PURGE.ORDERS'

@@ -209,6 +209,12 @@ static const struct {
     { HOST BIND "breaker = enforce\nfloor_age = 0\n",
       "[binding orders] breaker: enforce needs the floor monitor (floor_age = 0 turns it off)" },
     { HOST BIND "ledger = yes\n", "[binding orders] ledger: 'yes' is not true or false" },
+    /* accepting expiry only where it can happen: unlimited attempts */
+    { HOST BIND "accept_expiry = true\n",
+      "[binding orders] accept_expiry: true is only for max_attempts = 0 (unlimited), and "
+      "max_attempts is 5" },
+    { HOST BIND "accept_expiry = yes\nmax_attempts = 0\n",
+      "[binding orders] accept_expiry: 'yes' is not true or false" },
     { HOST BIND "floor_age = 15\n", "[binding orders] floor_age: duration '15' has no unit" },
     { HOST BIND "min_deliveries = 0\n",
       "[binding orders] min_deliveries: 0 is out of range (at least 1)" },
@@ -412,6 +418,7 @@ static void test_defaults(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(b->floor_age_ms, ==, 120000);
     g_assert_cmpint(b->breaker, ==, JET_BREAKER_MODE_OBSERVE);
     g_assert_cmpuint(b->min_deliveries, ==, 2);
+    g_assert_false(b->accept_expiry);
     g_assert_nonnull(b->options);
     g_assert_cmpuint(g_hash_table_size(b->options), ==, 0);
 }
@@ -637,6 +644,24 @@ static void test_breaker_keys(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(jet_config_binding(cfg2, "orders")->floor_age_ms, ==, 3600000);
 }
 
+/* accept_expiry goes with max_attempts = 0, whichever file sets either. */
+static void test_accept_expiry(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST BIND "max_attempts = 0\naccept_expiry = true\n");
+    g_autoptr(JetConfig) ok = load_ok(fx, NULL);
+    g_assert_true(jet_config_binding(ok, "orders")->accept_expiry);
+    g_assert_cmpuint(jet_config_binding(ok, "orders")->max_attempts, ==, 0);
+    g_autofree char *fin = write_file(fx->dropins, "50-finite.conf",
+                                      "[binding orders]\nmax_attempts = 3\n", 0644);
+    assert_load_error(fx->main, fx->dropins, fx->main,
+                      "[binding orders] accept_expiry: true is only for max_attempts = 0");
+    g_autofree char *off = write_file(fx->dropins, "60-off.conf",
+                                      "[binding orders]\naccept_expiry = false\n", 0644);
+    g_autoptr(JetConfig) cfg = load_ok(fx, fx->dropins);
+    g_assert_false(jet_config_binding(cfg, "orders")->accept_expiry);
+    g_assert_cmpuint(jet_config_binding(cfg, "orders")->max_attempts, ==, 3);
+}
+
 static void test_dropin_only_bindings(Fixture *fx, gconstpointer data)
 {
     /* The bindings may all come from drop-ins. */
@@ -775,6 +800,7 @@ int main(int argc, char **argv)
     ADD("/config/dropin/only-bindings", test_dropin_only_bindings);
     ADD("/config/dropin/errors", test_dropin_errors);
     ADD("/config/breaker-keys", test_breaker_keys);
+    ADD("/config/accept-expiry", test_accept_expiry);
     ADD("/config/empty-options", test_empty_options);
 #undef ADD
     g_test_add_func("/config/doc-matches-tables", test_doc_matches_tables);

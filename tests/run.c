@@ -3,6 +3,7 @@
  * handler acks it and leaves the rest; the embedded server handles a
  * published message and leaves no process behind. */
 #include "harness.h"
+#include "ack_subject.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -93,6 +94,58 @@ static gboolean log_says_draining(gpointer data)
     return g_file_get_contents(data, &text, NULL, NULL) && strstr(text, "event=draining") != NULL;
 }
 
+/* Every "-NAK" the host sends on the consumer's ack subjects, by stream seq. */
+typedef struct {
+    GMutex lock;
+    GArray *seqs;      /* guint64, in the order seen */
+    guint other;       /* NAKs with a body other than a plain "-NAK" */
+} NakSpy;
+
+static void nak_spy_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    NakSpy *spy = closure;
+    (void)nc;
+    (void)sub;
+    const char *body = natsMsg_GetData(m);
+    int len = natsMsg_GetDataLength(m);
+    JetAckMeta meta;
+    if (len >= 4 && memcmp(body, "-NAK", 4) == 0 && jet_ack_subject_parse(natsMsg_GetSubject(m), &meta)) {
+        g_mutex_lock(&spy->lock);
+        if (len == 4)
+            g_array_append_val(spy->seqs, meta.stream_seq);
+        else
+            spy->other++;
+        g_mutex_unlock(&spy->lock);
+    }
+    natsMsg_Destroy(m);
+}
+
+static gboolean naks_seen(gpointer data)
+{
+    NakSpy *spy = data;
+    g_mutex_lock(&spy->lock);
+    gboolean ok = spy->seqs->len + spy->other >= 3;
+    g_mutex_unlock(&spy->lock);
+    return ok;
+}
+
+/* handled.log's delivery count for each stream seq, at its last line. */
+static guint *last_deliveries(const char *path, guint n)
+{
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    guint *d = g_new0(guint, n + 1);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l != NULL && **l; l++) {
+        char *end = NULL;
+        guint64 seq = g_ascii_strtoull(*l, &end, 10);
+        g_assert_cmpuint(seq, >=, 1);
+        g_assert_cmpuint(seq, <=, n);
+        d[seq] = (guint)g_ascii_strtoull(end, NULL, 10);
+    }
+    return d;
+}
+
 static void test_sigterm_mid_stream(void)
 {
     g_autoptr(JetTestServer) srv = jet_test_server_start();
@@ -100,6 +153,11 @@ static void test_sigterm_mid_stream(void)
     jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
     jet_test_stream_create(js, "ORDERS", "orders.>");
     jet_test_publish_n(js, "orders.new", 100);
+    NakSpy spy = { .seqs = g_array_new(FALSE, FALSE, sizeof(guint64)) };
+    g_mutex_init(&spy.lock);
+    natsSubscription *naks = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&naks, nc, "$JS.ACK.ORDERS.billing.>", nak_spy_msg, &spy), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(nc), ==, NATS_OK);
 
     g_autofree char *dir = g_build_filename(jet_test_private_dir(), "gate", NULL);
     g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
@@ -133,6 +191,15 @@ static void test_sigterm_mid_stream(void)
     g_autofree char *log = NULL;
     g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
     g_assert_nonnull(strstr(log, "released 3,"));
+    /* Released means a plain NAK of each, on the wire, from the drain. */
+    g_assert_true(jet_test_wait_until(naks_seen, &spy, 10000));
+    g_assert_cmpint(natsConnection_Flush(nc), ==, NATS_OK);
+    g_mutex_lock(&spy.lock);
+    g_assert_cmpuint(spy.other, ==, 0);
+    g_assert_cmpuint(spy.seqs->len, ==, 3);
+    for (guint i = 0; i < 3; i++)
+        g_assert_cmpuint(g_array_index(spy.seqs, guint64, i), ==, 38 + i);
+    g_mutex_unlock(&spy.lock);
 
     /* The released messages and the rest are all handled after a restart. */
     g_autofree char *extra2 = g_strdup_printf("batch = 10\noption.dir = %s\n", dir);
@@ -146,6 +213,17 @@ static void test_sigterm_mid_stream(void)
     g_subprocess_send_signal(host2, SIGTERM);
     g_assert_cmpint(jet_test_jethost_wait(host2, 20000), ==, 0);
     g_assert_cmpuint(count_lines(handled), ==, 100);
+    /* The released ones came back at their second delivery; the rest were
+     * delivered once. */
+    g_autofree guint *d = last_deliveries(handled, 100);
+    for (guint seq = 1; seq <= 100; seq++)
+        g_assert_cmpuint(d[seq], ==, seq >= 38 && seq <= 40 ? 2 : 1);
+    /* No callback may outlive the spy's state. */
+    g_assert_cmpint(natsSubscription_Drain(naks), ==, NATS_OK);
+    g_assert_cmpint(natsSubscription_WaitForDrainCompletion(naks, 10000), ==, NATS_OK);
+    natsSubscription_Destroy(naks);
+    g_array_unref(spy.seqs);
+    g_mutex_clear(&spy.lock);
     jet_test_js_close(nc, js);
 }
 
@@ -502,6 +580,161 @@ static void test_schedule_live(void)
     jet_test_js_close(nc, js);
 }
 
+/* `jethost ARGS...`: its exit status, its stdout (returned) and its stderr. */
+static char *jethost_output(const char *const *args, int *status, char **err_out)
+{
+    g_autofree char *bin = jet_test_jethost_path();
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, bin);
+    for (const char *const *a = args; *a != NULL; a++)
+        g_ptr_array_add(argv, (char *)*a);
+    g_ptr_array_add(argv, NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GSubprocess) p = g_subprocess_newv((const char *const *)argv->pdata,
+                                                 G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                                 G_SUBPROCESS_FLAGS_STDERR_PIPE, &err);
+    g_assert_no_error(err);
+    char *out = NULL;
+    g_assert_true(g_subprocess_communicate_utf8(p, NULL, NULL, &out, err_out, &err));
+    g_assert_no_error(err);
+    *status = g_subprocess_get_exit_status(p);
+    return out;
+}
+
+/* A durable pull consumer made by the operator, with what jethost refuses
+ * (a server BackOff) or not. */
+static void operator_consumer(jsCtx *js, const char *name, gboolean backoff)
+{
+    static const int64_t bo[] = { 1000000000LL, 2000000000LL };
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = name;
+    cc.AckPolicy = js_AckExplicit;
+    cc.AckWait = 1000000000LL;
+    cc.MaxDeliver = 10;
+    if (backoff) {
+        cc.BackOff = (int64_t *)bo;
+        cc.BackOffLen = 2;
+    }
+    jsConsumerInfo *ci = NULL;
+    g_assert_cmpint(js_AddConsumer(&ci, js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+}
+
+/* `run` goes through every binding before it exits, and names each one
+ * that failed with its reason: here two plugins that cannot start. */
+static void test_reports_every_binding(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    g_autofree char *fx = jet_test_plugin_copy("fx_ok");
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "state", NULL);
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\nstate_dir = %s\n\n"
+        "[binding a]\nplugin = /nonexistent/plugins/a.so\nstream = ORDERS\nconsumer = a\n\n"
+        "[binding b]\nplugin = %s\nstream = ORDERS\nconsumer = b\n\n"
+        "[binding c]\nplugin = %s\nstream = ORDERS\nconsumer = c\noption.fail_init = true\n",
+        jet_test_server_url(srv), state, fx, fx);
+    g_autofree char *conf = jet_test_write_file("every.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "every.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    g_assert_cmpint(jet_test_jethost_wait(host, 30000), ==, 3);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_test_message("%s", log);
+    g_assert_cmpuint(jet_test_count_lines(log, "binding=a event=failed"), ==, 1);
+    g_assert_nonnull(strstr(log, "/nonexistent/plugins/a.so: no such file"));
+    g_assert_cmpuint(jet_test_count_lines(log, "binding=b event=failed"), ==, 0);
+    g_assert_cmpuint(jet_test_count_lines(log, "binding=c event=failed"), ==, 1);
+    g_assert_nonnull(strstr(log, "init failed: fixture asked to fail"));
+    g_assert_cmpuint(jet_test_count_lines(log, "event=not-started"), ==, 1);
+    g_assert_nonnull(strstr(log, "2 of 3 bindings cannot start: a (plugin), c (plugin); exiting "
+                                 "with code 3 (a config error)"));
+    g_assert_null(strstr(log, "event=running"));
+}
+
+/* What `check -s` calls a config error, `run` does too, at once: a
+ * consumer with a server BackOff, a push consumer, a schedule the stream
+ * cannot keep, unlimited attempts on a stream that expires messages (unless
+ * accepted); every binding named, exit 3, no retries. */
+static void test_server_config_errors(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = "ORDERS";
+    const char *subjects[] = { "orders.>" };
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.MaxAge = (int64_t)2 * 3600 * 1000000000LL;   /* enough for the defaults */
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_AddStream(&si, js, &sc, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(si);
+    operator_consumer(js, "backoff", TRUE);
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = "push";
+    cc.DeliverSubject = "deliver.push";
+    cc.AckPolicy = js_AckExplicit;
+    jsConsumerInfo *ci = NULL;
+    g_assert_cmpint(js_AddConsumer(&ci, js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+
+    g_autofree char *plugin = jet_test_plugin_copy("template");
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "state", NULL);
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\nstate_dir = %s\n\n"
+        "[binding a]\nplugin = %s\nstream = ORDERS\nconsumer = backoff\nmanage = bind\n\n"
+        "[binding b]\nplugin = %s\nstream = ORDERS\nconsumer = push\n\n"
+        "[binding c]\nplugin = %s\nstream = ORDERS\nconsumer = c\n"
+        "rungs = 1h\nmax_attempts = 4\npostpone_horizon = 0\n\n"
+        "[binding d]\nplugin = %s\nstream = ORDERS\nconsumer = d\n\n"
+        "[binding e]\nplugin = %s\nstream = ORDERS\nconsumer = e\nmax_attempts = 0\n\n"
+        "[binding f]\nplugin = %s\nstream = ORDERS\nconsumer = f\nmax_attempts = 0\n"
+        "accept_expiry = true\n",
+        jet_test_server_url(srv), state, plugin, plugin, plugin, plugin, plugin, plugin);
+    g_autofree char *conf = jet_test_write_file("server-config.conf", text);
+
+    /* check -s: one report, every failing binding named in the summary. */
+    const char *check[] = { "check", "-c", conf, "-s", jet_test_server_url(srv), NULL };
+    int status = -1;
+    g_autofree char *err = NULL;
+    g_autofree char *out = jethost_output(check, &status, &err);
+    g_test_message("check:\n%s", out);
+    g_assert_cmpint(status, ==, 3);
+    g_assert_nonnull(strstr(out, "binding a: error: binding a: consumer ORDERS/backoff has a "
+                                 "server BackOff"));
+    g_assert_nonnull(strstr(out, "binding b: error: binding b: consumer ORDERS/push is a push "
+                                 "consumer"));
+    g_assert_nonnull(strstr(out, "error   stream-max-age-short"));
+    g_assert_nonnull(strstr(out, "FAILED: 4 of 6 bindings: a (consumer, schedule: server-backoff), "
+                                 "b (consumer), c (schedule: stream-max-age-short), "
+                                 "e (schedule: unlimited-expiry)"));
+
+    /* run: the same three, at once (no retries), exit 3. */
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "server-config.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    g_assert_cmpint(jet_test_jethost_wait(host, 30000), ==, 3);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_test_message("run:\n%s", log);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=resubscribing"), ==, 0);
+    g_assert_nonnull(strstr(log, "consumer ORDERS/backoff has a server BackOff"));
+    g_assert_nonnull(strstr(log, "consumer ORDERS/push is a push consumer"));
+    g_assert_nonnull(strstr(log, "binding=c event=schedule msg=\"stream-max-age-short"));
+    g_assert_nonnull(strstr(log, "4 of 6 bindings cannot start: a (consumer does not fit), "
+                                 "b (consumer does not fit), c (schedule: stream-max-age-short), "
+                                 "e (schedule: unlimited-expiry); exiting with code 3 (a config "
+                                 "error)"));
+    g_assert_cmpuint(jet_test_count_lines(log, "binding=d event=failed"), ==, 0);
+    g_assert_cmpuint(jet_test_count_lines(log, "binding=f event=failed"), ==, 0);
+    g_assert_null(strstr(log, "event=running"));
+    jet_test_js_close(nc, js);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -513,6 +746,8 @@ int main(int argc, char **argv)
     g_test_add_func("/run/credentials", test_credentials);
     g_test_add_func("/run/schedule-live", test_schedule_live);
     g_test_add_func("/run/failing-binding-exits", test_failing_binding_exits);
+    g_test_add_func("/run/reports-every-binding", test_reports_every_binding);
+    g_test_add_func("/run/server-config-errors", test_server_config_errors);
     int rc = g_test_run();
     nats_Close();
     return rc;

@@ -4,6 +4,8 @@
 #include "ledger.h"
 #include "settle.h"
 
+#include <jethost/plugin.h>
+
 #include <glib.h>
 #include <string.h>
 
@@ -132,7 +134,7 @@ static void test_ladder_edges(void)
     }
 }
 
-/* Issue 10's case: rungs 1s, 5s under 6 attempts serve 1 + 5 + 5 + 5 + 5. */
+/* rungs 1s, 5s under 6 attempts serve 1 + 5 + 5 + 5 + 5. */
 static void test_ladder_short_under_many_attempts(void)
 {
     JetScheduleInput in = base();
@@ -205,7 +207,7 @@ static void test_terms(void)
     g_assert_cmpuint(r.worst_case_ms, ==, 21 * S + 90 * S);
 }
 
-/* Issue 10: AckWait 1h with crash_limit 3 adds 3h and fails a 25m bound,
+/* AckWait 1h with crash_limit 3 adds 3h and fails a 25m bound,
  * although the ladder alone (21s) is far inside it. */
 static void test_crash_term(void)
 {
@@ -555,7 +557,7 @@ static void test_crash_term_matches_rules(void)
 
 /* --- violations at their boundaries ------------------------------------------ */
 
-/* Issue 10: a bound equal to the envelope passes, one millisecond less fails. */
+/* A bound equal to the envelope passes, one millisecond less fails. */
 static void test_max_time_boundary(void)
 {
     JetScheduleInput in = base();
@@ -627,7 +629,7 @@ static void test_stream_max_age_boundary(void)
     assert_codes(&r, NONE);
 }
 
-/* Issue 10's live case, as pure facts: max_age 10m under a ladder of 3 x 5m. */
+/* The live case, as pure facts: max_age 10m under a ladder of 3 x 5m. */
 static void test_stream_short_ladder_case(void)
 {
     static const guint64 r5m[] = { 5 * M };
@@ -823,30 +825,274 @@ static void test_ack_pending_headroom(void)
     assert_codes(&r, CODES("ackpending-headroom"));
 }
 
-/* Unlimited attempts skip the duration checks and never fail them. */
+/* Unlimited attempts (MaxDeliver unlimited too) skip the duration checks
+ * and never fail them; only a stream that expires what is still being
+ * retried is refused, unless the binding accepts that. */
 static void test_unlimited(void)
 {
     JetScheduleInput in = base();
     in.max_attempts = 0;
     in.postpone_horizon_ms = 1 * H;
     in.max_time_to_dead_letter_ms = 1;
-    in.has_stream = TRUE;
-    in.stream_max_age_ms = 1;
     in.has_ledger = TRUE;
     in.ledger_max_age_ms = 1;
     JetScheduleReport r = check(&in);
     g_assert_true(r.unlimited);
+    g_assert_false(r.attempts_from_budget);
+    g_assert_cmpuint(r.attempts, ==, 0);
     g_assert_cmpuint(r.ladder_ms, ==, 0);
     g_assert_cmpuint(r.ladder_waits, ==, 0);
     g_assert_cmpuint(r.worst_case_ms, ==, G_MAXUINT64);
     g_assert_cmpuint(r.crash_fallback_ms, ==, 90 * S);
     assert_codes(&r, NONE);
 
+    /* A stream without max_age keeps it for ever: nothing to refuse. */
+    in.has_stream = TRUE;
+    in.stream_max_age_ms = 0;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    g_assert_false(r.expiry_accepted);
+
+    /* Any finite max_age, the shortest and the longest, expires a message
+     * that never succeeds, unrecorded. */
+    static const guint64 ages[] = { 1, 1 * H, G_MAXUINT64 };
+    for (gsize i = 0; i < G_N_ELEMENTS(ages); i++) {
+        in.stream_max_age_ms = ages[i];
+        in.accept_expiry = FALSE;
+        r = check(&in);
+        assert_codes(&r, CODES("unlimited-expiry"));
+        assert_severity(&r, "unlimited-expiry", JET_SCHEDULE_ERROR);
+        g_assert_false(r.expiry_accepted);
+        in.accept_expiry = TRUE;
+        r = check(&in);
+        assert_codes(&r, NONE);
+        g_assert_true(r.expiry_accepted);
+    }
+    in.accept_expiry = FALSE;
+    in.stream_max_age_ms = 1 * H;
+    r = check(&in);
+    g_assert_nonnull(strstr(jet_schedule_report_find(&r, "unlimited-expiry")->message,
+                            "the stream's max_age 1h removes it at that age: a message that "
+                            "never succeeds expires with no dead-letter record"));
+    /* The consumer's MaxDeliver is the one that counts: unlimited there is
+     * unlimited, whatever the binding asked for. */
+    in.max_deliver = 9;
+    consumer(&in, 30 * S, -1, NULL, 0);
+    r = check(&in);
+    assert_codes(&r, CODES("unlimited-expiry"));
+    /* Unknown stream (no server): nothing to compare. */
+    in.has_stream = FALSE;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.has_stream = TRUE;
+    in.has_consumer = FALSE;
+    in.max_deliver = -1;
+
     /* The other checks still run. */
     static const guint64 bo[] = { 30 * S };
-    consumer(&in, 30 * S, 5, bo, 1);
+    consumer(&in, 30 * S, -1, bo, 1);
+    in.accept_expiry = TRUE;
     r = check(&in);
-    assert_codes(&r, CODES("server-backoff", "crash-limit-cut"));
+    assert_codes(&r, CODES("server-backoff", "maxdeliver-le-backoff"));
+}
+
+/* max_attempts 0 with a finite MaxDeliver is not unlimited: settlement's
+ * budget rule captures any failure at delivery MaxDeliver - capture_reserve
+ * (delivery 1 at the earliest).  The report must equal that of a finite
+ * max_attempts of exactly that many attempts, term by term and check by
+ * check, at every edge of MaxDeliver against the reserve and the rungs. */
+static void test_budget_bounds_attempts(void)
+{
+    static const guint64 rungs_5m_only[] = { 5 * M };
+    static const guint64 rungs_default[] = { 1 * S, 5 * S, 30 * S, 2 * M, 10 * M };
+    static const struct {
+        const guint64 *r;
+        gsize n;
+    } ladders[] = {
+        { rungs_1s_5s, G_N_ELEMENTS(rungs_1s_5s) },
+        { rungs_5m_only, 1 },
+        { rungs_default, G_N_ELEMENTS(rungs_default) },
+    };
+    for (gsize l = 0; l < G_N_ELEMENTS(ladders); l++)
+        for (guint reserve = 0; reserve <= 3; reserve++)
+            for (gint64 md = 1; md <= 14; md++)
+                for (int from_consumer = 0; from_consumer <= 1; from_consumer++) {
+                    JetScheduleInput in = base();
+                    in.rungs_ms = ladders[l].r;
+                    in.n_rungs = ladders[l].n;
+                    in.capture_reserve = reserve;
+                    in.postpone_horizon_ms = 1 * H;
+                    in.breaker = JET_BREAKER_MODE_ENFORCE;
+                    in.floor_age_ms = 2 * M;
+                    in.min_deliveries = 2;
+                    if (from_consumer) {
+                        in.max_deliver = -1;
+                        consumer(&in, 30 * S, md, NULL, 0);
+                    } else {
+                        in.max_deliver = md;
+                    }
+                    guint64 attempts = md - (gint64)reserve > 1 ? (guint64)(md - reserve) : 1;
+                    in.max_attempts = 0;
+                    JetScheduleReport r0 = check(&in);
+                    in.max_attempts = (guint)attempts;
+                    JetScheduleReport rf = check(&in);
+                    g_assert_false(r0.unlimited);
+                    g_assert_true(r0.attempts_from_budget);
+                    g_assert_false(rf.attempts_from_budget);
+                    g_assert_cmpuint(r0.attempts, ==, attempts);
+                    g_assert_cmpuint(rf.attempts, ==, attempts);
+                    g_assert_cmpuint(r0.ladder_waits, ==, attempts - 1);
+                    g_assert_cmpuint(r0.ladder_ms, ==, rf.ladder_ms);
+                    g_assert_cmpuint(r0.ladder_ms, ==,
+                                     ladder_by_loop(ladders[l].r, ladders[l].n, (guint)attempts));
+                    g_assert_cmpuint(r0.retry_span_ms, ==, rf.retry_span_ms);
+                    g_assert_cmpuint(r0.worst_case_ms, ==, rf.worst_case_ms);
+                    g_assert_cmpint(r0.breaker_room.applies, ==, rf.breaker_room.applies);
+                    g_assert_cmpuint(r0.breaker_room.first_failure_k, ==,
+                                     rf.breaker_room.first_failure_k);
+                    g_assert_cmpint(r0.breaker_room.never_fires, ==, rf.breaker_room.never_fires);
+                    g_assert_cmpint(r0.breaker_room.only_at_exhaustion, ==,
+                                    rf.breaker_room.only_at_exhaustion);
+
+                    /* Each bound at its line: equal and one off, as for a
+                     * finite max_attempts. */
+                    struct {
+                        const char *code;
+                        guint64 at;
+                    } lines[] = {
+                        { "max-time-exceeded", r0.worst_case_ms },
+                        { "stream-max-age-short", r0.retry_span_ms },
+                        { "ledger-max-age-short", r0.worst_case_ms },
+                    };
+                    for (gsize b = 0; b < G_N_ELEMENTS(lines); b++)
+                        for (int off = -1; off <= 1; off++) {
+                            JetScheduleInput bi = in;
+                            guint64 v = lines[b].at + (guint64)(gint64)off;
+                            if (b == 0)
+                                bi.max_time_to_dead_letter_ms = v;
+                            else if (b == 1) {
+                                bi.has_stream = TRUE;
+                                bi.stream_max_age_ms = v;
+                            } else {
+                                bi.has_ledger = TRUE;
+                                bi.ledger_max_age_ms = v;
+                            }
+                            bi.max_attempts = 0;
+                            JetScheduleReport b0 = check(&bi);
+                            bi.max_attempts = (guint)attempts;
+                            JetScheduleReport bf = check(&bi);
+                            gboolean fails = b == 0 ? off < 0 : off <= 0;
+                            g_assert_cmpint(jet_schedule_report_find(&b0, lines[b].code) != NULL,
+                                            ==, fails);
+                            g_assert_cmpint(jet_schedule_report_find(&bf, lines[b].code) != NULL,
+                                            ==, fails);
+                            /* Never the unlimited case's error. */
+                            g_assert_null(jet_schedule_report_find(&b0, "unlimited-expiry"));
+                        }
+
+                    /* The same violations, but for maxdeliver-too-small:
+                     * the budget line is the last attempt by definition. */
+                    gsize n0 = 0;
+                    for (gsize v = 0; v < rf.n_violations; v++) {
+                        if (strcmp(rf.violations[v].code, "maxdeliver-too-small") == 0)
+                            continue;
+                        const JetScheduleViolation *o = jet_schedule_report_find(&r0,
+                                                                                 rf.violations[v].code);
+                        g_assert_nonnull(o);
+                        g_assert_cmpint(o->severity, ==, rf.violations[v].severity);
+                        n0++;
+                    }
+                    g_assert_cmpuint(r0.n_violations, ==, n0);
+                    g_assert_null(jet_schedule_report_find(&r0, "maxdeliver-too-small"));
+                }
+}
+
+/* What the budget model says is what settlement does: a message that fails
+ * on every delivery is captured as `budget` at delivery `attempts`, after
+ * exactly the ladder's waits. */
+static void test_budget_matches_rules(void)
+{
+    for (gint64 md = 1; md <= 12; md++)
+        for (guint reserve = 0; reserve <= 3; reserve++) {
+            JetSettlePolicy p;
+            jet_settle_policy_init_default(&p);
+            p.max_attempts = 0;
+            p.max_deliver = md;
+            p.capture_reserve = reserve;
+            guint64 waited = 0;
+            guint32 captured_at = 0;
+            for (guint32 d = 1; d <= (guint32)md && captured_at == 0; d++) {
+                JetSettleFacts f;
+                memset(&f, 0, sizeof f);
+                f.deliveries = d;
+                f.failures = d - 1;
+                f.verdict = JET_RETRY;
+                JetSettleAction a;
+                jet_settle_decide(&p, &f, &a);
+                if (a.kind == JET_ACTION_CAPTURE) {
+                    g_assert_cmpint(a.cause, ==, JET_CAUSE_BUDGET);
+                    captured_at = d;
+                } else {
+                    g_assert_cmpint(a.kind, ==, JET_ACTION_RETRY);
+                    waited += a.delay_ms;
+                }
+            }
+            g_assert_cmpuint(captured_at, >, 0);
+            JetScheduleInput in = base();
+            in.rungs_ms = p.rungs_ms;
+            in.n_rungs = p.n_rungs;
+            in.max_attempts = 0;
+            in.max_deliver = md;
+            in.capture_reserve = reserve;
+            JetScheduleReport r = check(&in);
+            g_assert_cmpuint(r.attempts, ==, captured_at);
+            g_assert_cmpuint(r.ladder_ms, ==, waited);
+        }
+}
+
+/* What the report says with max_attempts 0 is what happens. */
+static void test_budget_text(void)
+{
+    JetScheduleInput in = base();   /* rungs 1s, 5s */
+    in.max_attempts = 0;
+    in.max_deliver = 7;             /* reserve 1: delivery 6 is the last attempt */
+    JetScheduleReport r = check(&in);
+    g_autofree char *text = jet_schedule_report_format(&r);
+    g_test_message("%s", text);
+    g_assert_null(strstr(text, "until it succeeds"));
+    g_assert_null(strstr(text, "skipped"));
+    assert_contains(text, "envelope: at most 1m 51s from the first delivery to the dead-letter, "
+                          "worst case (max_attempts 0 with MaxDeliver 7: the budget line "
+                          "dead-letters a failing message at delivery 6, cause budget)\n");
+    assert_contains(text, "max_attempts 0, but the budget line (MaxDeliver 7 - capture_reserve 1) "
+                          "makes delivery 6 the last attempt; 5 waits between 6 attempts: the 2 "
+                          "listed rungs, then the last one (5s) 3 more times");
+    in.max_deliver = 2;
+    in.capture_reserve = 1;
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "makes delivery 1 the last attempt; no wait, the first failure is "
+                          "dead-lettered");
+    in.max_deliver = 3;
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "makes delivery 2 the last attempt; 1 wait between 2 attempts: the "
+                          "first rung");
+
+    /* Truly unlimited, and the accepted expiry named. */
+    in.max_deliver = -1;
+    in.has_stream = TRUE;
+    in.stream_max_age_ms = 1 * H;
+    in.accept_expiry = TRUE;
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "envelope: unlimited (max_attempts 0, MaxDeliver unlimited): a failing "
+                          "message is retried until it succeeds");
+    assert_contains(text, "  stream max_age      1h             a message that never succeeds "
+                          "expires at this age with no dead-letter record (accept_expiry = true)\n");
 }
 
 static void test_overflow(void)
@@ -1034,7 +1280,7 @@ static void test_from_binding(void)
     assert_codes(&r, NONE);   /* MaxDeliver 12 >= 9 + 2; 500 >= 150 */
 }
 
-/* --- the breaker's room (DESIGN 6) ------------------------------------------ */
+/* --- the breaker's room ------------------------------------------------------ */
 
 /* Rungs 5m, 4 attempts: the ladder reaches 15m before the last attempt.  A
  * claim is weighed ahead of exhaustion, so floor_age 15m can still fire
@@ -1130,8 +1376,8 @@ static void test_breaker_text(void)
         guint64 floor_age;
         const char *text;
     } cases[] = {
-        { 10 * M, "breaker             10m            floor_age (breaker observe): can claim from failure 3, before the ladder ends" },
-        { 15 * M, "breaker             15m            floor_age (breaker observe): can claim only at the last attempt (failure 4), where exhaustion would dead-letter anyway" },
+        { 10 * M, "breaker             10m            floor_age (breaker observe): can claim from delivery 3, before its handler runs, ahead of the last attempt (delivery 4)" },
+        { 15 * M, "breaker             15m            floor_age (breaker observe): can claim only at delivery 4, the last attempt, before its handler runs, where the ladder would dead-letter the message anyway if it failed" },
         { 15 * M + 1, "breaker             15m 1ms        floor_age (breaker observe): never claims, the ladder dead-letters first" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1146,6 +1392,30 @@ static void test_breaker_text(void)
     JetScheduleReport r = check(&in);
     g_autofree char *text = jet_schedule_report_format(&r);
     g_assert_null(strstr(text, "breaker "));
+
+    /* The default binding (rungs 1s, 5s, 30s, 2m, 10m; 5 attempts; floor_age
+     * 2m): failing 36s at delivery 4, 2m 36s at delivery 5, the last. */
+    static const guint64 rungs_default[] = { 1 * S, 5 * S, 30 * S, 2 * M, 10 * M };
+    in = base();
+    in.rungs_ms = rungs_default;
+    in.n_rungs = G_N_ELEMENTS(rungs_default);
+    in.max_attempts = 5;
+    in.breaker = JET_BREAKER_MODE_OBSERVE;
+    in.floor_age_ms = 2 * M;
+    in.min_deliveries = 2;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "floor_age (breaker observe): can claim only at delivery 5, the last "
+                          "attempt, before its handler runs");
+    /* Unlimited attempts: from the delivery the rungs reach floor_age. */
+    in.max_attempts = 0;
+    r = check(&in);
+    g_free(text);
+    text = jet_schedule_report_format(&r);
+    assert_contains(text, "floor_age (breaker observe): can claim from delivery 5, before its "
+                          "handler runs\n");
 }
 
 /* --- the text ------------------------------------------------------------- */
@@ -1242,7 +1512,7 @@ static void test_format_report(void)
     g_free(text);
     text = jet_schedule_report_format(&r);
     g_test_message("%s", text);
-    assert_contains(text, "envelope: unlimited (max_attempts 0)");
+    assert_contains(text, "envelope: unlimited (max_attempts 0, MaxDeliver unlimited)");
     assert_contains(text, "duration checks are skipped");
     assert_contains(text, "unlimited      max_attempts 0");
 
@@ -1310,6 +1580,21 @@ static void test_format_report(void)
     assert_contains(text, "MaxDeliver 20, MaxAckPending 1000 (from the consumer on the server)");
 }
 
+/* floor_age exactly at the ladder's reach is room enough: when the breaker
+ * still cannot fire, min_deliveries is the reason given, not floor_age. */
+static void test_breaker_room_reach_edge(void)
+{
+    JetScheduleInput in = breaker_base(JET_BREAKER_MODE_ENFORCE, 15 * M);
+    in.min_deliveries = 5;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(r.breaker_room.reach_ms, ==, 15 * M);
+    g_assert_true(r.breaker_room.never_fires);
+    assert_codes(&r, CODES("breaker-no-room"));
+    const char *msg = jet_schedule_report_find(&r, "breaker-no-room")->message;
+    g_assert_nonnull(strstr(msg, "min_deliveries 5 is more than max_attempts 4"));
+    g_assert_null(strstr(msg, "floor_age"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1335,6 +1620,9 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/consumer/max-deliver", test_max_deliver_boundary);
     g_test_add_func("/schedule/consumer/ack-pending", test_ack_pending_headroom);
     g_test_add_func("/schedule/unlimited", test_unlimited);
+    g_test_add_func("/schedule/budget/bounds-attempts", test_budget_bounds_attempts);
+    g_test_add_func("/schedule/budget/matches-rules", test_budget_matches_rules);
+    g_test_add_func("/schedule/budget/text", test_budget_text);
     g_test_add_func("/schedule/overflow", test_overflow);
     g_test_add_func("/schedule/policy-only", test_policy_only);
     g_test_add_func("/schedule/from-binding", test_from_binding);
@@ -1343,5 +1631,6 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/breaker/text", test_breaker_text);
     g_test_add_func("/schedule/format/duration", test_format_duration);
     g_test_add_func("/schedule/format/report", test_format_report);
+    g_test_add_func("/schedule/breaker/room-reach-edge", test_breaker_room_reach_edge);
     return g_test_run();
 }
