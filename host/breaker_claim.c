@@ -93,3 +93,43 @@ JetBreakerClaimResult jet_breaker_claim(kvStore *kv, const char *stream, const c
     g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "breaker claim %s: %s", key, why);
     return JET_BREAKER_CLAIM_ERROR;
 }
+
+char *jet_breaker_counted_key(const char *stream, const char *consumer, guint64 seq)
+{
+    g_return_val_if_fail(stream != NULL && *stream && consumer != NULL && *consumer, NULL);
+    GString *s = g_string_new("breaker-counted.");
+    append_token(s, stream);
+    g_string_append_c(s, '.');
+    append_token(s, consumer);
+    g_string_append_printf(s, ".%" G_GUINT64_FORMAT, seq);
+    return g_string_free(s, FALSE);
+}
+
+gboolean jet_breaker_mark_counted(kvStore *kv, const char *stream, const char *consumer, guint64 seq,
+                                  const char *host, GError **error)
+{
+    g_return_val_if_fail(kv != NULL && host != NULL, FALSE);
+    g_autofree char *key = jet_breaker_counted_key(stream, consumer, seq);
+    g_return_val_if_fail(key != NULL, FALSE);
+    uint64_t rev = 0;
+    natsStatus s = kvStore_Create(&rev, kv, key, host, (int)strlen(host));
+    const char *last = nats_GetLastError(NULL);
+    if (s == NATS_OK || (s == NATS_ERR && last != NULL && strstr(last, "wrong last sequence") != NULL))
+        return TRUE;   /* another host marked it first: the same fact */
+    g_autofree char *why = jet_nats_error(s);
+    g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "breaker mark %s: %s", key, why);
+    return FALSE;
+}
+
+int jet_breaker_was_counted(kvStore *kv, const char *stream, const char *consumer, guint64 seq)
+{
+    g_return_val_if_fail(kv != NULL, -1);
+    g_autofree char *key = jet_breaker_counted_key(stream, consumer, seq);
+    g_return_val_if_fail(key != NULL, -1);
+    kvEntry *e = NULL;
+    natsStatus s = kvStore_Get(&e, kv, key);
+    kvEntry_Destroy(e);
+    if (s == NATS_OK)
+        return 1;
+    return s == NATS_NOT_FOUND ? 0 : -1;
+}

@@ -41,4 +41,19 @@ JetBreakerClaimResult jet_breaker_claim(kvStore *kv, const char *stream, const c
                                         const char *host, JetBreakerClaimHolder *holder,
                                         GError **error);
 
+/* Observe mode, across hosts: a message counted as would-quarantine is
+ * marked with a create-only key (value: the host), so that a later window,
+ * on any host, does not count it again (enforce would have captured it at
+ * the first claim).
+ *
+ *   key    breaker-counted.<stream>.<consumer>.<seq>
+ *
+ * jet_breaker_mark_counted: TRUE when the key exists now (made here or
+ * before).  jet_breaker_was_counted: 1 marked, 0 not, -1 not known (the
+ * caller goes on as if not marked: a double count, never a lost one). */
+char *jet_breaker_counted_key(const char *stream, const char *consumer, guint64 seq);
+gboolean jet_breaker_mark_counted(kvStore *kv, const char *stream, const char *consumer, guint64 seq,
+                                  const char *host, GError **error);
+int jet_breaker_was_counted(kvStore *kv, const char *stream, const char *consumer, guint64 seq);
+
 #endif

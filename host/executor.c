@@ -153,10 +153,18 @@ static gboolean breaker_considers(JetEngine *e, const jet_msg *jm, const JetLedg
     JetBreakerVerdict v = jet_breaker_consider(e->floor, &e->breaker, &c);
     if (v.decision != JET_BREAKER_CLAIMABLE)
         return FALSE;
+    gboolean enforce = e->breaker.mode == JET_BREAKER_MODE_ENFORCE;
+    kvStore *kv = jet_ledger_kv(e->ledger);
+    /* Observe counts what enforce would do: a message another host counted
+     * would have been captured then (docs/floor-monitor.md). */
+    if (!enforce && jet_breaker_was_counted(kv, jm->stream, jm->consumer, jm->stream_seq) == 1) {
+        jet_breaker_note_counted(e->floor, jm->stream_seq);
+        return FALSE;
+    }
     g_autoptr(GError) err = NULL;
     JetBreakerClaimHolder holder;
     memset(&holder, 0, sizeof holder);
-    JetBreakerClaimResult r = jet_breaker_claim(jet_ledger_kv(e->ledger), jm->stream, jm->consumer, &v.window,
+    JetBreakerClaimResult r = jet_breaker_claim(kv, jm->stream, jm->consumer, &v.window,
                                                 jm->stream_seq, e->host_name, &holder, &err);
     jet_breaker_note_claim(e->floor, &e->breaker, &v.window, r, c.now_ns);
     if (r == JET_BREAKER_CLAIM_ERROR) {
@@ -164,9 +172,18 @@ static gboolean breaker_considers(JetEngine *e, const jet_msg *jm, const JetLedg
                 jm->stream_seq, err != NULL ? err->message : "unknown");
         return FALSE;
     }
-    if (r == JET_BREAKER_ALREADY_CLAIMED)
+    if (r == JET_BREAKER_ALREADY_CLAIMED) {
+        if (!enforce && holder.seq != 0)
+            jet_breaker_note_counted(e->floor, holder.seq);
         return FALSE;
-    gboolean enforce = e->breaker.mode == JET_BREAKER_MODE_ENFORCE;
+    }
+    if (!enforce) {
+        jet_breaker_note_counted(e->floor, jm->stream_seq);
+        g_autoptr(GError) merr = NULL;
+        if (!jet_breaker_mark_counted(kv, jm->stream, jm->consumer, jm->stream_seq, e->host_name, &merr))
+            jet_log(JET_LOG_WARNING, e->b->name, "breaker", "%s (another host may count this message again)",
+                    merr->message);
+    }
     jet_log(JET_LOG_WARNING, e->b->name, enforce ? "quarantine" : "would-quarantine",
             "stream seq %" G_GUINT64_FORMAT " (delivery %u): %s%s", jm->stream_seq, jm->deliveries, v.why,
             enforce ? "; capturing it (breaker = enforce)" : "; observe mode: counted only");
@@ -452,6 +469,17 @@ static char *read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrPa
     return g_strdup_printf("%s, and %u more", first, out->defects->len - 1);
 }
 
+/* A host call through a handle whose handle() had returned: refused by the
+ * host table, counted here.  It runs under the handle table's lock, which a
+ * worker takes to drop its slot as it exits, so e (freed only after its
+ * workers are joined) is alive. */
+static void stale_handle_used(gpointer data, const char *fn)
+{
+    JetEngine *e = data;
+    (void)fn;
+    STAT_ADD(e, stale_handles, 1);
+}
+
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
 {
     natsMsg *m = it->msg;
@@ -558,7 +586,13 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         it->handler_since_us = now_us();
         g_mutex_unlock(&e->lease_lock);
 
-        f.verdict = jet_instance_handle(e->inst, &jm);
+        /* The plugin gets a handle, not &jm: jm's frame is the next
+         * delivery's, and a kept pointer must not reach it (jet_msg.h). */
+        const JetMsgOwner owner = { .binding = e->b->name, .plugin = jet_instance_descriptor(e->inst)->name,
+                                    .stale = stale_handle_used, .data = e };
+        jet_msg *lent = jet_msg_lend(&jm, &owner);
+        f.verdict = jet_instance_handle(e->inst, lent);
+        jet_msg_unlend(lent);
         handled = TRUE;
         f.has_delay = jm.has_delay;
         f.delay_ms = jm.delay_ms;

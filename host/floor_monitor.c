@@ -23,6 +23,11 @@ struct JetFloorMonitor {
     gboolean win_used;          /* win_n is known claimed... */
     gint64 win_used_ns;         /* ...since then (this host's clock) */
 
+    /* Observe mode: sequences already counted as "would quarantine", above
+     * the floor.  Enforce would have captured them at that claim, so they
+     * are gone in the model and never counted again. */
+    GArray *counted;            /* guint64, unsorted, small */
+
     JetFloorStats stats;
 };
 
@@ -32,6 +37,7 @@ JetFloorMonitor *jet_floor_monitor_new(const JetFloorPolicy *p)
     JetFloorMonitor *m = g_new0(JetFloorMonitor, 1);
     g_mutex_init(&m->lock);
     m->policy = *p;
+    m->counted = g_array_new(FALSE, FALSE, sizeof(guint64));
     return m;
 }
 
@@ -40,7 +46,16 @@ void jet_floor_monitor_free(JetFloorMonitor *m)
     if (m == NULL)
         return;
     g_mutex_clear(&m->lock);
+    g_array_unref(m->counted);
     g_free(m);
+}
+
+static gboolean is_counted(const JetFloorMonitor *m, guint64 seq)
+{
+    for (guint i = 0; i < m->counted->len; i++)
+        if (g_array_index(m->counted, guint64, i) == seq)
+            return TRUE;
+    return FALSE;
 }
 
 static gint64 age(gint64 now, gint64 since)
@@ -64,6 +79,10 @@ void jet_floor_monitor_observe(JetFloorMonitor *m, const JetFloorSample *s, JetF
         m->logged = FALSE;
         m->win_n = 0;
         m->win_used = FALSE;
+        /* Counted sequences at or below the floor are acked: forget them. */
+        for (guint i = m->counted->len; i-- > 0;)
+            if (g_array_index(m->counted, guint64, i) <= m->floor)
+                g_array_remove_index_fast(m->counted, i);
     }
     if (!gap_open) {
         /* Idle or caught up: not stalled, however still the floor. */
@@ -212,6 +231,8 @@ const char *jet_breaker_decision_name(JetBreakerDecision d)
         return "few-deliveries";
     case JET_BREAKER_WINDOW_USED:
         return "window-used";
+    case JET_BREAKER_COUNTED:
+        return "counted";
     }
     return "unknown";
 }
@@ -251,6 +272,12 @@ JetBreakerVerdict jet_breaker_consider(const JetFloorMonitor *m, const JetBreake
         g_snprintf(v.why, sizeof v.why,
                    "seq %" G_GUINT64_FORMAT " is not above the ack floor %" G_GUINT64_FORMAT,
                    c->stream_seq, m->floor);
+    } else if (p->mode == JET_BREAKER_MODE_OBSERVE && is_counted(m, c->stream_seq)) {
+        v.decision = JET_BREAKER_COUNTED;
+        mm->stats.counted_again++;
+        g_snprintf(v.why, sizeof v.why,
+                   "seq %" G_GUINT64_FORMAT " was already counted as would-quarantine (enforce "
+                   "would have captured it then)", c->stream_seq);
     } else if (!c->has_first_failure) {
         v.decision = JET_BREAKER_NO_FIRST_FAILURE;
         g_snprintf(v.why, sizeof v.why,
@@ -316,6 +343,17 @@ void jet_breaker_note_claim(JetFloorMonitor *m, const JetBreakerPolicy *p,
         m->win_n = w->n;
         m->win_used = TRUE;
     }
+    g_mutex_unlock(&m->lock);
+}
+
+void jet_breaker_note_counted(JetFloorMonitor *m, guint64 seq)
+{
+    g_return_if_fail(m != NULL);
+    g_mutex_lock(&m->lock);
+    /* At most one claim per floor_age: the cap is never reached in practice;
+     * past it a message could be counted twice, never lost. */
+    if ((!m->have_floor || seq > m->floor) && !is_counted(m, seq) && m->counted->len < 4096)
+        g_array_append_val(m->counted, seq);
     g_mutex_unlock(&m->lock);
 }
 

@@ -88,6 +88,7 @@ typedef struct {
     guint64 claim_errors;       /* claims that failed (KV unreachable, ...) */
     guint64 would_quarantine;   /* claims in observe mode: what enforce would have captured */
     guint64 quarantined;        /* claims in enforce mode: handed to the capture path */
+    guint64 counted_again;      /* observe: deliveries of a counted message, not counted again */
 } JetFloorStats;
 
 typedef struct JetFloorMonitor JetFloorMonitor;
@@ -144,6 +145,8 @@ typedef enum {
     JET_BREAKER_FAILING_TOO_SHORT,  /* now - first_failure < floor_age */
     JET_BREAKER_FEW_DELIVERIES,     /* deliveries < min_deliveries */
     JET_BREAKER_WINDOW_USED,        /* this stall window was claimed; the next opens later */
+    JET_BREAKER_COUNTED,            /* observe: this seq was counted already (enforce would
+                                       have captured it then): not counted again */
 } JetBreakerDecision;
 
 typedef struct {
@@ -154,9 +157,11 @@ typedef struct {
     char why[256];                  /* one phrase, with the numbers: for the log line */
 } JetBreakerVerdict;
 
-/* All of: the floor stalled at least floor_age; seq > floor; failing at
+/* All of: the floor stalled at least floor_age; seq > floor; (observe) seq
+ * not counted already; failing at
  * least floor_age by the first-failure time; deliveries >= min_deliveries;
- * and the current window not known to be claimed.  Changes nothing. */
+ * and the current window not known to be claimed.  Changes nothing but the
+ * counted_again counter. */
 JetBreakerVerdict jet_breaker_consider(const JetFloorMonitor *m, const JetBreakerPolicy *p,
                                        const JetBreakerCandidate *c);
 
@@ -174,20 +179,26 @@ void jet_breaker_note_claim(JetFloorMonitor *m, const JetBreakerPolicy *p,
                             const JetBreakerWindow *w, JetBreakerClaimResult result,
                             gint64 now_ns);
 
+/* Observe mode: seq has been counted as would-quarantine, by this host's
+ * claim or another host's.  Enforce would have captured it then, so from
+ * now on it is JET_BREAKER_COUNTED (until the floor passes it): observe
+ * counts what enforce would do, once per message. */
+void jet_breaker_note_counted(JetFloorMonitor *m, guint64 seq);
+
 /* "claimable", "off", "not-stalled", ... (static). */
 const char *jet_breaker_decision_name(JetBreakerDecision d);
 
 /* --- the room check (the schedule report calls it) ------------------------- */
 
 /* Where on the ladder the breaker can first fire, assuming one failure per
- * delivery (no postpones, no crashes).  At failure k the message has been
- * failing for the rungs served before attempt k; the settlement weighs a
- * breaker claim ahead of exhaustion, so the breaker can still fire on the
- * last attempt: floor_age == the ladder can fire, floor_age > the ladder
- * never does. */
+ * delivery (no postpones, no crashes).  The breaker is asked when delivery
+ * k arrives, before its handler runs; the message has then been failing
+ * for the rungs served after failures 1..k-1.  So it can still fire at the
+ * last attempt's delivery: floor_age == the ladder's reach can fire,
+ * floor_age > the reach never does (docs/floor-monitor.md). */
 typedef struct {
     gboolean applies;               /* breaker on, floor_age > 0, rungs */
-    guint64 first_failure_k;        /* first failure the breaker can claim at; 0 = none */
+    guint64 first_failure_k;        /* first delivery the breaker can claim at; 0 = none */
     guint64 reach_ms;               /* the ladder's reach: rungs before the last attempt
                                        (G_MAXUINT64 with unlimited attempts) */
     gboolean never_fires;           /* first_failure_k > max_attempts */

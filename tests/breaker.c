@@ -1,5 +1,5 @@
 /* The floor monitor and the breaker through the engine, against a real
- * nats-server (issue 11, DESIGN section 6, docs/floor-monitor.md):
+ * nats-server (docs/floor-monitor.md):
  *
  * - a blocker that fails for ever while later messages succeed: the floor
  *   is reported stalled at the right sequence (log line and gauges) and the
@@ -99,6 +99,19 @@ static void publish_blocked(Rig *r)
 }
 
 
+typedef struct {
+    Rig *r;
+    gint64 stall_age_ns;
+} StallWait;
+
+static gboolean stall_reached(gpointer data)
+{
+    StallWait *w = data;
+    JetFloorStats fs;
+    floor_stats(w->r, &fs);
+    return fs.stall_age_ns >= w->stall_age_ns;
+}
+
 static gboolean handled_all(gpointer data)
 {
     Rig *r = data;
@@ -125,6 +138,12 @@ static void test_observe(void)
     JetFloorStats fs;
     floor_stats(&r, &fs);
     guint after = deliveries_of(&r, 6);
+    /* Two more stall windows: enforce would have captured the blocker at
+     * the first claim, so observe must not count it again in them. */
+    StallWait sw = { &r, at_claim.stall_age_ns + 4500 * G_GINT64_CONSTANT(1000000) };   /* floor_age 2 s */
+    gboolean windows_passed = jet_test_wait_until(stall_reached, &sw, 20000);
+    JetFloorStats later;
+    floor_stats(&r, &later);
     JetEngineStats st;
     jet_engine_stats(r.eng, &st);
     /* Every later message has been handled (they succeed around the
@@ -147,6 +166,12 @@ static void test_observe(void)
     g_assert_cmpuint(fs.would_quarantine, ==, 1);
     g_assert_cmpuint(fs.quarantined, ==, 0);
     g_assert_cmpuint(after - before, >=, 2);   /* considered again, not claimed again */
+    g_test_message("after two more windows: claims %" G_GUINT64_FORMAT ", would quarantine %" G_GUINT64_FORMAT
+                   ", counted again %" G_GUINT64_FORMAT, later.claims, later.would_quarantine, later.counted_again);
+    g_assert_true(windows_passed);
+    g_assert_cmpuint(later.claims, ==, 1);
+    g_assert_cmpuint(later.would_quarantine, ==, 1);
+    g_assert_cmpuint(later.counted_again, >=, 1);
     g_assert_cmpuint(st.dead_lettered, ==, 0);
 
     g_assert_cmpuint(jet_test_count_lines(log, "event=floor-stalled"), ==, 1);
@@ -162,6 +187,13 @@ static void test_observe(void)
     const char *v = g_hash_table_lookup(keys, "5.0");
     g_assert_nonnull(v);
     g_assert_nonnull(strstr(v, "\"seq\":6"));
+    /* ...and marked counted for the other hosts of the consumer. */
+    kvStore *kv = NULL;
+    g_assert_cmpint(js_KeyValue(&kv, r.js, BUCKET), ==, NATS_OK);
+    kvEntry *ke = NULL;
+    g_assert_cmpint(kvStore_Get(&ke, kv, "breaker-counted.ORDERS.c.6"), ==, NATS_OK);
+    kvEntry_Destroy(ke);
+    kvStore_Destroy(kv);
     g_assert_cmpuint(dlq_msgs(r.js), ==, 0);
     jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
     g_assert_cmpuint(ci->AckFloor.Stream, ==, 5);
@@ -218,14 +250,16 @@ typedef struct {
     Rig *a, *b;
 } Pair;
 
-/* Both hosts have tried: one lost a claim, or (wrongly) both made one. */
+/* Both hosts have asked: one claimed and the other lost the window or found
+ * the blocker counted, or (wrongly) both made a claim. */
 static gboolean both_tried(gpointer data)
 {
     Pair *p = data;
     JetFloorStats fa, fb;
     floor_stats(p->a, &fa);
     floor_stats(p->b, &fb);
-    return (fa.claims + fb.claims >= 1 && fa.claims_lost + fb.claims_lost >= 1) || fa.claims + fb.claims >= 2;
+    guint64 refused = fa.claims == 0 ? fa.claims_lost + fa.counted_again : fb.claims_lost + fb.counted_again;
+    return (fa.claims + fb.claims >= 1 && refused >= 1) || fa.claims + fb.claims >= 2;
 }
 
 /* Two engines (two connections, two floor monitors) on one consumer, the
@@ -261,7 +295,9 @@ static void test_two_hosts_one_claim(void)
      * of keys, and window 0 of floor 5 was claimed once, by one host. */
     g_autoptr(GHashTable) ck = claim_keys(a.js);
     g_assert_cmpuint(fa.claims + fb.claims, ==, 1);
-    g_assert_cmpuint(fa.claims_lost + fb.claims_lost, >=, 1);
+    /* The other host lost the window, or learned first that the blocker
+     * was counted (observe: counted once across hosts). */
+    g_assert_cmpuint(fa.claims_lost + fb.claims_lost + fa.counted_again + fb.counted_again, >=, 1);
     g_assert_cmpuint(g_hash_table_size(ck), ==, 1);
     g_assert_nonnull(g_hash_table_lookup(ck, "5.0"));
     g_assert_cmpuint(fa.would_quarantine + fb.would_quarantine, ==, 1);
@@ -276,11 +312,30 @@ static void test_two_hosts_one_claim(void)
     rig_free(&a);
 }
 
-static gboolean saturation_seen(gpointer data)
+/* Saturation reported, and the five deliveries that fill MaxAckPending
+ * settled (postponed): the server may report five pending an ack while the
+ * engine is still handling them. */
+static gboolean saturated_and_settled(gpointer data)
 {
+    Rig *r = data;
     JetFloorStats fs;
-    floor_stats(data, &fs);
-    return fs.saturation_events >= 1;
+    floor_stats(r, &fs);
+    JetEngineStats st;
+    jet_engine_stats(r->eng, &st);
+    return fs.saturation_events >= 1 && st.postponed >= 5;
+}
+
+typedef struct {
+    Rig *r;
+    guint64 samples;
+} FloorWindow;
+
+static gboolean samples_reached(gpointer data)
+{
+    FloorWindow *fw = data;
+    JetFloorStats fs;
+    floor_stats(fw->r, &fs);
+    return fs.samples >= fw->samples;
 }
 
 /* Five messages postponed for 30 s on a MaxAckPending 5 consumer hold
@@ -293,19 +348,41 @@ static void test_saturation(void)
     rig_engine(&r, "batch = 10\nack_wait = 2s\n" HB "max_ack_pending = 5\nfloor_age = 2s\n"
                    "option.verdict = postpone\noption.postpone_delay = 30s\n");
     jet_test_publish_n(r.js, "orders.new", 8);
-    gboolean seen = jet_test_wait_until(saturation_seen, &r, 20000);
+    gboolean seen = jet_test_wait_until(saturated_and_settled, &r, 20000);
+    /* The slots stay full: the server delivers nothing more, for a whole
+     * floor_age window after the postpones (the keeper samples every 1 s). */
+    FloorWindow fw = { &r, 0 };
+    {
+        JetFloorStats fs0;
+        floor_stats(&r, &fs0);
+        fw.samples = fs0.samples + 3;
+    }
+    gboolean sampled = seen && jet_test_wait_until(samples_reached, &fw, 20000);
     JetFloorStats fs;
     floor_stats(&r, &fs);
     JetEngineStats st;
     jet_engine_stats(r.eng, &st);
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    gint64 ack_pending = ci->NumAckPending;
+    guint64 pending = ci->NumPending;
+    jsConsumerInfo_Destroy(ci);
     rig_stop(&r);
     g_autofree char *log = jet_test_stderr_end();
-    g_test_message("saturation events %" G_GUINT64_FORMAT ", saturated %d, postponed %" G_GUINT64_FORMAT,
-                   fs.saturation_events, fs.saturated, st.postponed);
+    g_test_message("saturation events %" G_GUINT64_FORMAT ", saturated %d, postponed %" G_GUINT64_FORMAT
+                   ", messages %" G_GUINT64_FORMAT "; ack pending %" G_GINT64_FORMAT ", pending %" G_GUINT64_FORMAT,
+                   fs.saturation_events, fs.saturated, st.postponed, st.messages, ack_pending, pending);
     g_assert_true(seen);
+    g_assert_true(sampled);
     g_assert_true(fs.saturated);
     g_assert_cmpuint(fs.saturation_events, ==, 1);
     g_assert_cmpuint(st.postponed, ==, 5);
+    g_assert_cmpuint(st.messages, ==, 5);
+    g_assert_cmpint(ack_pending, ==, 5);
+    g_assert_cmpuint(pending, ==, 3);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    g_assert_cmpuint(seqs->len, ==, 5);
+    for (guint i = 0; i < seqs->len; i++)
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, i + 1);
     g_assert_cmpuint(jet_test_count_lines(log, "event=ack-pending-saturated"), ==, 1);
     g_assert_cmpuint(jet_test_count_lines(log, "NumAckPending 5 at MaxAckPending 5"), ==, 1);
     rig_free(&r);

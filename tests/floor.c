@@ -121,7 +121,7 @@ static JetBreakerDecision fail(Host *h, Store *st, gint64 now, guint64 seq, guin
 
 /* --- the stall clock -------------------------------------------------------- */
 
-/* Seed 000's idle false positive: four idle hours, then a message that fails
+/* The idle false positive: four idle hours, then a message that fails
  * twice stays on the ladder; sixteen more minutes with the gap genuinely
  * open trip the breaker. */
 static void test_idle_then_stall(void)
@@ -542,6 +542,65 @@ static void test_successive_holders(void)
     host_clear(&h);
 }
 
+/* Observe counts what enforce would do.  One message failing through three
+ * stall windows: enforce captures it at the first claim, so observe counts
+ * it once, and a second failing message gets the next window as it would
+ * under enforce.  When the floor passes a counted message it is forgotten. */
+static void test_observe_counts_once(void)
+{
+    Host h;
+    Store st;
+    host_init(&h, JET_BREAKER_MODE_OBSERVE);
+    store_init(&st);
+    gint64 t0 = 2 * HOUR, now = t0;
+    for (; now <= t0 + FLOOR_AGE; now += 30 * SEC)
+        sample(&h, now, 100, 110);
+    now = t0 + FLOOR_AGE;
+    JetBreakerClaimResult res = JET_BREAKER_CLAIM_ERROR;
+    g_assert_cmpint(fail(&h, &st, now, 101, 3, t0, &res, NULL), ==, JET_BREAKER_CLAIMABLE);
+    g_assert_cmpint(res, ==, JET_BREAKER_CLAIMED);
+    jet_breaker_note_counted(h.m, 101);
+    /* Windows 1 and 2: 101 alone keeps failing; it is not counted again. */
+    for (guint win = 1; win <= 2; win++) {
+        now += FLOOR_AGE;
+        sample(&h, now, 100, 110);
+        g_assert_cmpint(fail(&h, &st, now, 101, 3 + win, t0, NULL, NULL), ==, JET_BREAKER_COUNTED);
+    }
+    JetFloorStats stats;
+    jet_floor_monitor_stats(h.m, &stats);
+    g_assert_cmpuint(stats.would_quarantine, ==, 1);
+    g_assert_cmpuint(stats.counted_again, ==, 2);
+    /* Another failing message takes the open window, as under enforce. */
+    JetBreakerWindow w = { 0 };
+    g_assert_cmpint(fail(&h, &st, now, 105, 5, t0, &res, &w), ==, JET_BREAKER_CLAIMABLE);
+    g_assert_cmpint(res, ==, JET_BREAKER_CLAIMED);
+    g_assert_cmpuint(w.n, ==, 1);
+    jet_breaker_note_counted(h.m, 105);
+    /* A counted message learned from another host's claim counts the same. */
+    jet_breaker_note_counted(h.m, 107);
+    now += FLOOR_AGE;
+    sample(&h, now, 100, 110);
+    g_assert_cmpint(fail(&h, &st, now, 107, 5, t0, NULL, NULL), ==, JET_BREAKER_COUNTED);
+    /* The floor passes 101 and 105 (say they succeeded at last): forgotten,
+     * and 107 is still counted. */
+    now += SEC;
+    sample(&h, now, 106, 110);
+    now += FLOOR_AGE;
+    sample(&h, now, 106, 110);
+    g_assert_cmpint(fail(&h, &st, now, 107, 6, t0, NULL, NULL), ==, JET_BREAKER_COUNTED);
+    g_assert_cmpint(fail(&h, &st, now, 108, 6, t0, &res, NULL), ==, JET_BREAKER_CLAIMABLE);
+    /* Enforce never consults the set: a captured message is gone anyway. */
+    Host e;
+    host_init(&e, JET_BREAKER_MODE_ENFORCE);
+    for (gint64 t = t0; t <= t0 + FLOOR_AGE; t += 30 * SEC)
+        sample(&e, t, 100, 110);
+    jet_breaker_note_counted(e.m, 101);
+    g_assert_cmpint(fail(&e, &st, t0 + FLOOR_AGE, 101, 3, t0, NULL, NULL), ==, JET_BREAKER_CLAIMABLE);
+    store_clear(&st);
+    host_clear(&h);
+    host_clear(&e);
+}
+
 /* A failed claim changes nothing (the next delivery tries again); a claim
  * noted for a floor that has since moved only counts. */
 static void test_claim_error_and_stale(void)
@@ -681,6 +740,7 @@ int main(int argc, char **argv)
     g_test_add_func("/floor/breaker/conditions", test_breaker_conditions);
     g_test_add_func("/floor/breaker/one-claim-per-window", test_one_claim_per_window);
     g_test_add_func("/floor/breaker/successive-holders", test_successive_holders);
+    g_test_add_func("/floor/breaker/observe-counts-once", test_observe_counts_once);
     g_test_add_func("/floor/breaker/claim-error-and-stale", test_claim_error_and_stale);
     g_test_add_func("/floor/breaker/claim-key", test_claim_key);
     g_test_add_func("/floor/report-format", test_report_format);
