@@ -788,6 +788,46 @@ static void test_defect_describe(void)
     g_assert_cmpstr(f, ==, "block \"more\" (bytes after the blank line)");
 }
 
+/* The parser reads exactly len bytes: a CR at the end of the block is not
+ * half of a CR LF, whatever byte follows it in memory. */
+static void test_cr_at_end(void)
+{
+    static const char bytes[] = "NATS/1.0\r\nA: 1\r\n\r\n";
+    g_auto(JetHdrParse) p = { 0 };
+    g_assert_false(jet_hdr_parse(bytes, sizeof bytes - 2, &p));   /* without the last LF */
+    g_autoptr(GPtrArray) want = pairs("A", "1", NULL);
+    assert_headers(p.headers, want);
+    g_assert_cmpuint(p.defects->len, ==, 2);
+    assert_defect(&p, 0, 3, "\\x0d", "no CR LF at its end");
+    assert_defect(&p, 1, 0, "", "truncated: no blank line at the end");
+
+    /* The same in an exactly sized buffer: looking for the LF after that CR
+     * must not read past it (the sanitizer build sees any read beyond). */
+    g_autofree char *exact = g_memdup2(bytes, sizeof bytes - 2);
+    g_auto(JetHdrParse) e = { 0 };
+    g_assert_false(jet_hdr_parse(exact, sizeof bytes - 2, &e));
+    g_assert_cmpuint(e.defects->len, ==, 2);
+    assert_defect(&e, 0, 3, "\\x0d", "no CR LF at its end");
+
+    /* A first line shorter than "NATS/1.0", at the very end of an exactly
+     * sized buffer, is refused as not NATS/1.0. */
+    g_autofree char *shortline = g_memdup2("NAT\r\n", 5);
+    g_auto(JetHdrParse) q = { 0 };
+    g_assert_false(jet_hdr_parse(shortline, 5, &q));
+    assert_defect(&q, 0, 1, "NAT", "first line is not NATS/1.0");
+}
+
+/* An odd array (a name without its value) never yields the slot past its
+ * end as a value. */
+static void test_get_odd_array(void)
+{
+    char a[] = "A", one[] = "1", b[] = "B", past[] = "not a value";
+    gpointer slots[] = { a, one, b, past };
+    GPtrArray odd = { slots, 3 };
+    g_assert_cmpstr(jet_hdr_get(&odd, "A"), ==, "1");
+    g_assert_null(jet_hdr_get(&odd, "B"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -812,5 +852,7 @@ int main(int argc, char **argv)
     g_test_add_func("/hdr_block/get", test_get);
     g_test_add_func("/hdr_block/escape", test_escape);
     g_test_add_func("/hdr_block/defect-describe", test_defect_describe);
+    g_test_add_func("/hdr_block/cr-at-end", test_cr_at_end);
+    g_test_add_func("/hdr_block/get-odd-array", test_get_odd_array);
     return g_test_run();
 }

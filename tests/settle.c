@@ -1,4 +1,5 @@
-/* The settlement decision (host/settle.c): DESIGN section 4, at every edge. */
+/* The settlement decision (host/settle.c): the precedence list of
+ * docs/settlement.md, at every edge. */
 #include "settle.h"
 #include "config.h"
 
@@ -1126,6 +1127,30 @@ static void test_defaults_match_config(void)
     g_rmdir(dir);
 }
 
+/* Horizon 0 makes every postpone a failure, even of a message stored this
+ * very instant or "in the future" by a clock behind the stream's: neither
+ * counts as inside a horizon of zero. */
+static void test_postpone_horizon_zero_young(void)
+{
+    JetSettlePolicy p = policy();
+    p.postpone_horizon_ms = 0;
+    JetSettleFacts f = postpone(30000);
+
+    f.enqueued_ns = NOW_NS;                    /* just stored */
+    JetSettleAction a = decide(&p, &f);
+    assert_retry(a, ladder[0], 1);
+    g_assert_cmpstr(a.reason, ==, "POSTPONE counts as a failure (postpone_horizon 0)");
+
+    f.enqueued_ns = NOW_NS + 5000 * MS_NS;     /* our clock is behind */
+    a = decide(&p, &f);
+    assert_retry(a, ladder[0], 1);
+    g_assert_cmpstr(a.reason, ==, "POSTPONE counts as a failure (postpone_horizon 0)");
+
+    /* The same young message inside a real horizon is postponed. */
+    p.postpone_horizon_ms = 1;
+    assert_postpone(decide(&p, &f), 30000);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1153,5 +1178,6 @@ int main(int argc, char **argv)
     g_test_add_func("/settle/precedence/before-handle", test_before_handle_consistency);
     g_test_add_func("/settle/precedence/suspect-budget-line", test_suspect_budget_line);
     g_test_add_func("/settle/sweep", test_sweep);
+    g_test_add_func("/settle/postpone/horizon-zero-young", test_postpone_horizon_zero_young);
     return g_test_run();
 }

@@ -8,8 +8,10 @@
  * a C99 compiler and `pkg-config --cflags jethost-plugin`, and needs neither
  * GLib nor nats.c.
  *
- * The smallest complete plugin is plugins/template/template.c; docs/plugins.md
- * is the guide.
+ * The smallest complete plugin is plugins/template/template.c.
+ * docs/plugin-guide.md is the guide: write, build, test (on the mock host,
+ * <jethost/mock.h>) and ship a plugin.  docs/plugins.md documents the plugins
+ * jethost ships (paced, retry, exec).
  *
  * Stability rules, kept for every 1.x release:
  *   - a plugin built against 1.m loads in every host 1.n with n >= m;
