@@ -90,12 +90,19 @@ void jet__suspect_end(JetEngine *e)
 
 /* --- arrival --------------------------------------------------------------- */
 
+/* A status is read as host/pull_status.h says nats.c hands it over: no reply,
+ * no payload, a "Status" pseudo-header.  A code that does not parse stays a
+ * status (code 0, which the table does not know): the pull ends, loudly,
+ * rather than waiting for its deadline. */
 static gboolean is_status(natsMsg *m, int *code, const char **desc)
 {
     const char *v = NULL;
+    if (natsMsg_GetReply(m) != NULL || natsMsg_GetDataLength(m) != 0)
+        return FALSE;
     if (natsMsgHeader_Get(m, "Status", &v) != NATS_OK || v == NULL)
         return FALSE;
-    *code = atoi(v);
+    if (!jet_pull_status_parse_line(v, code))
+        *code = 0;
     *desc = NULL;
     if (natsMsgHeader_Get(m, "Description", desc) != NATS_OK)
         *desc = NULL;
@@ -920,7 +927,8 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         .max_deliver = e->facts.max_deliver != 0 ? e->facts.max_deliver : b->max_deliver,
         .crash_limit = b->crash_limit,
     };
-    e->next_subject = g_strdup_printf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", b->stream, b->consumer);
+    e->next_subject = g_strdup_printf("%s.CONSUMER.MSG.NEXT.%s.%s", jet_conn_api_prefix(conn), b->stream,
+                                      b->consumer);
     g_mutex_init(&e->stats_lock);
     g_mutex_init(&e->lease_lock);
     g_mutex_init(&e->recover_lock);

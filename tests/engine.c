@@ -1,5 +1,6 @@
 /* The paced pull engine against a real nats-server, in process: pacing and
- * the buffer bound, the lease, the byte budget, and the lease fence. */
+ * the buffer bound, the lease, the byte budget, the lease fence, the order of
+ * acks and pulls on the wire, and a status the table does not know. */
 #include "harness.h"
 #include "config.h"
 #include "conn.h"
@@ -12,7 +13,19 @@
 #include <json-glib/json-glib.h>
 #include <string.h>
 
+#include "ack_subject.h"
+#include "rawpub.h"
 #include "rig.h"
+
+/* nats.c may still be running a subscription's callback when
+ * natsSubscription_Destroy returns: a spy whose closure lives on the test's
+ * stack is drained first, so no callback outlives the test. */
+static void spy_close(natsSubscription *sub)
+{
+    g_assert_cmpint(natsSubscription_Drain(sub), ==, NATS_OK);
+    g_assert_cmpint(natsSubscription_WaitForDrainCompletion(sub, 10000), ==, NATS_OK);
+    natsSubscription_Destroy(sub);
+}
 
 static void count_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
 {
@@ -20,6 +33,117 @@ static void count_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, voi
     (void)sub;
     g_atomic_int_inc((gint *)closure);
     natsMsg_Destroy(m);
+}
+
+/* What crosses the wire between the engine and the server, in the order the
+ * server routed it: one subscription on `$JS.>`, so acks and pull requests
+ * from the engine's connection keep their relative order (one connection in,
+ * one subscription out). */
+typedef enum { WIRE_PULL, WIRE_ACK, WIRE_NAK, WIRE_OTHER } WireKind;
+
+typedef struct {
+    WireKind kind;
+    guint batch;       /* WIRE_PULL */
+    guint64 seq;       /* WIRE_ACK, WIRE_NAK: the stream seq */
+    char *reply;       /* WIRE_PULL: the pull's reply subject */
+} WireEvent;
+
+typedef struct {
+    GMutex lock;
+    GArray *events;    /* of WireEvent */
+    natsSubscription *sub;
+} Wire;
+
+static void wire_event_clear(gpointer data)
+{
+    g_free(((WireEvent *)data)->reply);
+}
+
+static guint pull_batch(natsMsg *m)
+{
+    g_autoptr(JsonParser) p = json_parser_new();
+    if (!json_parser_load_from_data(p, natsMsg_GetData(m), natsMsg_GetDataLength(m), NULL))
+        return 0;
+    JsonNode *root = json_parser_get_root(p);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+        return 0;
+    return (guint)json_object_get_int_member_with_default(json_node_get_object(root), "batch", 0);
+}
+
+static void wire_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    Wire *w = closure;
+    (void)nc;
+    (void)sub;
+    WireEvent ev = { .kind = WIRE_OTHER };
+    const char *subject = natsMsg_GetSubject(m);
+    const char *body = natsMsg_GetData(m);
+    int len = natsMsg_GetDataLength(m);
+    JetAckMeta meta;
+    if (g_strcmp0(subject, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c") == 0) {
+        ev.kind = WIRE_PULL;
+        ev.batch = pull_batch(m);
+        ev.reply = g_strdup(natsMsg_GetReply(m));
+    } else if (g_str_has_prefix(subject, "$JS.ACK.ORDERS.c.") && jet_ack_subject_parse(subject, &meta)) {
+        ev.seq = meta.stream_seq;
+        if (len == 4 && memcmp(body, "+ACK", 4) == 0)
+            ev.kind = WIRE_ACK;
+        else if (len >= 4 && memcmp(body, "-NAK", 4) == 0)
+            ev.kind = WIRE_NAK;
+    }
+    if (ev.kind != WIRE_OTHER) {
+        g_mutex_lock(&w->lock);
+        g_array_append_val(w->events, ev);
+        g_mutex_unlock(&w->lock);
+    }
+    natsMsg_Destroy(m);
+}
+
+static void wire_start(Wire *w, Rig *r)
+{
+    g_mutex_init(&w->lock);
+    w->events = g_array_new(FALSE, TRUE, sizeof(WireEvent));
+    g_array_set_clear_func(w->events, wire_event_clear);
+    g_assert_cmpint(natsConnection_Subscribe(&w->sub, r->nc, "$JS.>", wire_on_msg, w), ==, NATS_OK);
+    /* A spy on a busy engine must never drop. */
+    g_assert_cmpint(natsSubscription_SetPendingLimits(w->sub, -1, -1), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(r->nc), ==, NATS_OK);
+}
+
+/* Stops the spy once everything routed to it before has been recorded. */
+static void wire_stop(Wire *w, Rig *r)
+{
+    g_assert_cmpint(natsConnection_Flush(r->nc), ==, NATS_OK);
+    spy_close(w->sub);
+    w->sub = NULL;
+}
+
+static void wire_free(Wire *w)
+{
+    g_array_unref(w->events);
+    g_mutex_clear(&w->lock);
+}
+
+static guint wire_count(Wire *w, WireKind kind)
+{
+    g_mutex_lock(&w->lock);
+    guint n = 0;
+    for (guint i = 0; i < w->events->len; i++)
+        n += g_array_index(w->events, WireEvent, i).kind == kind;
+    g_mutex_unlock(&w->lock);
+    return n;
+}
+
+typedef struct {
+    Wire *w;
+    WireKind kind;
+    guint n;
+} WireWait;
+
+static gboolean wire_has(gpointer data)
+{
+    WireWait *ww = data;
+    return wire_count(ww->w, ww->kind) >= ww->n;
 }
 
 /* A 5 ms handler over 5,000 messages, batch 10: no drops, stream order,
@@ -66,7 +190,7 @@ static void test_paced_bounded(void)
     jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
     g_assert_cmpint(ci->NumRedelivered, ==, 0);
     jsConsumerInfo_Destroy(ci);
-    natsSubscription_Destroy(spy);
+    spy_close(spy);
     rig_free(&r);
 }
 
@@ -147,7 +271,7 @@ static void test_lease_slow_handler(void)
     jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
     g_assert_cmpint(ci->NumRedelivered, ==, 0);
     jsConsumerInfo_Destroy(ci);
-    natsSubscription_Destroy(rp.sub);
+    spy_close(rp.sub);
     rig_free(&r);
 }
 
@@ -175,7 +299,7 @@ static void test_lease_buffered(void)
     jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
     g_assert_cmpint(ci->NumRedelivered, ==, 0);
     jsConsumerInfo_Destroy(ci);
-    natsSubscription_Destroy(rp.sub);
+    spy_close(rp.sub);
     rig_free(&r);
 }
 
@@ -307,6 +431,13 @@ static void test_hung_any(void)
     rig_free(&r);
 }
 
+static gboolean lease_lapsed_seen(gpointer data)
+{
+    JetEngineStats st;
+    jet_engine_stats(((Rig *)data)->eng, &st);
+    return st.lease_lapsed >= 1;
+}
+
 static void test_lease_lapses(void)
 {
     Rig r = { 0 };
@@ -319,7 +450,9 @@ static void test_lease_lapses(void)
     jet_test_publish_n(r.js, "orders.new", 1);
     rig_engine(&r, "batch = 1\nack_wait = 2s\nhandler_timeout = 1s\noption.block_seq = 1\noption.verdict = retry\n");
     rig_wait_inflight(&r, 1);
-    g_usleep(3500 * 1000);   /* past the 1 s limit, and past AckWait after the last extension */
+    /* The keeper declares the lease lapsed once the handler passes the 1 s
+     * limit; the RETRY that follows is for a delivery no longer ours. */
+    g_assert_true(jet_test_wait_until(lease_lapsed_seen, &r, 10000));
     rig_let_go(&r, 1);
     /* The redelivery (delivery 2) is NAK'd as usual: that proves the advisory
      * subscription sees NAKs, so the silence for delivery 1 means something. */
@@ -335,7 +468,7 @@ static void test_lease_lapses(void)
     g_assert_cmpuint(d->len, >=, 2);
     g_assert_cmpuint(g_array_index(d, guint, 0), ==, 1);
     g_assert_cmpuint(g_array_index(d, guint, 1), ==, 2);
-    natsSubscription_Destroy(adv);
+    spy_close(adv);
     rig_free(&r);
 }
 
@@ -377,7 +510,7 @@ static void test_acks_grouped(void)
     g_assert_cmpint(ci->NumRedelivered, ==, 0);
     g_assert_cmpint(ci->NumAckPending, ==, 0);
     jsConsumerInfo_Destroy(ci);
-    natsSubscription_Destroy(spy);
+    spy_close(spy);
     rig_free(&r);
 }
 
@@ -445,6 +578,174 @@ static void test_max_bytes(void)
     rig_free(&r);
 }
 
+/* Acks that wait for company go out before the next pull: every message
+ * handled when a pull is sent has its ack on the wire ahead of that pull.
+ * With an early re-pull (threshold 4, fast handlers, a backlog), pull k+1
+ * goes out when the messages of pull k not yet taken fall to 4: right then
+ * the engine has handled (sum of the sizes of pulls 1..k) - 4 messages, and
+ * exactly that many acks precede the pull on the wire (docs/engine.md,
+ * "Pacing" and "Acks sent together"). */
+static void test_acks_before_pull(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 2000, batch = 10, threshold = 4;
+    jet_test_publish_n(r.js, "orders.new", n);
+    Wire w = { 0 };
+    wire_start(&w, &r);
+    rig_engine(&r, "batch = 10\nthreshold = 4\nexpires = 30s\n");
+    FloorWait fw = { &r, n };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    rig_stop(&r);
+    wire_stop(&w, &r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+
+    guint acks = 0, pulls = 0, checked = 0;
+    guint64 served = 0;   /* the sizes of the pulls before this one */
+    for (guint i = 0; i < w.events->len; i++) {
+        const WireEvent *ev = &g_array_index(w.events, WireEvent, i);
+        if (ev->kind == WIRE_ACK)
+            acks++;
+        if (ev->kind != WIRE_PULL)
+            continue;
+        pulls++;
+        g_assert_cmpuint(ev->batch, <=, batch);
+        g_assert_cmpuint(ev->batch, >=, batch - threshold);
+        if (pulls > 1 && served <= n) {
+            /* The earlier pulls were served in full from the backlog. */
+            if (acks != served - threshold)
+                g_error("pull %u went out after %u acks; expected %" G_GUINT64_FORMAT
+                        " (every message handled by then, acked first)", pulls, acks, served - threshold);
+            checked++;
+        }
+        served += ev->batch;
+    }
+    g_test_message("%u pulls (%" G_GUINT64_FORMAT " early), %u checked, %u acks, %" G_GUINT64_FORMAT " grouped",
+                   pulls, st.early_pulls, checked, acks, st.acks_grouped);
+    g_assert_cmpuint(acks, ==, n);
+    g_assert_cmpuint(checked, >=, n / batch - 1);
+    /* Acks did wait for company: the test saw what it is about. */
+    g_assert_cmpuint(st.acks_grouped, >, 0);
+    wire_free(&w);
+    rig_free(&r);
+}
+
+/* When and how big the early re-pull is: batch 10, threshold 4, and only 8
+ * messages, so the first pull is left owing 2.  A 20 ms handler lets all 8
+ * arrive before the sixth is done.  After 6 are handled, 4 are not taken
+ * (2 buffered, 2 still owed by the server): the second pull goes out then,
+ * after exactly the 6 acks, for 10 - 2 = 8 messages, not for a batch. */
+static void test_early_pull_when_and_size(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 8);
+    Wire w = { 0 };
+    wire_start(&w, &r);
+    rig_engine(&r, "batch = 10\nthreshold = 4\nexpires = 30s\noption.sleep = 20ms\n");
+    FloorWait fw = { &r, 8 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 20000));
+    /* Both pulls wait on the server now (the first owes 2, the second 8):
+     * no third one may go out. */
+    rig_stop(&r);
+    wire_stop(&w, &r);
+
+    GString *trace = g_string_new(NULL);
+    guint acks = 0, pulls = 0;
+    guint at[2] = { 0, 0 }, size[2] = { 0, 0 };
+    for (guint i = 0; i < w.events->len; i++) {
+        const WireEvent *ev = &g_array_index(w.events, WireEvent, i);
+        if (ev->kind == WIRE_ACK) {
+            g_string_append_printf(trace, " ack%" G_GUINT64_FORMAT, ev->seq);
+            g_assert_cmpuint(ev->seq, ==, acks + 1);   /* in stream order */
+            acks++;
+        } else if (ev->kind == WIRE_PULL) {
+            g_string_append_printf(trace, " pull(%u)", ev->batch);
+            if (pulls < 2) {
+                at[pulls] = acks;
+                size[pulls] = ev->batch;
+            }
+            pulls++;
+        }
+    }
+    g_test_message("on the wire:%s", trace->str);
+    g_string_free(trace, TRUE);
+    g_assert_cmpuint(acks, ==, 8);
+    g_assert_cmpuint(pulls, ==, 2);
+    g_assert_cmpuint(at[0], ==, 0);
+    g_assert_cmpuint(size[0], ==, 10);
+    g_assert_cmpuint(at[1], ==, 6);
+    g_assert_cmpuint(size[1], ==, 8);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.early_pulls, ==, 1);
+    wire_free(&w);
+    rig_free(&r);
+}
+
+typedef struct {
+    Rig *r;
+    guint64 n;
+} StatusWait;
+
+static gboolean statuses_at_least(gpointer data)
+{
+    StatusWait *sw = data;
+    JetEngineStats st;
+    jet_engine_stats(sw->r->eng, &st);
+    return st.statuses >= sw->n;
+}
+
+/* A status the table does not know (a newer server's) ends the pull: the
+ * next pull goes out after the guard, not when the first one expires (30 s
+ * here).  Real idle heartbeats, read the same way, end nothing. */
+static void test_unknown_status(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    Wire w = { 0 };
+    wire_start(&w, &r);
+    rig_engine(&r, "batch = 1\nidle_heartbeat = 500ms\nexpires = 30s\n");
+    WireWait one = { &w, WIRE_PULL, 1 };
+    g_assert_true(jet_test_wait_until(wire_has, &one, 10000));
+    StatusWait beats = { &r, 2 };
+    g_assert_true(jet_test_wait_until(statuses_at_least, &beats, 10000));
+    JetEngineStats st0;
+    jet_engine_stats(r.eng, &st0);
+    g_assert_cmpuint(st0.pulls, ==, 1);
+    g_assert_cmpuint(st0.stale_statuses, ==, 0);
+    g_assert_cmpuint(wire_count(&w, WIRE_PULL), ==, 1);
+
+    g_mutex_lock(&w.lock);
+    g_autofree char *reply = g_strdup(g_array_index(w.events, WireEvent, 0).reply);
+    g_mutex_unlock(&w.lock);
+    g_assert_nonnull(reply);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetRawPub) raw = jet_rawpub_connect(jet_test_server_port(r.srv), &err);
+    g_assert_no_error(err);
+    const char *block = "NATS/1.0 418 Whatever\r\n\r\n";
+    gint64 t0 = g_get_monotonic_time();
+    g_assert_true(jet_rawpub_hpub(raw, reply, block, strlen(block), NULL, 0, &err));
+    g_assert_no_error(err);
+    g_assert_true(jet_rawpub_flush(raw, &err));
+    g_assert_no_error(err);
+
+    /* The guard is 500 ms; the pull's own end would be 30 s away. */
+    WireWait two = { &w, WIRE_PULL, 2 };
+    g_assert_true(jet_test_wait_until(wire_has, &two, 5000));
+    g_test_message("the next pull went out %" G_GINT64_FORMAT " ms after the unknown status",
+                   (g_get_monotonic_time() - t0) / 1000);
+    JetEngineStats st1;
+    jet_engine_stats(r.eng, &st1);
+    g_assert_cmpuint(st1.pulls, >=, 2);
+    g_assert_cmpuint(st1.not_jetstream, ==, 0);
+    rig_stop(&r);
+    wire_stop(&w, &r);
+    wire_free(&w);
+    rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -458,6 +759,9 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/max-bytes", test_max_bytes);
     g_test_add_func("/engine/acks-grouped", test_acks_grouped);
     g_test_add_func("/engine/acks-behind-slow-handler", test_acks_behind_slow_handler);
+    g_test_add_func("/engine/acks-before-pull", test_acks_before_pull);
+    g_test_add_func("/engine/early-pull-when-and-size", test_early_pull_when_and_size);
+    g_test_add_func("/engine/unknown-status", test_unknown_status);
     int rc = g_test_run();
     nats_Close();
     return rc;

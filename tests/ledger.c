@@ -1,9 +1,10 @@
 /* The attempt ledger (host/ledger.c) against a real nats-server: the bucket
  * it creates, records read, created, incremented and deleted, compare-and-set
- * under two racing connections, an unreachable bucket, and what crosses the
- * wire. */
+ * under two racing connections, an unreachable bucket, what crosses the
+ * wire, and, through the engine, the delivery-count fallback without it. */
 #include "harness.h"
 #include "ledger.h"
+#include "rig.h"
 
 #include <nats/nats.h>
 #include <string.h>
@@ -621,6 +622,119 @@ static void test_wire_subjects(void)
     conn_close(&c);
 }
 
+/* --- the delivery-count fallback, through the engine ------------------- */
+
+typedef struct {
+    guint64 seq;
+    guint32 deliveries;
+    JetActionKind kind;
+    JetCaptureCause cause;
+    guint32 failure_number;
+} Settled;
+
+typedef struct {
+    GMutex lock;
+    GArray *settled;   /* of Settled, in the order the worker settled them */
+} SettleLog;
+
+static void on_settle(guint64 stream_seq, guint32 deliveries, const JetSettleAction *a, gpointer data)
+{
+    SettleLog *log = data;
+    Settled s = { stream_seq, deliveries, a->kind, a->cause, a->failure_number };
+    g_mutex_lock(&log->lock);
+    g_array_append_val(log->settled, s);
+    g_mutex_unlock(&log->lock);
+}
+
+static gboolean captured(gpointer data)
+{
+    SettleLog *log = data;
+    g_mutex_lock(&log->lock);
+    gboolean seen = FALSE;
+    for (guint i = 0; i < log->settled->len; i++)
+        seen |= g_array_index(log->settled, Settled, i).kind == JET_ACTION_CAPTURE;
+    g_mutex_unlock(&log->lock);
+    return seen;
+}
+
+/* Without the ledger every earlier delivery counts as a failure
+ * (docs/retries.md, "When the ledger is unreachable"): a message that always
+ * fails, max_attempts 3, retries at deliveries 1 and 2 and is captured as
+ * exhausted at delivery 3, never later. */
+static void run_fallback(gboolean delete_bucket)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    SettleLog log;
+    g_mutex_init(&log.lock);
+    log.settled = g_array_new(FALSE, FALSE, sizeof(Settled));
+    r.settle_hook = on_settle;
+    r.settle_data = &log;
+    jet_test_stderr_begin(delete_bucket ? "fallback-unreachable.log" : "fallback-off.log");
+    rig_engine(&r, delete_bucket ? "batch = 1\nmax_attempts = 3\nrungs = 100ms\noption.verdict = retry\n"
+                                 : "ledger = false\nbatch = 1\nmax_attempts = 3\nrungs = 100ms\n"
+                                   "option.verdict = retry\n");
+    if (delete_bucket) {
+        g_assert_nonnull(r.ledger);
+        g_assert_cmpint(js_DeleteStream(r.js, "KV_jethost_ledger", NULL, NULL), ==, NATS_OK);
+    } else {
+        g_assert_null(r.ledger);
+    }
+    jet_test_publish_n(r.js, "orders.new", 1);
+    gboolean got = jet_test_wait_until(captured, &log, 30000);
+    FloorWait fw = { &r, 1 };
+    gboolean acked = got && jet_test_wait_until(floor_reached, &fw, 10000);
+    rig_stop(&r);
+    g_autofree char *text = jet_test_stderr_end();
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+
+    g_mutex_lock(&log.lock);
+    for (guint i = 0; i < log.settled->len; i++) {
+        Settled *s = &g_array_index(log.settled, Settled, i);
+        g_test_message("seq %" G_GUINT64_FORMAT " delivery %u: kind %d cause %s failure %u", s->seq, s->deliveries,
+                       s->kind, jet_cause_name(s->cause), s->failure_number);
+    }
+    g_assert_true(got);
+    g_assert_true(acked);
+    g_assert_cmpuint(log.settled->len, ==, 3);
+    for (guint i = 0; i < 3; i++) {
+        Settled *s = &g_array_index(log.settled, Settled, i);
+        g_assert_cmpuint(s->seq, ==, 1);
+        g_assert_cmpuint(s->deliveries, ==, i + 1);
+        g_assert_cmpuint(s->failure_number, ==, i + 1);
+        g_assert_cmpint(s->kind, ==, i < 2 ? JET_ACTION_RETRY : JET_ACTION_CAPTURE);
+        g_assert_cmpint(s->cause, ==, i < 2 ? JET_CAUSE_NONE : JET_CAUSE_EXHAUSTED);
+    }
+    g_mutex_unlock(&log.lock);
+    g_assert_cmpuint(st.dead_lettered, ==, 1);
+    if (delete_bucket) {
+        g_assert_cmpuint(st.ledger_fallbacks, >=, 1);
+        g_assert_cmpuint(jet_test_count_lines(text, "event=ledger-fallback"), >=, 1);
+    }
+
+    /* The record in the DLQ says so too. */
+    natsMsg *m = NULL;
+    g_assert_cmpint(js_GetMsg(&m, r.js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
+    const char *cause = NULL;
+    g_assert_cmpint(natsMsgHeader_Get(m, "Jethost-Cause", &cause), ==, NATS_OK);
+    g_assert_cmpstr(cause, ==, "exhausted");
+    natsMsg_Destroy(m);
+    g_array_unref(log.settled);
+    g_mutex_clear(&log.lock);
+    rig_free(&r);
+}
+
+static void test_fallback_ledger_off(void)
+{
+    run_fallback(FALSE);
+}
+
+static void test_fallback_ledger_unreachable(void)
+{
+    run_fallback(TRUE);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -634,6 +748,8 @@ int main(int argc, char **argv)
     g_test_add_func("/ledger/write-refused", test_write_refused);
     g_test_add_func("/ledger/server-stalled", test_server_stalled);
     g_test_add_func("/ledger/wire-subjects", test_wire_subjects);
+    g_test_add_func("/ledger/fallback-off", test_fallback_ledger_off);
+    g_test_add_func("/ledger/fallback-unreachable", test_fallback_ledger_unreachable);
     int rc = g_test_run();
     nats_Close();
     return rc;
