@@ -1,5 +1,5 @@
 /* The attempt ledger and crash attribution through the engine, against a
- * real nats-server (issue 9, DESIGN section 4, docs/retries.md):
+ * real nats-server (docs/retries.md):
  *
  * - the happy path does no ledger I/O (1,000 acked deliveries, not one
  *   message on the ledger's subjects);

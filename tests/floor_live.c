@@ -1,5 +1,5 @@
 /* The floor monitor fed by a real nats-server 2.9.10's consumer info: the
- * facts it rests on, checked live (DESIGN 9: verify what you rely on).
+ * facts it rests on, checked live (verify what you rely on).
  *
  * - A blocker waiting out a delayed NAK while later messages are acked keeps
  *   the ack floor below it and Delivered past it: the gap is open, the stall

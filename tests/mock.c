@@ -277,8 +277,9 @@ static void test_sequence_matches_decide(void)
 
     /* One message walking through postpones, a failure, a postpone over the
      * cap (a plugin error), a postpone past its horizon and exhaustion; then
-     * single deliveries of other messages.  The expected column is DESIGN
-     * section 4 worked by hand; decide() is asked too. */
+     * single deliveries of other messages.  The expected column is the
+     * precedence list (docs/settlement.md) worked by hand; decide() is asked
+     * too. */
     static const struct {
         gboolean new_message;
         guint64 advance_ms;       /* clock step before this delivery */

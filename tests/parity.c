@@ -1,4 +1,4 @@
-/* Parity (issue 12): one sequence of messages and verdicts, run through the
+/* Parity: one sequence of messages and verdicts, run through the
  * mock host and through the real host on a real nats-server, yields the same
  * settlements, delivery by delivery, and the same dead-letter records.
  *

@@ -1,4 +1,4 @@
-/* Settlement against a real nats-server 2.9.10 (issues 7 and 8): the retry
+/* Settlement against a real nats-server 2.9.10: the retry
  * ladder's gaps as the handler sees them, postpones that come back on time
  * and spend no attempt, a bound consumer with a server BackOff refused, and
  * capture-then-ack for every trigger: one DLQ record with its provenance,
@@ -424,7 +424,7 @@ static void publish(Rig *r, const char *data)
 }
 
 /* ===================================================================== */
-/* Issue 7: the ladder, postpones, BackOff                                */
+/* The ladder, postpones, BackOff                                         */
 /* ===================================================================== */
 
 /* Rungs 300ms, 600ms, 900ms with max_attempts 6: the gaps between the six
@@ -572,7 +572,7 @@ static void test_bind_backoff_refused(void)
 }
 
 /* ===================================================================== */
-/* Issue 8: capture-then-ack                                              */
+/* Capture-then-ack                                                       */
 /* ===================================================================== */
 
 /* rejected, exhausted and budget: one record each with its provenance, each
