@@ -1,5 +1,6 @@
 /* The config loader: every error class, drop-in order, defaults, and the
  * documentation against the key tables. */
+#define _GNU_SOURCE   /* setresuid(), setresgid() */
 #include "config.h"
 #include "errors.h"
 
@@ -784,6 +785,93 @@ static void test_examples_load(void)
     }
 }
 
+/* --- rules at their edges ---------------------------------------------------- */
+
+/* js_domain is a name, js_api_prefix a literal subject; either, never both,
+ * and neither with the embedded server. */
+static void test_js_domain(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST "js_domain = hub\n" BIND);
+    g_autoptr(JetConfig) dom = load_ok(fx, NULL);
+    g_assert_cmpstr(dom->host.js_domain, ==, "hub");
+    g_assert_null(dom->host.js_api_prefix);
+    write_main(fx, HOST "js_api_prefix = JS.acme.API\n" BIND);
+    g_autoptr(JetConfig) pre = load_ok(fx, NULL);
+    g_assert_cmpstr(pre->host.js_api_prefix, ==, "JS.acme.API");
+    g_assert_null(pre->host.js_domain);
+
+    const struct {
+        const char *text, *expect;
+    } bad[] = {
+        { HOST "js_domain = a.b\n" BIND, "[host] js_domain: 'a.b' must not contain '.'" },
+        { HOST "js_api_prefix = JS.>\n" BIND, "[host] js_api_prefix: subject 'JS.>' must not contain wildcards" },
+        { HOST "js_domain = hub\njs_api_prefix = JS.acme.API\n" BIND,
+          "[host] js_domain: cannot be used with js_api_prefix" },
+        { "[host]\nserver = embedded\njs_domain = hub\n" BIND,
+          "[host] js_domain: cannot be used with server = embedded" },
+        { "[host]\nserver = embedded\njs_api_prefix = JS.acme.API\n" BIND,
+          "[host] js_api_prefix: cannot be used with server = embedded" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        write_main(fx, bad[i].text);
+        assert_load_error(fx->main, NULL, fx->main, bad[i].expect);
+    }
+}
+
+/* accept_expiry with any finite ladder is refused, the shortest included. */
+static void test_accept_expiry_one(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST BIND "max_attempts = 1\naccept_expiry = true\n");
+    assert_load_error(fx->main, NULL, fx->main,
+                      "[binding orders] accept_expiry: true is only for max_attempts = 0 (unlimited), "
+                      "and max_attempts is 1");
+}
+
+/* The secret-file rules for a user other than root (the tests run as root,
+ * for whom access() grants every read): the real and effective ids become
+ * nobody's for the checks, root stays the saved id to come back to. */
+static void test_secret_files_other_user(Fixture *fx, gconstpointer data)
+{
+    const uid_t nobody = 65534;
+    g_assert_cmpint(geteuid(), ==, 0);
+    g_assert_cmpint(g_chmod(fx->dir, 0711), ==, 0);
+    g_autofree char *own = write_file(fx->dir, "own.creds", "c\n", 0600);
+    g_autofree char *wo = write_file(fx->dir, "write-only.creds", "c\n", 0200);
+    g_autofree char *closed = g_build_filename(fx->dir, "closed", NULL);
+    g_autofree char *hidden = write_file(closed, "hidden.creds", "c\n", 0600);
+    g_assert_cmpint(chown(own, nobody, nobody), ==, 0);
+    g_assert_cmpint(chown(wo, nobody, nobody), ==, 0);
+
+    g_assert_cmpint(setresgid(nobody, nobody, 0), ==, 0);
+    g_assert_cmpint(setresuid(nobody, nobody, 0), ==, 0);
+    g_autoptr(GError) e_own = NULL, e_wo = NULL, e_hidden = NULL;
+    gboolean ok_own = jet_secret_file_check(own, &e_own);
+    gboolean ok_wo = jet_secret_file_check(wo, &e_wo);
+    gboolean ok_hidden = jet_secret_file_check(hidden, &e_hidden);
+    g_assert_cmpint(setresuid(0, 0, 0), ==, 0);
+    g_assert_cmpint(setresgid(0, 0, 0), ==, 0);
+
+    /* Its own file, mode 0600: accepted. */
+    g_assert_no_error(e_own);
+    g_assert_true(ok_own);
+    /* Its own file that it may not read: refused as a permission problem. */
+    g_assert_false(ok_wo);
+    g_assert_error(e_wo, JET_ERROR, JET_ERROR_PERMISSION);
+    g_assert_nonnull(strstr(e_wo->message, wo));
+    /* A file in a directory it may not search: the same. */
+    g_assert_false(ok_hidden);
+    g_assert_error(e_hidden, JET_ERROR, JET_ERROR_PERMISSION);
+    g_assert_nonnull(strstr(e_hidden->message, hidden));
+}
+
+/* An empty value of a key with a default is an error, not the default: a
+ * computed default (name, the hostname) included. */
+static void test_empty_computed_default(Fixture *fx, gconstpointer data)
+{
+    write_main(fx, HOST "name =\n" BIND);
+    assert_load_error(fx->main, NULL, fx->main, "[host] name: must not be empty");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -805,5 +893,11 @@ int main(int argc, char **argv)
 #undef ADD
     g_test_add_func("/config/doc-matches-tables", test_doc_matches_tables);
     g_test_add_func("/config/examples-load", test_examples_load);
+    g_test_add("/config/js-domain", Fixture, NULL, fx_setup, test_js_domain, fx_teardown);
+    g_test_add("/config/accept-expiry-one", Fixture, NULL, fx_setup, test_accept_expiry_one, fx_teardown);
+    g_test_add("/config/secret-files-other-user", Fixture, NULL, fx_setup, test_secret_files_other_user,
+               fx_teardown);
+    g_test_add("/config/empty-computed-default", Fixture, NULL, fx_setup, test_empty_computed_default,
+               fx_teardown);
     return g_test_run();
 }

@@ -95,6 +95,15 @@ static gboolean spy_nonempty(gpointer data)
     return spy_count(data) > 0;
 }
 
+/* The engine counts an ack, and forgets the ledger record, after the +ACK
+ * is on the wire: the floor can pass before either is done. */
+static gboolean acked_one(gpointer data)
+{
+    JetEngineStats st;
+    jet_engine_stats(data, &st);
+    return st.acked >= 1;
+}
+
 static void spy_stop(Spy *spy)
 {
     for (guint i = 0; i < spy->subs->len; i++)
@@ -330,6 +339,8 @@ static void test_postpones_are_not_failures(void)
     g_assert_cmpstr(g_ptr_array_index(naks, 5), ==, "-NAK {\"delay\": 200000000}");   /* rung 1 */
     g_assert_true(done);
 
+    g_assert_true(jet_test_wait_until(acked_one, r.eng, 10000));
+
     g_autoptr(GArray) h = handled_full(r.dir, 0, NULL);
     g_assert_cmpuint(h->len, ==, 7);
     for (guint i = 0; i < h->len; i++) {
@@ -552,6 +563,11 @@ static guint supervise(Rig *r, const char *prefix, const char *host_keys, const 
         if (g_subprocess_get_identifier(host) != NULL) {
             g_subprocess_send_signal(host, SIGTERM);
             g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+            /* The summary a drained host leaves counts dead letters too. */
+            g_autofree char *log = NULL;
+            g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+            g_assert_cmpuint(jet_test_count_lines(log, "event=stopped msg=\"handled "), ==, 1);
+            g_assert_cmpuint(jet_test_count_lines(log, ", dead-lettered "), ==, 1);
             return exits;
         }
         g_assert_cmpint(jet_test_jethost_wait(host, 1000), ==, want_status);

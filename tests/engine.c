@@ -746,6 +746,51 @@ static void test_unknown_status(void)
     rig_free(&r);
 }
 
+/* A status whose code does not parse (nats.c hands over what follows
+ * "NATS/1.0 ") is still a status: code 0, which the table does not know, so
+ * the pull ends at once, as for any unknown status, and the next goes out
+ * only after the guard (500 ms): never as a delivery, never in a hot loop. */
+static void test_unparsable_status(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    Wire w = { 0 };
+    wire_start(&w, &r);
+    rig_engine(&r, "batch = 1\nidle_heartbeat = 500ms\nexpires = 30s\n");
+    WireWait one = { &w, WIRE_PULL, 1 };
+    g_assert_true(jet_test_wait_until(wire_has, &one, 10000));
+    StatusWait beats = { &r, 2 };
+    g_assert_true(jet_test_wait_until(statuses_at_least, &beats, 10000));
+
+    g_mutex_lock(&w.lock);
+    g_autofree char *reply = g_strdup(g_array_index(w.events, WireEvent, 0).reply);
+    g_mutex_unlock(&w.lock);
+    g_assert_nonnull(reply);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetRawPub) raw = jet_rawpub_connect(jet_test_server_port(r.srv), &err);
+    g_assert_no_error(err);
+    const char *block = "NATS/1.0 4x8 Whatever\r\n\r\n";
+    gint64 t0 = g_get_monotonic_time();
+    g_assert_true(jet_rawpub_hpub(raw, reply, block, strlen(block), NULL, 0, &err));
+    g_assert_no_error(err);
+    g_assert_true(jet_rawpub_flush(raw, &err));
+    g_assert_no_error(err);
+
+    WireWait two = { &w, WIRE_PULL, 2 };
+    g_assert_true(jet_test_wait_until(wire_has, &two, 5000));
+    gint64 waited_ms = (g_get_monotonic_time() - t0) / 1000;
+    g_test_message("the next pull went out %" G_GINT64_FORMAT " ms after the status", waited_ms);
+    g_assert_cmpint(waited_ms, >=, 500);
+    JetEngineStats st1;
+    jet_engine_stats(r.eng, &st1);
+    g_assert_cmpuint(st1.not_jetstream, ==, 0);
+    g_assert_cmpuint(st1.pulls, >=, 2);
+    rig_stop(&r);
+    wire_stop(&w, &r);
+    wire_free(&w);
+    rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -762,6 +807,7 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/acks-before-pull", test_acks_before_pull);
     g_test_add_func("/engine/early-pull-when-and-size", test_early_pull_when_and_size);
     g_test_add_func("/engine/unknown-status", test_unknown_status);
+    g_test_add_func("/engine/unparsable-status", test_unparsable_status);
     int rc = g_test_run();
     nats_Close();
     return rc;

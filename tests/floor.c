@@ -601,6 +601,46 @@ static void test_observe_counts_once(void)
     host_clear(&e);
 }
 
+/* After the floor reads lower (the consumer was recreated and delivers
+ * afresh), a stall of floor_age at 95: is SEQ claimable, or counted? */
+static JetBreakerDecision after_floor_drop(Host *h, gint64 *now, guint64 seq)
+{
+    Store st;
+    store_init(&st);
+    *now += SEC;
+    sample(h, *now, 95, 110);
+    *now += FLOOR_AGE;
+    sample(h, *now, 95, 110);
+    JetBreakerDecision d = fail(h, &st, *now, seq, 3, 0, NULL, NULL);
+    store_clear(&st);
+    return d;
+}
+
+/* The counted set holds only sequences above the floor: one at the floor
+ * is never added, and one the floor reaches is acked and forgotten.  So if
+ * the floor later reads lower, neither is "counted" in the new stall. */
+static void test_counted_at_floor(void)
+{
+    Host h;
+    host_init(&h, JET_BREAKER_MODE_OBSERVE);
+    gint64 now = 2 * HOUR;
+    sample(&h, now, 100, 110);
+    jet_breaker_note_counted(h.m, 100);   /* at the floor: not added */
+    g_assert_cmpint(after_floor_drop(&h, &now, 100), ==, JET_BREAKER_CLAIMABLE);
+    host_clear(&h);
+
+    host_init(&h, JET_BREAKER_MODE_OBSERVE);
+    sample(&h, now, 100, 110);
+    jet_breaker_note_counted(h.m, 105);
+    now += SEC;
+    sample(&h, now, 105, 110);            /* the floor reaches 105 */
+    g_assert_cmpint(after_floor_drop(&h, &now, 105), ==, JET_BREAKER_CLAIMABLE);
+    JetFloorStats stats;
+    jet_floor_monitor_stats(h.m, &stats);
+    g_assert_cmpuint(stats.counted_again, ==, 0);
+    host_clear(&h);
+}
+
 /* A failed claim changes nothing (the next delivery tries again); a claim
  * noted for a floor that has since moved only counts. */
 static void test_claim_error_and_stale(void)
@@ -728,6 +768,81 @@ static void test_room(void)
     g_assert_false(r.applies);
 }
 
+/* Two workers asked the breaker at the same moment and both got window 0;
+ * one claims it, the other's claim comes back taken a minute later.  The
+ * window closed at the first claim: the next opens floor_age after it, not
+ * after the late answer. */
+static void test_window_closes_at_first_claim(void)
+{
+    Host h;
+    Store st;
+    host_init(&h, JET_BREAKER_MODE_OBSERVE);
+    store_init(&st);
+    gint64 t0 = 2 * HOUR, now = t0;
+    for (; now <= t0 + FLOOR_AGE; now += 30 * SEC)
+        sample(&h, now, 100, 110);
+    now = t0 + FLOOR_AGE;
+    JetBreakerCandidate c1 = { 101, 3, TRUE, t0, now }, c2 = { 102, 3, TRUE, t0, now };
+    JetBreakerVerdict v1 = jet_breaker_consider(h.m, &h.bp, &c1);
+    JetBreakerVerdict v2 = jet_breaker_consider(h.m, &h.bp, &c2);
+    g_assert_cmpint(v1.decision, ==, JET_BREAKER_CLAIMABLE);
+    g_assert_cmpint(v2.decision, ==, JET_BREAKER_CLAIMABLE);
+    g_assert_cmpuint(v1.window.n, ==, v2.window.n);
+    g_assert_cmpint(store_create(&st, &v1.window, 101), ==, JET_BREAKER_CLAIMED);
+    jet_breaker_note_claim(h.m, &h.bp, &v1.window, JET_BREAKER_CLAIMED, now);
+    g_assert_cmpint(store_create(&st, &v2.window, 102), ==, JET_BREAKER_ALREADY_CLAIMED);
+    jet_breaker_note_claim(h.m, &h.bp, &v2.window, JET_BREAKER_ALREADY_CLAIMED, now + MINUTE);
+    /* floor_age after the first claim: the next window is open. */
+    now += FLOOR_AGE;
+    sample(&h, now, 100, 110);
+    JetBreakerWindow w = { 0 };
+    g_assert_cmpint(fail(&h, &st, now, 103, 4, t0, NULL, &w), ==, JET_BREAKER_CLAIMABLE);
+    g_assert_cmpuint(w.n, ==, v1.window.n + 1);
+    store_clear(&st);
+    host_clear(&h);
+}
+
+/* The fewest waits that reach floor_age, when a prefix of the listed rungs
+ * sums to it exactly: no further rung is needed. */
+static void test_room_exact_sum(void)
+{
+    const guint64 rungs[] = { 5 * 60000, 10 * 60000, 30 * 60000 };
+    JetBreakerRoom r;
+    jet_breaker_room(JET_BREAKER_MODE_OBSERVE, 15 * 60000, 2, rungs, 3, 10, &r);
+    g_assert_cmpuint(r.first_failure_k, ==, 3);   /* W(2) = 5m + 10m = 15m */
+    jet_breaker_room(JET_BREAKER_MODE_OBSERVE, 15 * 60000 + 1, 2, rungs, 3, 10, &r);
+    g_assert_cmpuint(r.first_failure_k, ==, 4);
+}
+
+/* A claim's answer that comes back after a later window of the same floor
+ * was already closed (a slow worker) does not take the window count back. */
+static void test_late_answer_for_older_window(void)
+{
+    Host h;
+    Store st;
+    host_init(&h, JET_BREAKER_MODE_OBSERVE);
+    store_init(&st);
+    gint64 t0 = 2 * HOUR, now = t0;
+    for (; now <= t0 + FLOOR_AGE; now += 30 * SEC)
+        sample(&h, now, 100, 110);
+    now = t0 + FLOOR_AGE;
+    JetBreakerWindow w0 = { 0 }, w = { 0 };
+    g_assert_cmpint(fail(&h, &st, now, 101, 3, t0, NULL, &w0), ==, JET_BREAKER_CLAIMABLE);
+    for (guint n = 1; n <= 2; n++) {
+        now += FLOOR_AGE;
+        sample(&h, now, 100, 110);
+        g_assert_cmpint(fail(&h, &st, now, 101 + n, 3, t0, NULL, &w), ==, JET_BREAKER_CLAIMABLE);
+        g_assert_cmpuint(w.n, ==, n);
+    }
+    jet_breaker_note_claim(h.m, &h.bp, &w0, JET_BREAKER_ALREADY_CLAIMED, now + SEC);
+    now += FLOOR_AGE;
+    sample(&h, now, 100, 110);
+    g_assert_cmpint(fail(&h, &st, now, 104, 3, t0, NULL, &w), ==, JET_BREAKER_CLAIMABLE);
+    g_assert_cmpuint(w.n, ==, 3);
+    store_clear(&st);
+    host_clear(&h);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -746,5 +861,9 @@ int main(int argc, char **argv)
     g_test_add_func("/floor/report-format", test_report_format);
     g_test_add_func("/floor/poll-interval", test_poll_interval);
     g_test_add_func("/floor/room", test_room);
+    g_test_add_func("/floor/breaker/counted-at-floor", test_counted_at_floor);
+    g_test_add_func("/floor/breaker/window-closes-at-first-claim", test_window_closes_at_first_claim);
+    g_test_add_func("/floor/room-exact-sum", test_room_exact_sum);
+    g_test_add_func("/floor/breaker/late-answer-for-older-window", test_late_answer_for_older_window);
     return g_test_run();
 }

@@ -1,4 +1,4 @@
-/* The header block parser and writer (host/hdr_block.c) without a server:
+/* The header block parser and writer (host/core/hdr_block.c) without a server:
  * hostile blocks, each defect class with its line, text and reason, the
  * writer's refusals, round trips, and the helpers. */
 #include "errors.h"

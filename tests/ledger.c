@@ -1,4 +1,4 @@
-/* The attempt ledger (host/ledger.c) against a real nats-server: the bucket
+/* The attempt ledger (host/io/ledger.c) against a real nats-server: the bucket
  * it creates, records read, created, incremented and deleted, compare-and-set
  * under two racing connections, an unreachable bucket, what crosses the
  * wire, and, through the engine, the delivery-count fallback without it. */

@@ -1,4 +1,4 @@
-/* The ledger's pure parts (host/ledger.c): crash attribution, key encoding,
+/* The ledger's pure parts (host/io/ledger.c): crash attribution, key encoding,
  * record serialisation.  No server. */
 #include "ledger.h"
 

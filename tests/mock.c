@@ -1,4 +1,4 @@
-/* The mock host (include/jethost/mock.h, host/mock.c, host/mock_cli.c).
+/* The mock host (include/jethost/mock.h, host/mock/mock.c, host/cmd/mock_cli.c).
  *
  * Each strict rule has a test here that fails when the rule is removed from
  * the mock; settlements are compared with the daemon's decision function

@@ -1,4 +1,4 @@
-/* `jethost mock` on its own, for the tests, until host/cli.c dispatches to
+/* `jethost mock` on its own, for the tests, until host/cmd/cli.c dispatches to
  * jet_mock_cli_main(): `mock-cli mock ARGS...` runs as `jethost mock ARGS...`. */
 #include "mock_cli.h"
 

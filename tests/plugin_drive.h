@@ -6,9 +6,9 @@
 #define JET_TEST_PLUGIN_DRIVE_H
 
 #include "harness.h"
+#include "host_api.h"
 #include "instance.h"
 #include "jet_msg.h"
-#include "plugin_loader.h"
 
 #include <stdarg.h>
 #include <string.h>

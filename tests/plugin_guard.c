@@ -1,4 +1,4 @@
-/* The plugin guard (host/plugin_guard.h): a plugin that ends or clones the
+/* The plugin guard (host/core/plugin_guard.h): a plugin that ends or clones the
  * process from inside handle().
  *
  * Against a real nats-server, `jethost run` with fx_gate:

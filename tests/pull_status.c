@@ -213,6 +213,17 @@ static void test_parse_line(void)
     }
 }
 
+/* Each of the three characters must be a digit, the last one too. */
+static void test_parse_line_last_digit(void)
+{
+    static const char *bad[] = { "40x", "10:", "40/", "99 " };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        int code = -7;
+        g_assert_false(jet_pull_status_parse_line(bad[i], &code));
+        g_assert_cmpint(code, ==, -7);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -224,5 +235,6 @@ int main(int argc, char **argv)
     g_test_add_func("/pull_status/notes", test_notes);
     g_test_add_func("/pull_status/names", test_names);
     g_test_add_func("/pull_status/parse_line", test_parse_line);
+    g_test_add_func("/pull_status/parse_line_last_digit", test_parse_line_last_digit);
     return g_test_run();
 }

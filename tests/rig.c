@@ -1,5 +1,5 @@
 #include "rig.h"
-#include "plugin_loader.h"
+#include "host_api.h"
 #include "capture.h"
 
 #include <glib/gstdio.h>

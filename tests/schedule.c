@@ -1595,6 +1595,47 @@ static void test_breaker_room_reach_edge(void)
     g_assert_null(strstr(msg, "floor_age"));
 }
 
+/* With max_attempts 0 the budget line ends the ladder, so a worst case over
+ * the bound is fixed through max_deliver: the message names it. */
+static void test_budget_max_time_names_max_deliver(void)
+{
+    JetScheduleInput in = base();
+    in.max_attempts = 0;
+    in.max_deliver = 7;
+    in.max_time_to_dead_letter_ms = 1;
+    JetScheduleReport r = check(&in);
+    g_assert_true(r.attempts_from_budget);
+    assert_codes(&r, CODES("max-time-exceeded"));
+    const char *msg = jet_schedule_report_find(&r, "max-time-exceeded")->message;
+    g_assert_nonnull(strstr(msg, "lower max_deliver (max_attempts 0: the budget line ends the ladder)"));
+    in.max_attempts = 6;
+    r = check(&in);
+    assert_codes(&r, CODES("max-time-exceeded"));
+    msg = jet_schedule_report_find(&r, "max-time-exceeded")->message;
+    g_assert_nonnull(strstr(msg, "lower max_attempts,"));
+}
+
+/* A budget line past G_MAXUINT attempts: the breaker's room is weighed at
+ * G_MAXUINT attempts (the ladder outlasts any floor_age), never at the
+ * count cut to 32 bits. */
+static void test_budget_line_past_guint(void)
+{
+    JetScheduleInput in = base();
+    in.max_attempts = 0;
+    in.capture_reserve = 1;
+    in.max_deliver = (gint64)G_MAXUINT + 3;   /* line: 2^32 + 2 attempts */
+    in.breaker = JET_BREAKER_MODE_ENFORCE;
+    in.floor_age_ms = 2 * M;
+    in.min_deliveries = 2;
+    JetScheduleReport r = check(&in);
+    g_assert_true(r.attempts_from_budget);
+    g_assert_cmpuint(r.attempts, ==, (guint64)G_MAXUINT + 2);
+    g_assert_true(r.breaker_room.applies);
+    g_assert_false(r.breaker_room.never_fires);
+    g_assert_false(r.breaker_room.only_at_exhaustion);
+    g_assert_null(jet_schedule_report_find(&r, "breaker-no-room"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1632,5 +1673,7 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/format/duration", test_format_duration);
     g_test_add_func("/schedule/format/report", test_format_report);
     g_test_add_func("/schedule/breaker/room-reach-edge", test_breaker_room_reach_edge);
+    g_test_add_func("/schedule/budget/max-time-names-max-deliver", test_budget_max_time_names_max_deliver);
+    g_test_add_func("/schedule/budget/line-past-guint", test_budget_line_past_guint);
     return g_test_run();
 }

@@ -182,6 +182,43 @@ static void test_nkey_refused(void)
     g_assert_nonnull(strstr(err->message, "not a user seed"));
 }
 
+/* A seed file written on Windows: the line ends in CR LF, and the CR is not
+ * part of the seed. */
+static void test_nkey_crlf(void)
+{
+    g_autofree char *seed = fixture_text("nkey-user.seed");
+    g_autofree char *want = fixture_text("nkey-user.pub");
+    g_autofree char *text = g_strconcat(seed, "\r\n", NULL);
+    g_autofree char *path = secret_copy("crlf.nk", text);
+    g_autoptr(GError) err = NULL;
+    g_autofree char *pub = NULL;
+    g_assert_true(jet_nkey_user_public_from_file(path, &pub, &err));
+    g_assert_no_error(err);
+    g_assert_cmpstr(pub, ==, want);
+}
+
+/* Two 58-character strings with valid checksums over the same user key
+ * (bytes 1..32): the first with the seed prefix (S), the second with the
+ * user public-key prefix (U) where the S belongs.  Only the seed is one. */
+#define NKEY_PREFIX_SEED "SUAACAQDAQCQMBYIBEFAWDANBYHRAEISCMKBKFQXDAMRUGY4DUPB6IC5CQ"
+#define NKEY_PREFIX_NOT_SEED "UUAACAQDAQCQMBYIBEFAWDANBYHRAEISCMKBKFQXDAMRUGY4DUPB6IGW4E"
+
+static void test_nkey_prefix(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *pub = NULL;
+    g_assert_true(jet_nkey_user_public(NKEY_PREFIX_SEED, &pub, &err));
+    g_assert_no_error(err);
+    g_assert_true(g_str_has_prefix(pub, "U"));
+    g_assert_cmpuint(strlen(pub), ==, 56);
+
+    g_autofree char *pub2 = NULL;
+    g_assert_false(jet_nkey_user_public(NKEY_PREFIX_NOT_SEED, &pub2, &err));
+    g_assert_null(pub2);
+    g_assert_error(err, JET_ERROR, JET_ERROR_INVALID);
+    g_assert_nonnull(strstr(err->message, "not an nkey seed (a public key?"));
+}
+
 /* --- NKeys against a server that requires them ------------------------------- */
 
 static JetTestServer *nkey_server(void)
@@ -588,6 +625,8 @@ int main(int argc, char **argv)
     g_test_add_func("/secure/tls/client-cert", test_tls_client_cert);
     g_test_add_func("/secure/domain/config", test_prefix_config);
     g_test_add_func("/secure/domain/run", test_domain_run);
+    g_test_add_func("/secure/nkey/crlf", test_nkey_crlf);
+    g_test_add_func("/secure/nkey/prefix", test_nkey_prefix);
     int rc = g_test_run();
     nats_Close();
     return rc;

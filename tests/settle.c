@@ -1,4 +1,4 @@
-/* The settlement decision (host/settle.c): the precedence list of
+/* The settlement decision (host/core/settle.c): the precedence list of
  * docs/settlement.md, at every edge. */
 #include "settle.h"
 #include "config.h"

@@ -1,4 +1,4 @@
-/* libFuzzer target for host/hdr_block.c.  The first input byte picks the
+/* libFuzzer target for host/core/hdr_block.c.  The first input byte picks the
  * mode (even: parse, odd: write), the rest is the data.
  *
  * parse: the rest is a header block.  Whatever it holds, the parser must

@@ -5,10 +5,10 @@
 #include "dlq_cli.h"
 
 #include "capture.h"
-#include "cli.h"
 #include "config.h"
 #include "conn.h"
 #include "errors.h"
+#include "exit_codes.h"
 #include "hdr_block.h"
 #include "json_out.h"
 #include "nats_raw.h"

@@ -505,3 +505,14 @@ const jet_host_api *jet_host_api_table(void)
 {
     return &table;
 }
+
+JetPlugin *jet_plugin_load(const char *name_or_path, const char *plugin_dir,
+                           const JetLoadPolicy *policy, GError **error)
+{
+    return jet_plugin_load_with(&table, name_or_path, plugin_dir, policy, error);
+}
+
+JetPlugin *jet_plugin_from_entry(jet_plugin_entry_fn entry, GError **error)
+{
+    return jet_plugin_from_entry_with(&table, entry, error);
+}

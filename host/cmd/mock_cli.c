@@ -5,7 +5,7 @@
  * (include/jethost/mock.h), in record mode: a violation is reported in the
  * output line and in the exit code, never by aborting. */
 #include "mock_cli.h"
-#include "cli.h"
+#include "exit_codes.h"
 
 #include <jethost/mock.h>
 

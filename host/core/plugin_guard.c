@@ -1,8 +1,8 @@
 /* The plugin guard: plugin_guard.h has what it catches and why; docs/cli.md
  * (exit codes) the operator's view. */
 #include "plugin_guard.h"
-#include "cli.h"
 #include "log.h"
+/* It exits with its own JET_GUARD_EXIT: the commands' header is above it. */
 
 #include <errno.h>
 #include <pthread.h>
@@ -179,7 +179,7 @@ G_GNUC_NORETURN static void child_returned(void)
     put_s(&l, " in handle() (stream seq ");
     put_u(&l, s != NULL ? s->seq : 0, 1);
     put_s(&l, ") returned into the host; it exits ");
-    put_u(&l, JET_EXIT_PLUGIN, 1);
+    put_u(&l, JET_GUARD_EXIT, 1);
     put_s(&l, " now, touching nothing of the host's");
     l.buf[l.len++] = '"';
     l.buf[l.len++] = '\n';
@@ -191,7 +191,7 @@ G_GNUC_NORETURN static void child_returned(void)
             break;
         off += (size_t)n;
     }
-    _exit(JET_EXIT_PLUGIN);
+    _exit(JET_GUARD_EXIT);
 }
 
 void jet_guard_leave(void)
@@ -226,7 +226,7 @@ static void fork_parent(void)
         jet_log(first ? JET_LOG_WARNING : JET_LOG_DEBUG, snap.binding, "plugin-forked",
                 "plugin %s called fork() in handle() on stream seq %" G_GUINT64_FORMAT
                 ": a child that returns from handle() into the host exits %d at once; fork only to exec%s",
-                snap.plugin, snap.seq, JET_EXIT_PLUGIN,
+                snap.plugin, snap.seq, JET_GUARD_EXIT,
                 first ? " (further forks by this binding are logged at debug level)" : "");
     }
     errno = saved;
@@ -241,13 +241,13 @@ static void report_exit(const Slot *s, gboolean own_thread)
                 "plugin %s called exit() in handle() on stream seq %" G_GUINT64_FORMAT
                 "; ending the process with status %d (a plugin ended the process); the message is "
                 "unacknowledged and its next delivery is a suspect",
-                snap.plugin, snap.seq, JET_EXIT_PLUGIN);
+                snap.plugin, snap.seq, JET_GUARD_EXIT);
     else
         jet_log(JET_LOG_ERROR, snap.binding, "plugin-exit",
                 "exit() was called on a plugin's own thread while plugin %s handled stream seq %"
                 G_GUINT64_FORMAT "; ending the process with status %d (a plugin ended the process); the "
                 "message is unacknowledged and its next delivery is a suspect",
-                snap.plugin, snap.seq, JET_EXIT_PLUGIN);
+                snap.plugin, snap.seq, JET_GUARD_EXIT);
 }
 
 /* exit() with a handler running: the process would end with the plugin's
@@ -261,7 +261,7 @@ static void at_exit(void)
     Slot *own = g_private_get(&slot_key);
     if (own != NULL && g_atomic_int_get(&own->busy)) {
         report_exit(own, TRUE);
-        _exit(JET_EXIT_PLUGIN);
+        _exit(JET_GUARD_EXIT);
     }
     guint n = 0;
     for (Slot *s = g_atomic_pointer_get(&slots); s != NULL; s = s->next) {
@@ -271,7 +271,7 @@ static void at_exit(void)
         }
     }
     if (n > 0)
-        _exit(JET_EXIT_PLUGIN);
+        _exit(JET_GUARD_EXIT);
 }
 
 void jet_guard_install(void)

@@ -1,18 +1,18 @@
 #include "daemon.h"
 #include "advisory.h"
 #include "capture.h"
-#include "cli.h"
 #include "config.h"
 #include "conn.h"
 #include "consumer_setup.h"
 #include "embedded.h"
 #include "engine.h"
 #include "errors.h"
+#include "exit_codes.h"
+#include "host_api.h"
 #include "instance.h"
 #include "ledger.h"
 #include "log.h"
 #include "plugin_guard.h"
-#include "plugin_loader.h"
 #include "schedule.h"
 
 #include <glib-unix.h>
@@ -552,10 +552,12 @@ refused:
         jet_engine_stats(bd->engine, &st);
         jet_log(JET_LOG_INFO, bd->b->name, "stopped",
                 "handled %" G_GUINT64_FORMAT ": acked %" G_GUINT64_FORMAT ", retried %" G_GUINT64_FORMAT
-                ", postponed %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT ", stranded %" G_GUINT64_FORMAT
-                "; %" G_GUINT64_FORMAT " pulls, %" G_GUINT64_FORMAT " acks sent in groups",
-                st.messages, st.acked, st.retried, st.postponed, st.released, st.stranded, st.pulls,
-                st.acks_grouped);
+                ", postponed %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT ", dead-lettered %"
+                G_GUINT64_FORMAT ", stranded %" G_GUINT64_FORMAT ", uncertain %" G_GUINT64_FORMAT
+                "; %" G_GUINT64_FORMAT " pulls, %" G_GUINT64_FORMAT " acks sent in groups; %" G_GUINT64_FORMAT
+                " plugin calls on a message after its handle() returned (refused)",
+                st.messages, st.acked, st.retried, st.postponed, st.released, st.dead_lettered, st.stranded,
+                st.uncertain, st.pulls, st.acks_grouped, st.stale_handles);
         JetAdvisoryStats as;
         jet_advisory_stats(bd->advisory, &as);
         jet_log(JET_LOG_INFO, bd->b->name, "advisories-stopped",

@@ -635,10 +635,10 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
         }
         Mutation mu = { .e = e, .it = it, .op = a.kind == JET_ACTION_RETRY ? OP_FAILURE : OP_POSTPONE,
                         .att = &att, .alone = alone, .now_ns = now_ns, .reason = a.reason };
-        if (a.kind == JET_ACTION_RETRY || a.is_failure || alone)
-            ledger_write(e, stream, consumer, jm.stream_seq, &mu);
-        else
-            ledger_write(e, stream, consumer, jm.stream_seq, &mu);
+        /* Every retry and every postpone is written: the op (a failure or
+         * a postpone) and the survived marker of a suspect are in mu; the
+         * ledger keeps both counts (docs/retries.md). */
+        ledger_write(e, stream, consumer, jm.stream_seq, &mu);
         jet__publish_nak_delay(e, reply, a.delay_ms);
         if (a.kind == JET_ACTION_RETRY)
             STAT_ADD(e, retried, 1);

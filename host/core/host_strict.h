@@ -3,7 +3,7 @@
  * The daemon never sets either hook: every host function then pays one
  * predictable branch (a NULL pointer in the jet_msg it already reads, or one
  * process-wide pointer for jet_ctx calls) and behaves exactly as before.  The
- * mock host (host/mock.c) sets them to record host calls and log lines and to
+ * mock host (host/mock/mock.c) sets them to record host calls and log lines and to
  * enforce rules as a failed test: a jet_msg used after its handle() returned
  * (the daemon refuses that too, through its lent handles: jet_msg.h), a call
  * from a second thread by a plugin that is not thread-safe, an option read

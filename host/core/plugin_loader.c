@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 #include "plugin_loader.h"
 #include "errors.h"
-#include "host_api.h"
+/* The function table plugins get is the caller's (docs/architecture.md). */
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -510,7 +510,7 @@ out:
     return ok;
 }
 
-static JetPlugin *load_checked(const char *path, const JetLoadPolicy *policy, GError **error)
+static JetPlugin *load_checked(const jet_host_api *api, const char *path, const JetLoadPolicy *policy, GError **error)
 {
     g_autoptr(GError) local = NULL;
     struct stat st;
@@ -556,7 +556,7 @@ static JetPlugin *load_checked(const char *path, const JetLoadPolicy *policy, GE
     JetPlugin *p = g_new0(JetPlugin, 1);
     p->path = g_strdup(path);
     p->handle = handle;
-    const jet_plugin *desc = entry(jet_host_api_table());
+    const jet_plugin *desc = entry(api);
     if (!jet_plugin_descriptor_check(desc, &p->desc, &local)) {
         g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: %s", path, local->message);
         g_free(p->path);
@@ -566,8 +566,8 @@ static JetPlugin *load_checked(const char *path, const JetLoadPolicy *policy, GE
     return p;
 }
 
-JetPlugin *jet_plugin_load(const char *name_or_path, const char *plugin_dir,
-                           const JetLoadPolicy *policy, GError **error)
+JetPlugin *jet_plugin_load_with(const jet_host_api *api, const char *name_or_path, const char *plugin_dir,
+                                const JetLoadPolicy *policy, GError **error)
 {
     g_autofree char *given = plugin_candidate(name_or_path, plugin_dir, error);
     if (given == NULL)
@@ -590,7 +590,7 @@ JetPlugin *jet_plugin_load(const char *name_or_path, const char *plugin_dir,
         registry = g_hash_table_new(g_str_hash, g_str_equal);
     JetPlugin *p = g_hash_table_lookup(registry, path);
     if (p == NULL) {
-        p = load_checked(path, policy, error);
+        p = load_checked(api, path, policy, error);
         if (p != NULL)
             g_hash_table_insert(registry, p->path, p);
     } else if (!jet_path_check_trusted(path, policy, &local)) {
@@ -621,9 +621,9 @@ const char *jet_plugin_name(const JetPlugin *p)
 
 static GHashTable *linked;   /* entry function -> JetPlugin*, never freed */
 
-JetPlugin *jet_plugin_from_entry(jet_plugin_entry_fn entry, GError **error)
+JetPlugin *jet_plugin_from_entry_with(const jet_host_api *api, jet_plugin_entry_fn entry, GError **error)
 {
-    g_return_val_if_fail(entry != NULL, NULL);
+    g_return_val_if_fail(api != NULL && entry != NULL, NULL);
     g_mutex_lock(&registry_lock);
     if (linked == NULL)
         linked = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -631,7 +631,7 @@ JetPlugin *jet_plugin_from_entry(jet_plugin_entry_fn entry, GError **error)
     if (p == NULL) {
         g_autoptr(GError) local = NULL;
         jet_plugin desc;
-        if (!jet_plugin_descriptor_check(entry(jet_host_api_table()), &desc, &local)) {
+        if (!jet_plugin_descriptor_check(entry(api), &desc, &local)) {
             g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "linked-in plugin: %s", local->message);
         } else {
             p = g_new0(JetPlugin, 1);

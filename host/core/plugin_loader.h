@@ -32,11 +32,15 @@ typedef struct {
  * with an error naming what was given and why.  Caller frees. */
 char *jet_plugin_resolve(const char *name_or_path, const char *plugin_dir, GError **error);
 
-/* Loads (or finds already loaded) and checks a plugin.  policy may be NULL.
- * The returned plugin is owned by the process-wide registry: never free it.
- * Every error is one line naming the path and the cause. */
-JetPlugin *jet_plugin_load(const char *name_or_path, const char *plugin_dir,
-                           const JetLoadPolicy *policy, GError **error);
+/* Loads (or finds already loaded) and checks a plugin.  api is the function
+ * table its entry point is given: the caller's, so the loader never reaches
+ * up into the host functions (host_api.h's jet_plugin_load passes the
+ * host's; docs/architecture.md); never NULL.  One table per process: a plugin already
+ * loaded keeps the one it was given.  policy may be NULL.  The returned
+ * plugin is owned by the process-wide registry: never free it.  Every error
+ * is one line naming the path and the cause. */
+JetPlugin *jet_plugin_load_with(const jet_host_api *api, const char *name_or_path, const char *plugin_dir,
+                                const JetLoadPolicy *policy, GError **error);
 
 /* Checks that path and every directory above it are safe to trust. */
 gboolean jet_path_check_trusted(const char *path, const JetLoadPolicy *policy, GError **error);
@@ -60,10 +64,10 @@ const char *jet_plugin_path(const JetPlugin *p);
 const char *jet_plugin_name(const JetPlugin *p);
 
 /* A plugin linked into the program instead of loaded from a file (the mock
- * host's static mode): calls entry with the host table and checks the
- * descriptor as jet_plugin_load() does.  Its "path" is "linked-in:NAME".
- * Kept for the life of the process, like a loaded plugin. */
-JetPlugin *jet_plugin_from_entry(jet_plugin_entry_fn entry, GError **error);
+ * host's static mode): calls entry with api and checks the descriptor as
+ * jet_plugin_load_with() does.  Its "path" is "linked-in:NAME".  Kept for
+ * the life of the process, like a loaded plugin. */
+JetPlugin *jet_plugin_from_entry_with(const jet_host_api *api, jet_plugin_entry_fn entry, GError **error);
 
 /* The most of a descriptor the host reads: a larger struct_size is refused
  * unread.  Far above any real jet_plugin, far below running off a mapping. */

@@ -88,7 +88,7 @@ typedef struct {
 #define JET_SETTLE_DEFAULT_CAPTURE_RESERVE       1u
 #define JET_SETTLE_DEFAULT_CRASH_LIMIT           3u
 /* The default ladder: 1s, 5s, 30s, 2m, 10m (the last rung repeats); the same
- * defaults as the config keys (host/config.c), which a test checks. */
+ * defaults as the config keys (host/core/config.c), which a test checks. */
 extern const guint64 jet_settle_default_rungs_ms[];
 extern const gsize jet_settle_default_n_rungs;
 

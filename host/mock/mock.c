@@ -14,10 +14,10 @@
 #include "config.h"
 #include "duration.h"
 #include "errors.h"
+#include "host_api.h"
 #include "host_strict.h"
 #include "instance.h"
 #include "jet_msg.h"
-#include "plugin_loader.h"
 #include "settle.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * - exit() while a handler runs, on any thread but the host's own (the one
  *   that installed the guard: no plugin code runs there after that): one
  *   error line naming the binding, the plugin and the stream seq, then
- *   _exit(JET_EXIT_PLUGIN), so a supervisor sees a failure, not a clean
+ *   _exit(JET_GUARD_EXIT), so a supervisor sees a failure, not a clean
  *   stop.  The message was in hand: its next delivery is unexplained, a
  *   suspect (docs/retries.md).
  * - fork() in handle(): the parent logs it (a warning the first time per
@@ -20,6 +20,12 @@
 #define JET_PLUGIN_GUARD_H
 
 #include <glib.h>
+
+/* The exit status of a process a plugin ended with exit() in handle().  The
+ * guard owns the number because it is the one that exits with it; the
+ * command line lists it as JET_EXIT_PLUGIN (exit_codes.h, docs/cli.md), so
+ * this layer never reads the command line's header (docs/architecture.md). */
+#define JET_GUARD_EXIT 4
 
 /* Installs the atexit() and pthread_atfork() hooks for this process; once,
  * after the plugins' init() and before the first handle() (atexit hooks run

@@ -90,7 +90,7 @@ void jet__suspect_end(JetEngine *e)
 
 /* --- arrival --------------------------------------------------------------- */
 
-/* A status is read as host/pull_status.h says nats.c hands it over: no reply,
+/* A status is read as host/core/pull_status.h says nats.c hands it over: no reply,
  * no payload, a "Status" pseudo-header.  A code that does not parse stays a
  * status (code 0, which the table does not know): the pull ends, loudly,
  * rather than waiting for its deadline. */

@@ -5,7 +5,6 @@
 #define JET_MSG_H
 
 #include <glib.h>
-#include <nats/nats.h>
 #include <jethost/plugin.h>
 
 struct JetMsgStrict;
