@@ -494,3 +494,29 @@ guint jet_test_count_lines(const char *text, const char *needle)
         n += strstr(*l, needle) != NULL;
     return n;
 }
+
+int jet_test_jethost_run(const char *const *args, char **out, char **err_text)
+{
+    g_autofree char *bin = jet_test_jethost_path();
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, bin);
+    for (const char *const *a = args; *a != NULL; a++)
+        g_ptr_array_add(argv, (char *)*a);
+    g_ptr_array_add(argv, NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GSubprocess) p = g_subprocess_newv((const char *const *)argv->pdata,
+                                                 G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &err);
+    g_assert_no_error(err);
+    char *o = NULL, *e = NULL;
+    g_assert_true(g_subprocess_communicate_utf8(p, NULL, NULL, &o, &e, &err));
+    g_assert_no_error(err);
+    if (out != NULL)
+        *out = o;
+    else
+        g_free(o);
+    if (err_text != NULL)
+        *err_text = e;
+    else
+        g_free(e);
+    return g_subprocess_get_if_exited(p) ? g_subprocess_get_exit_status(p) : 128;
+}

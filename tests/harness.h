@@ -19,6 +19,9 @@ char *jet_test_plugin_built(const char *name);
 
 /* Path of the built jethost binary (caller frees). */
 char *jet_test_jethost_path(void);
+/* Runs `jethost ARGS...` to its end: its exit status (128 when it did not
+ * exit), its stdout in *out and stderr in *err_text (each may be NULL). */
+int jet_test_jethost_run(const char *const *args, char **out, char **err_text);
 
 /* A nats-server with JetStream, on 127.0.0.1 and a port the server chose
  * itself (-p -1, read back through --ports_file_dir), with a store in a

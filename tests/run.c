@@ -583,21 +583,8 @@ static void test_schedule_live(void)
 /* `jethost ARGS...`: its exit status, its stdout (returned) and its stderr. */
 static char *jethost_output(const char *const *args, int *status, char **err_out)
 {
-    g_autofree char *bin = jet_test_jethost_path();
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, bin);
-    for (const char *const *a = args; *a != NULL; a++)
-        g_ptr_array_add(argv, (char *)*a);
-    g_ptr_array_add(argv, NULL);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GSubprocess) p = g_subprocess_newv((const char *const *)argv->pdata,
-                                                 G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                                 G_SUBPROCESS_FLAGS_STDERR_PIPE, &err);
-    g_assert_no_error(err);
     char *out = NULL;
-    g_assert_true(g_subprocess_communicate_utf8(p, NULL, NULL, &out, err_out, &err));
-    g_assert_no_error(err);
-    *status = g_subprocess_get_exit_status(p);
+    *status = jet_test_jethost_run(args, &out, err_out);
     return out;
 }
 

@@ -90,29 +90,11 @@ static char *dead_url(GSocket **sock)
     return g_strdup_printf("nats://127.0.0.1:%u", port);
 }
 
-/* Runs jethost ARGS; returns its exit status, stdout in *out (may be NULL)
- * and stderr in *err_text. */
+/* `jethost ARGS...`: its exit status, stdout in *out (may be NULL), stderr
+ * in *err_text. */
 static int jethost(char **out, char **err_text, const char *const *args)
 {
-    g_autofree char *bin = jet_test_jethost_path();
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, bin);
-    for (const char *const *a = args; *a != NULL; a++)
-        g_ptr_array_add(argv, (char *)*a);
-    g_ptr_array_add(argv, NULL);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GSubprocess) p = g_subprocess_newv((const char *const *)argv->pdata,
-                                                 G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &err);
-    g_assert_no_error(err);
-    char *o = NULL, *e = NULL;
-    g_assert_true(g_subprocess_communicate_utf8(p, NULL, NULL, &o, &e, &err));
-    g_assert_no_error(err);
-    if (out != NULL)
-        *out = o;
-    else
-        g_free(o);
-    *err_text = e;
-    return g_subprocess_get_if_exited(p) ? g_subprocess_get_exit_status(p) : 128;
+    return jet_test_jethost_run(args, out, err_text);
 }
 
 /* --- NKeys: the public key of a seed ------------------------------------------ */
