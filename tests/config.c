@@ -818,6 +818,64 @@ static void test_js_domain(Fixture *fx, gconstpointer data)
     }
 }
 
+/* Lengths at their edges: a name (stream, consumer, domain, binding) of 255
+ * bytes is taken and of 256 refused, a subject of 1024 taken and of 1025
+ * refused: past them the server would fail what check approved. */
+static void test_length_limits(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *n255 = g_strnfill(255, 'a'), *n256 = g_strnfill(256, 'a');
+    /* "x." repeated, ending in "x": 1023 or 1025 bytes; plus one "x" = 1024. */
+    g_autoptr(GString) s1024 = g_string_new(NULL), s1025 = g_string_new(NULL);
+    while (s1024->len < 1022)
+        g_string_append(s1024, "x.");
+    g_string_append(s1024, "xx");
+    while (s1025->len < 1024)
+        g_string_append(s1025, "x.");
+    g_string_append(s1025, "x");
+    g_assert_cmpuint(s1024->len, ==, 1024);
+    g_assert_cmpuint(s1025->len, ==, 1025);
+
+    const char *keys[] = { "stream", "consumer" };
+    for (gsize i = 0; i < G_N_ELEMENTS(keys); i++) {
+        g_autofree char *ok = g_strdup_printf(HOST "[binding orders]\nplugin = orders\n%s = %s\n%s = x\n",
+                                              keys[i], n255, keys[1 - i]);
+        write_main(fx, ok);
+        g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+        g_autofree char *bad = g_strdup_printf(HOST "[binding orders]\nplugin = orders\n%s = %s\n%s = x\n",
+                                               keys[i], n256, keys[1 - i]);
+        write_main(fx, bad);
+        g_autofree char *want = g_strdup_printf("[binding orders] %s: '%s' is longer than 255 bytes", keys[i], n256);
+        assert_load_error(fx->main, NULL, fx->main, want);
+    }
+    g_autofree char *dom_ok = g_strdup_printf(HOST "js_domain = %s\n" BIND, n255);
+    write_main(fx, dom_ok);
+    g_autoptr(JetConfig) d = load_ok(fx, NULL);
+    g_autofree char *dom_bad = g_strdup_printf(HOST "js_domain = %s\n" BIND, n256);
+    write_main(fx, dom_bad);
+    g_autofree char *dom_want = g_strdup_printf("[host] js_domain: '%s' is longer than 255 bytes", n256);
+    assert_load_error(fx->main, NULL, fx->main, dom_want);
+
+    g_autofree char *pre_ok = g_strdup_printf(HOST "js_api_prefix = %s\n" BIND, s1024->str);
+    write_main(fx, pre_ok);
+    g_autoptr(JetConfig) p = load_ok(fx, NULL);
+    g_autofree char *pre_bad = g_strdup_printf(HOST "js_api_prefix = %s\n" BIND, s1025->str);
+    write_main(fx, pre_bad);
+    g_autofree char *pre_want = g_strdup_printf("[host] js_api_prefix: subject '%s' is longer than 1024 bytes",
+                                                s1025->str);
+    assert_load_error(fx->main, NULL, fx->main, pre_want);
+    g_autofree char *dlq_bad = g_strdup_printf(HOST BIND "dlq_subject = %s\n", s1025->str);
+    write_main(fx, dlq_bad);
+    assert_load_error(fx->main, NULL, fx->main, "[binding orders] dlq_subject: subject 'x.x");
+
+    g_autofree char *bind_ok = g_strdup_printf(HOST "[binding %s]\nplugin = orders\nstream = S\nconsumer = c\n", n255);
+    write_main(fx, bind_ok);
+    g_autoptr(JetConfig) b = load_ok(fx, NULL);
+    g_autofree char *bind_bad = g_strdup_printf(HOST "[binding %s]\nplugin = orders\nstream = S\nconsumer = c\n", n256);
+    write_main(fx, bind_bad);
+    g_autofree char *bind_want = g_strdup_printf("[binding %s]: a binding name is 1 to 255 of", n256);
+    assert_load_error(fx->main, NULL, fx->main, bind_want);
+}
+
 /* accept_expiry with any finite ladder is refused, the shortest included. */
 static void test_accept_expiry_one(Fixture *fx, gconstpointer data)
 {
@@ -894,6 +952,7 @@ int main(int argc, char **argv)
     g_test_add_func("/config/doc-matches-tables", test_doc_matches_tables);
     g_test_add_func("/config/examples-load", test_examples_load);
     g_test_add("/config/js-domain", Fixture, NULL, fx_setup, test_js_domain, fx_teardown);
+    g_test_add("/config/length-limits", Fixture, NULL, fx_setup, test_length_limits, fx_teardown);
     g_test_add("/config/accept-expiry-one", Fixture, NULL, fx_setup, test_accept_expiry_one, fx_teardown);
     g_test_add("/config/secret-files-other-user", Fixture, NULL, fx_setup, test_secret_files_other_user,
                fx_teardown);

@@ -697,6 +697,25 @@ static gboolean statuses_at_least(gpointer data)
     return st.statuses >= sw->n;
 }
 
+/* Sends a status block, raw, to the reply subject of the first pull seen on
+ * the wire, as a server would answer it; returns when it was sent. */
+static gint64 answer_first_pull(Rig *r, Wire *w, const char *block)
+{
+    g_mutex_lock(&w->lock);
+    g_autofree char *reply = g_strdup(g_array_index(w->events, WireEvent, 0).reply);
+    g_mutex_unlock(&w->lock);
+    g_assert_nonnull(reply);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetRawPub) raw = jet_rawpub_connect(jet_test_server_port(r->srv), &err);
+    g_assert_no_error(err);
+    gint64 t0 = g_get_monotonic_time();
+    g_assert_true(jet_rawpub_hpub(raw, reply, block, strlen(block), NULL, 0, &err));
+    g_assert_no_error(err);
+    g_assert_true(jet_rawpub_flush(raw, &err));
+    g_assert_no_error(err);
+    return t0;
+}
+
 /* A status the table does not know (a newer server's) ends the pull: the
  * next pull goes out after the guard, not when the first one expires (30 s
  * here).  Real idle heartbeats, read the same way, end nothing. */
@@ -717,19 +736,7 @@ static void test_unknown_status(void)
     g_assert_cmpuint(st0.stale_statuses, ==, 0);
     g_assert_cmpuint(wire_count(&w, WIRE_PULL), ==, 1);
 
-    g_mutex_lock(&w.lock);
-    g_autofree char *reply = g_strdup(g_array_index(w.events, WireEvent, 0).reply);
-    g_mutex_unlock(&w.lock);
-    g_assert_nonnull(reply);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(JetRawPub) raw = jet_rawpub_connect(jet_test_server_port(r.srv), &err);
-    g_assert_no_error(err);
-    const char *block = "NATS/1.0 418 Whatever\r\n\r\n";
-    gint64 t0 = g_get_monotonic_time();
-    g_assert_true(jet_rawpub_hpub(raw, reply, block, strlen(block), NULL, 0, &err));
-    g_assert_no_error(err);
-    g_assert_true(jet_rawpub_flush(raw, &err));
-    g_assert_no_error(err);
+    gint64 t0 = answer_first_pull(&r, &w, "NATS/1.0 418 Whatever\r\n\r\n");
 
     /* The guard is 500 ms; the pull's own end would be 30 s away. */
     WireWait two = { &w, WIRE_PULL, 2 };
@@ -762,19 +769,7 @@ static void test_unparsable_status(void)
     StatusWait beats = { &r, 2 };
     g_assert_true(jet_test_wait_until(statuses_at_least, &beats, 10000));
 
-    g_mutex_lock(&w.lock);
-    g_autofree char *reply = g_strdup(g_array_index(w.events, WireEvent, 0).reply);
-    g_mutex_unlock(&w.lock);
-    g_assert_nonnull(reply);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(JetRawPub) raw = jet_rawpub_connect(jet_test_server_port(r.srv), &err);
-    g_assert_no_error(err);
-    const char *block = "NATS/1.0 4x8 Whatever\r\n\r\n";
-    gint64 t0 = g_get_monotonic_time();
-    g_assert_true(jet_rawpub_hpub(raw, reply, block, strlen(block), NULL, 0, &err));
-    g_assert_no_error(err);
-    g_assert_true(jet_rawpub_flush(raw, &err));
-    g_assert_no_error(err);
+    gint64 t0 = answer_first_pull(&r, &w, "NATS/1.0 4x8 Whatever\r\n\r\n");
 
     WireWait two = { &w, WIRE_PULL, 2 };
     g_assert_true(jet_test_wait_until(wire_has, &two, 5000));

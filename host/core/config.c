@@ -300,10 +300,20 @@ static gboolean name_chars_ok(const char *s, gboolean lower_only)
 }
 
 /* A stream or consumer name: what the server accepts in API subjects. */
+/* A stream or consumer name is a directory of the server's file store, so
+ * 255 bytes is the most any filesystem takes (and nats-server's own limit
+ * from 2.10); a longer one would pass here and fail on the server. */
+#define JET_NAME_MAX 255
+/* Subjects the host builds from a configured one (API requests, DLQ
+ * records) must stay well inside the server's 4 KiB control line. */
+#define JET_SUBJECT_MAX 1024
+
 static const char *stream_name_problem(const char *s)
 {
     if (*s == '\0')
         return "must not be empty";
+    if (strlen(s) > JET_NAME_MAX)
+        return "is longer than 255 bytes";
     for (const char *p = s; *p; p++) {
         if (g_ascii_isspace(*p) || g_ascii_iscntrl(*p))
             return "must not contain white space";
@@ -317,6 +327,8 @@ static const char *subject_problem(const char *s, gboolean wildcards)
 {
     if (*s == '\0')
         return "is empty";
+    if (strlen(s) > JET_SUBJECT_MAX)
+        return "is longer than 1024 bytes";
     g_auto(GStrv) tokens = g_strsplit(s, ".", -1);
     for (gsize i = 0; tokens[i] != NULL; i++) {
         const char *t = tokens[i];
@@ -964,9 +976,9 @@ static gboolean read_file(Loader *l, const char *path, GError **error)
         } else if (g_str_has_prefix(group, BINDING_PREFIX) || strcmp(group, "binding") == 0) {
             const char *name = group + strlen("binding");
             name += *name == ' ';
-            if (!name_chars_ok(name, FALSE)) {
+            if (!name_chars_ok(name, FALSE) || strlen(name) > JET_NAME_MAX) {
                 g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
-                            "%s: [%s]: a binding name is one or more of A-Z a-z 0-9 _ - "
+                            "%s: [%s]: a binding name is 1 to 255 of A-Z a-z 0-9 _ - "
                             "(write [binding NAME])", file, group);
                 return FALSE;
             }
