@@ -122,9 +122,11 @@ static void test_nkey_derive(void)
     g_assert_cmpstr(pub3, ==, want);
 }
 
-static void expect_refused(const char *name, const char *text, const char *why)
+static void expect_refused_bytes(const char *name, const char *text, gssize len, const char *why)
 {
-    g_autofree char *path = secret_copy(name, text);
+    g_autofree char *path = secret_copy(name, "");
+    g_assert_true(g_file_set_contents(path, text, len, NULL));
+    g_assert_cmpint(g_chmod(path, 0600), ==, 0);
     g_autoptr(GError) err = NULL;
     g_autofree char *pub = NULL;
     g_assert_false(jet_nkey_user_public_from_file(path, &pub, &err));
@@ -136,6 +138,11 @@ static void expect_refused(const char *name, const char *text, const char *why)
     /* The secret is never echoed. */
     g_autofree char *seed = fixture_text("nkey-user.seed");
     g_assert_null(strstr(err->message, seed + 4));
+}
+
+static void expect_refused(const char *name, const char *text, const char *why)
+{
+    expect_refused_bytes(name, text, -1, why);
 }
 
 static void test_nkey_refused(void)
@@ -151,6 +158,15 @@ static void test_nkey_refused(void)
     g_autofree char *cut = g_strndup(seed, 40);
     expect_refused("cut.nk", cut, "not an nkey seed");
     expect_refused("empty.nk", "", "holds no seed");
+    /* Hostile bytes around the seed: a NUL ends the text nats.c would read
+     * too, so a seed after one is not found; non-UTF-8 words are skipped. */
+    g_autofree char *after_nul = g_strconcat("x", seed, NULL);
+    after_nul[0] = '\0';
+    expect_refused_bytes("nul.nk", after_nul, (gssize)strlen(seed) + 1, "holds no seed");
+    g_autofree char *in_junk = g_strconcat("\xff\xfe", seed, "\x80", NULL);
+    expect_refused("junk.nk", in_junk, "holds no seed");
+    g_autofree char *huge = g_strnfill(JET_NKEY_FILE_MAX + 1, 'A');
+    expect_refused("huge.nk", huge, "more than 65536: not a seed file");
 
     /* The connection refuses it before connecting, naming the file. */
     g_autofree char *bad = secret_copy("account2.nk", account);

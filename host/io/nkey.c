@@ -7,6 +7,7 @@
 
 #include <nats/nats.h>
 #include <openssl/evp.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #define PREFIX_SEED (18 << 3)   /* 'S' */
@@ -142,6 +143,14 @@ gboolean jet_nkey_user_public_from_file(const char *path, char **public_key, GEr
     char *text = NULL;
     gsize len = 0;
     GError *local = NULL;
+    /* A seed file (or a creds file with its JWT) is a few hundred bytes:
+     * anything far larger is not one, and is not read into memory. */
+    GStatBuf st;
+    if (g_stat(path, &st) == 0 && st.st_size > JET_NKEY_FILE_MAX) {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "nkey seed file %s: %lld bytes, more than %d: not a seed file",
+                    path, (long long)st.st_size, JET_NKEY_FILE_MAX);
+        return FALSE;
+    }
     if (!g_file_get_contents(path, &text, &len, &local)) {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "nkey seed file %s: %s", path, local->message);
         g_error_free(local);

@@ -15,6 +15,8 @@ gboolean jet_nkey_user_public(const char *seed, char **public_key, GError **erro
 /* The same for the seed in a file: the first word of base32 letters that
  * starts with 'S' (a bare seed, or the seed line of a decorated file).
  * Errors name the file. */
+/* Larger seed files are refused unread. */
+#define JET_NKEY_FILE_MAX 65536
 gboolean jet_nkey_user_public_from_file(const char *path, char **public_key, GError **error);
 
 #endif
