@@ -46,16 +46,6 @@ static JetBindingConfig *binding(JetManage manage, const char *dlq_stream, const
     return b;
 }
 
-static void binding_free(JetBindingConfig *b)
-{
-    g_free(b->name);
-    g_free(b->stream);
-    g_free(b->consumer);
-    g_free(b->dlq_stream);
-    g_free(b->dlq_subject);
-    g_free(b);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetBindingConfig, binding_free)
 
 static void facts_init(JetCaptureFacts *f, guint64 seq)
 {

@@ -196,8 +196,9 @@ static const struct {
     /* rungs */
     { HOST BIND "rungs =\n", "[binding orders] rungs: the retry ladder needs at least one rung" },
     { HOST BIND "rungs = 1s,,5s\n", "[binding orders] rungs: '1s,,5s' has an empty item" },
-    { HOST BIND "rungs = 1s, 0, 5s\n", "[binding orders] rungs: '0' must be more than 0" },
-    { HOST BIND "rungs = 1s, 5\n", "[binding orders] rungs: duration '5' has no unit" },
+    { HOST BIND "rungs = 1s, 0, 5s\n", "[binding orders] rungs: rung 2: '0' must be more than 0" },
+    { HOST BIND "rungs = 0\n", "[binding orders] rungs: '0' must be more than 0" },
+    { HOST BIND "rungs = 1s, 5\n", "[binding orders] rungs: rung 2: duration '5' has no unit" },
     /* the floor monitor and the breaker */
     { HOST BIND "breaker = enforced\n",
       "[binding orders] breaker: unknown mode 'enforced' (observe, enforce or off)" },

@@ -301,7 +301,7 @@ static void test_sequence_matches_decide(void)
         { FALSE, 45000, "retry", 0, 0, 0, JET_ACTION_CAPTURE, 0, JET_CAUSE_EXHAUSTED, 4, NULL },
         { TRUE, 0, "ack", 0, 1, 0, JET_ACTION_ACK, 0, JET_CAUSE_NONE, 0, NULL },
         { TRUE, 0, "reject", 0, 1, 0, JET_ACTION_CAPTURE, 0, JET_CAUSE_REJECTED, 0, NULL },
-        { TRUE, 0, "retry", 0, 1, 2, JET_ACTION_CAPTURE, 0, JET_CAUSE_POISON, 0, NULL },
+        { TRUE, 0, "retry", 0, 3, 2, JET_ACTION_CAPTURE, 0, JET_CAUSE_POISON, 0, NULL },
         { TRUE, 0, "retry", 0, 1, 0, JET_ACTION_RETRY, 200, JET_CAUSE_NONE, 1, NULL },
         { TRUE, 0, "retry", 0, 8, 0, JET_ACTION_CAPTURE, 0, JET_CAUSE_BUDGET, 1, NULL },
         { TRUE, 0, "ack", 0, 8, 0, JET_ACTION_ACK, 0, JET_CAUSE_NONE, 0, NULL },
@@ -322,6 +322,12 @@ static void test_sequence_matches_decide(void)
             jet_mock_msg_set_strikes(b, steps[i].strikes);
             deliveries = steps[i].deliveries;
             failures = postpones = 0;
+            /* Deliveries the ledger does not explain are crashes (a
+             * suspect): explain these as postpones. */
+            if (deliveries > 1 + steps[i].strikes) {
+                postpones = deliveries - 1 - steps[i].strikes;
+                jet_mock_msg_set_ledger(b, 0, postpones);
+            }
         } else {
             g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
             failures += s.is_failure ? 1 : 0;
@@ -624,6 +630,68 @@ static void test_before_handle(void)
     g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
     g_assert_cmpstr(s.cause, ==, "breaker");
     g_assert_false(s.handled);
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+}
+
+/* The mock runs the daemon's sequence, crash attribution included: a
+ * delivery the ledger does not explain is a crash suspect, handled alone;
+ * once it survives, its next delivery is explained (the ledger's absolved
+ * count, carried by jet_mock_msg_redeliver).  Seen at the budget line, where
+ * a suspect is captured before its handler runs (cause poison) and an
+ * explained message is handled and captured for the budget. */
+static void test_crash_attribution(void)
+{
+    jet_mock *m = fixture("fx_misuse", FALSE, NULL);
+    g_assert_cmpint(jet_mock_set_policy(m, "max_deliver", "5"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_set_policy(m, "rungs", "1s"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_settlement s;
+
+    /* Delivery 3 with no record: two unexplained deliveries, a suspect.
+     * Handled (alone), it retries; its record now explains both. */
+    jet_mock_msg *b = msg_with(m, "crashed", "retry");
+    jet_mock_msg_set_deliveries(b, 3);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_true(s.handled);
+    g_assert_cmpint(s.action, ==, JET_MOCK_RETRY);
+    g_assert_cmpuint(s.failure_number, ==, 1);
+    g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
+    /* Delivery 4 is the budget line (max_deliver 5, capture_reserve 1):
+     * explained now, so handled and captured for the budget. */
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_true(s.handled);
+    g_assert_cmpint(s.action, ==, JET_MOCK_CAPTURE);
+    g_assert_cmpstr(s.cause, ==, "budget");
+    g_assert_cmpuint(s.failure_number, ==, 2);
+    jet_mock_msg_free(b);
+
+    /* The same line reached by a suspect: captured unhandled. */
+    b = msg_with(m, "crashed-at-the-line", "retry");
+    jet_mock_msg_set_deliveries(b, 4);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_false(s.handled);
+    g_assert_cmpint(s.action, ==, JET_MOCK_CAPTURE);
+    g_assert_cmpstr(s.cause, ==, "poison");
+    jet_mock_msg_free(b);
+
+    /* Explained by the ledger (failures and postpones), not a suspect. */
+    b = msg_with(m, "explained", "retry");
+    jet_mock_msg_set_deliveries(b, 4);
+    jet_mock_msg_set_ledger(b, 1, 2);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_true(s.handled);
+    g_assert_cmpstr(s.cause, ==, "budget");
+    g_assert_cmpuint(s.failure_number, ==, 2);
+    jet_mock_msg_free(b);
+
+    /* A ledger count implies the deliveries that made it. */
+    b = msg_with(m, "counts", "ack");
+    jet_mock_msg_set_ledger(b, 2, 0);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpuint(s.deliveries, ==, 3);
+    g_assert_true(s.handled);
+    g_assert_cmpint(s.action, ==, JET_MOCK_ACK);
     jet_mock_msg_free(b);
     jet_mock_free(m);
 }
@@ -1023,6 +1091,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mock/strict/option-reads", test_strict_option_reads);
     g_test_add_func("/mock/strict/aborts", test_strict_aborts);
     g_test_add_func("/mock/before-handle", test_before_handle);
+    g_test_add_func("/mock/crash-attribution", test_crash_attribution);
     g_test_add_func("/mock/dlq-provenance", test_dlq_provenance);
     g_test_add_func("/mock/dlq-daemon-rules", test_dlq_daemon_rules);
     g_test_add_func("/mock/abi-1.0-works", test_abi10_works);

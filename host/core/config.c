@@ -430,6 +430,11 @@ static gboolean parse_int(const KeyDef *d, const char *value, gint64 *out, const
                       G_GINT64_FORMAT ")", v, d->min, d->max);
         return FALSE;
     }
+    if (v == 0 && d->min == -1) {
+        /* -1 means unlimited in such a key, and 0 means nothing useful. */
+        key_error(error, JET_ERROR_INVALID, file, group, d->key, "0 is not allowed: -1 (unlimited) or at least 1");
+        return FALSE;
+    }
     *out = v;
     return TRUE;
 }
@@ -515,6 +520,23 @@ gboolean jet_secret_file_check(const char *path, GError **error)
 }
 
 /* Parses one value (from a file, or a default) into base + d->offset. */
+/* "... [group] rungs: why" becomes "... [group] rungs: rung 2: why" when
+ * the ladder has more than one rung. */
+static void name_rung(GError **error, const char *key, gsize rung, gsize n)
+{
+    if (n < 2 || error == NULL || *error == NULL)
+        return;
+    g_autofree char *needle = g_strdup_printf("] %s: ", key);
+    char *at = strstr((*error)->message, needle);
+    if (at == NULL)
+        return;
+    gsize head = (gsize)(at - (*error)->message) + strlen(needle);
+    char *msg = g_strdup_printf("%.*srung %" G_GSIZE_FORMAT ": %s", (int)head, (*error)->message, rung,
+                                (*error)->message + head);
+    g_free((*error)->message);
+    (*error)->message = msg;
+}
+
 static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, const char *file,
                             const char *group, GError **error)
 {
@@ -609,9 +631,12 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
         }
         gsize n = g_strv_length(items);
         g_autofree guint64 *rungs = g_new0(guint64, n);
-        for (gsize i = 0; i < n; i++)
-            if (!parse_duration(d, items[i], &rungs[i], file, group, error))
+        for (gsize i = 0; i < n; i++) {
+            if (!parse_duration(d, items[i], &rungs[i], file, group, error)) {
+                name_rung(error, d->key, i + 1, n);
                 return FALSE;
+            }
+        }
         JetBindingConfig *b = base;
         g_free(b->rungs_ms);
         b->rungs_ms = g_steal_pointer(&rungs);
@@ -802,7 +827,6 @@ static void binding_free(gpointer p)
     g_free(b);
 }
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetBindingConfig, binding_free)
 
 static JetBindingConfig *binding_build(const Section *sec, GError **error)
 {
@@ -842,11 +866,6 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
         key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
                   "idle_heartbeat (%s) must be at most half of expires (%s): the server "
                   "requires 2 x heartbeat <= expires", hb, ex);
-        return NULL;
-    }
-    if (b->max_deliver == 0) {
-        key_error(error, JET_ERROR_INVALID, blame(sec, "max_deliver"), sec->group, "max_deliver",
-                  "0 is not allowed: -1 (unlimited) or at least 1");
         return NULL;
     }
     if (b->max_deliver > 0 && b->max_deliver <= (gint64)b->capture_reserve) {
@@ -1163,4 +1182,69 @@ gboolean jet_config_key_info(const char *group, gsize i, JetConfigKeyInfo *out)
     out->required = d->required;
     out->help = d->help;
     return TRUE;
+}
+
+/* --- one binding without a file ------------------------------------------ */
+
+JetBindingConfig *jet_config_binding_from_pairs(const char *source, const char *name, GHashTable *settings,
+                                                GError **error)
+{
+    g_return_val_if_fail(source != NULL && name != NULL && settings != NULL, NULL);
+    g_autofree char *group = g_strdup_printf("binding %s", name);
+    Section *sec = section_new(group, name);
+    sec->file = source;
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, settings);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const char *key = k;
+        if (!g_str_has_prefix(key, OPTION_PREFIX) &&
+            find_key(binding_keys, G_N_ELEMENTS(binding_keys), key) == NULL) {
+            key_error(error, JET_ERROR_INVALID, source, group, key, "unknown key");
+            section_free(sec);
+            return NULL;
+        }
+        Setting *s = g_new0(Setting, 1);
+        s->value = g_strstrip(g_strdup(v));
+        s->file = source;
+        g_hash_table_replace(sec->settings, g_strdup(key), s);
+    }
+    JetBindingConfig *b = binding_build(sec, error);
+    section_free(sec);
+    return b;
+}
+
+void jet_config_binding_free(JetBindingConfig *b)
+{
+    binding_free(b);
+}
+
+void jet_binding_settle_policy(const JetBindingConfig *b, gint64 max_deliver, JetSettlePolicy *out)
+{
+    *out = (JetSettlePolicy){
+        .rungs_ms = b->rungs_ms,
+        .n_rungs = b->n_rungs,
+        .max_attempts = b->max_attempts,
+        .postpone_horizon_ms = b->postpone_horizon_ms,
+        .max_postpone_delay_ms = b->max_postpone_delay_ms,
+        .capture_reserve = b->capture_reserve,
+        .max_deliver = max_deliver != 0 ? max_deliver : b->max_deliver,
+        .crash_limit = b->crash_limit,
+    };
+}
+
+gboolean jet_config_binding_value_check(const char *source, const char *name, const char *key, const char *value,
+                                        GError **error)
+{
+    g_autofree char *group = g_strdup_printf("binding %s", name);
+    const KeyDef *d = find_key(binding_keys, G_N_ELEMENTS(binding_keys), key);
+    if (d == NULL) {
+        key_error(error, JET_ERROR_INVALID, source, group, key, "unknown key");
+        return FALSE;
+    }
+    g_autofree char *v = g_strstrip(g_strdup(value));
+    JetBindingConfig *scratch = g_new0(JetBindingConfig, 1);
+    gboolean ok = parse_value(d, v, scratch, source, group, error);
+    binding_free(scratch);
+    return ok;
 }

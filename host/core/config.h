@@ -11,6 +11,8 @@
 
 #include <glib.h>
 
+#include "settle.h"
+
 typedef enum {
     JET_MANAGE_CREATE = 0,   /* create or update the consumer (and the stream when subjects are given) */
     JET_MANAGE_BIND = 1,     /* only check that they exist and fit */
@@ -123,5 +125,25 @@ typedef struct {
 } JetConfigKeyInfo;
 
 gboolean jet_config_key_info(const char *group, gsize i, JetConfigKeyInfo *out);
+
+/* One [binding NAME] from key/value pairs (settings: key -> value, as they
+ * would be written in a file) rather than from files: the same key table,
+ * defaults and checks, so what a file would refuse is refused here too, and
+ * what it would default to is the default here.  Errors name source as the
+ * file.  The mock host builds its binding so.  Free with
+ * jet_config_binding_free. */
+JetBindingConfig *jet_config_binding_from_pairs(const char *source, const char *name, GHashTable *settings,
+                                                GError **error);
+void jet_config_binding_free(JetBindingConfig *b);
+/* One key's value checked as jet_config_binding_from_pairs would check it,
+ * alone (checks across keys need the whole binding). */
+gboolean jet_config_binding_value_check(const char *source, const char *name, const char *key, const char *value,
+                                        GError **error);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetBindingConfig, jet_config_binding_free)
+
+/* The settlement policy of a binding: its keys, with the consumer's
+ * MaxDeliver as the server reported it (max_deliver; 0 = not known, the
+ * binding's own is used). */
+void jet_binding_settle_policy(const JetBindingConfig *b, gint64 max_deliver, JetSettlePolicy *out);
 
 #endif

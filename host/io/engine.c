@@ -5,6 +5,7 @@
 #include "log.h"
 #include "pull_status.h"
 #include "settle.h"
+#include "stats.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -153,7 +154,7 @@ static Item *take_next(Worker *w, gint64 timeout_ms)
              * and a "503" status line: on a pull inbox, a stored message
              * written to look like one.  It comes back after AckWait, and
              * again, until MaxDeliver (docs/headers.md). */
-            STAT_ADD(w->eng, client_discarded, 1);
+            JET_STAT_ADD(&w->stats, client_discarded, 1);
             jet_log(JET_LOG_ERROR, w->eng->b->name, "client-discarded",
                     "nats.c discarded a delivery with an empty payload and a 503 status line before the host "
                     "could see it; the server will deliver it again after AckWait");
@@ -230,7 +231,7 @@ static void release_waiting(Worker *w)
     }
     g_mutex_unlock(&w->take_lock);
     if (n > 0) {
-        STAT_ADD(w->eng, released_behind_hung, n);
+        JET_STAT_ADD(&w->stats, released_behind_hung, n);
         jet_log(JET_LOG_WARNING, w->eng->b->name, "released-behind-hung",
                 "worker %u is hung: released %u message(s) that waited for it", w->index, n);
     }
@@ -295,7 +296,7 @@ static void acks_flush(Worker *w)
 {
     g_mutex_lock(&w->ack_lock);
     if (w->n_acks > 0)
-        STAT_ADD(w->eng, acks_grouped, w->n_acks);
+        JET_STAT_ADD(&w->stats, acks_grouped, w->n_acks);
     for (guint i = 0; i < w->n_acks; i++) {
         jet__publish_ack(w->eng, w->acks[i], "+ACK");
         g_free(w->acks[i]);
@@ -425,7 +426,7 @@ static gboolean issue_pull(Worker *w, guint batch)
     slot->active = TRUE;
     /* A fresh pull starts its own heartbeat clock. */
     __atomic_store_n(&w->last_heard_us, now, __ATOMIC_RELAXED);
-    STAT_ADD(e, pulls, 1);
+    JET_STAT_ADD(&w->stats, pulls, 1);
     jet_log(JET_LOG_DEBUG, e->b->name, "pull-issued", "worker %u pull %u batch %u", w->index, id, batch);
     return TRUE;
 }
@@ -442,12 +443,11 @@ static void pull_over(Worker *w, Pull *p)
 
 static void observe_floor(JetEngine *e, guint64 floor)
 {
-    g_mutex_lock(&e->stats_lock);
+    g_mutex_lock(&e->floor_lock);
     if (floor > e->observed_floor || e->observed_floor == 0)
-        e->observed_floor = floor;
-    e->stats.observed_floor = e->observed_floor;
+        __atomic_store_n(&e->observed_floor, floor, __ATOMIC_RELAXED);
     e->observed_at_us = now_us();
-    g_mutex_unlock(&e->stats_lock);
+    g_mutex_unlock(&e->floor_lock);
 }
 
 /* The consumer is gone (409 Consumer Deleted, or a probe found nothing):
@@ -466,10 +466,10 @@ static void recover_consumer(Worker *w, const char *why)
         g_mutex_unlock(&e->recover_lock);
         return;
     }
-    g_mutex_lock(&e->stats_lock);
+    g_mutex_lock(&e->floor_lock);
     guint64 start = e->observed_floor + 1;
-    e->stats.resubscribes++;
-    g_mutex_unlock(&e->stats_lock);
+    g_mutex_unlock(&e->floor_lock);
+    JET_STAT_ADD(&w->stats, resubscribes, 1);
     if (e->b->manage == JET_MANAGE_CREATE)
         jet_log(JET_LOG_ERROR, e->b->name, "consumer-gone",
                 "consumer %s/%s is gone (%s); re-creating it from stream seq %" G_GUINT64_FORMAT
@@ -510,7 +510,7 @@ static void guard_sleep(Worker *w)
 static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
 {
     JetEngine *e = w->eng;
-    STAT_ADD(e, statuses, 1);
+    JET_STAT_ADD(&w->stats, statuses, 1);
     const char *subj = natsMsg_GetSubject(m);
     const char *dot = subj != NULL ? strrchr(subj, '.') : NULL;
     guint id = dot != NULL ? (guint)g_ascii_strtoull(dot + 1, NULL, 10) : 0;
@@ -518,7 +518,7 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
     if (p == NULL) {
         /* It answers a pull that is already over (typically the server's
          * expiry after our local deadline): it must not end the live one. */
-        STAT_ADD(e, stale_statuses, 1);
+        JET_STAT_ADD(&w->stats, stale_statuses, 1);
         return;
     }
     JetPullStatusKind kind = jet_pull_status_classify(code, desc, p->received);
@@ -558,7 +558,7 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
          * only slowly, never in a hot loop, never taking others down. */
         pull_over(w, p);
         w->invalid_backoff_ms = w->invalid_backoff_ms == 0 ? 1000 : MIN(w->invalid_backoff_ms * 2, 30000);
-        STAT_ADD(e, refused_pulls, 1);
+        JET_STAT_ADD(&w->stats, refused_pulls, 1);
         jet_log(JET_LOG_ERROR, e->b->name, "failed",
                 "worker %u: the server refused the pull: %d %s; fix the binding or the consumer "
                 "(retrying in %" G_GUINT64_FORMAT " ms)",
@@ -580,9 +580,9 @@ static void release_item(Worker *w, Item *it)
         if (!stale) {
             JetAckMeta meta;
             if (jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta))
-                jet__record_release(e, &meta);
+                jet__record_release(e, it, &meta);
             jet__publish_ack(e, natsMsg_GetReply(it->msg), "-NAK");
-            STAT_ADD(e, released, 1);
+            JET_STAT_ADD(&w->stats, released, 1);
         }
     }
     natsMsg_Destroy(it->msg);
@@ -599,23 +599,20 @@ static void take_one(Worker *w, Item *it)
         if (is_status(m, &code, &desc))
             on_status(w, m, code, desc);
         else if (g_strcmp0(natsMsg_GetSubject(m), w->wake_subject) != 0)
-            STAT_ADD(e, not_jetstream, 1);
+            JET_STAT_ADD(&w->stats, not_jetstream, 1);
         natsMsg_Destroy(m);
         g_free(it);
         return;
     }
 
     guint held = 1 + waiting_msgs(w);   /* this one and those behind it */
-    g_mutex_lock(&e->stats_lock);
-    if (held > e->stats.max_held)
-        e->stats.max_held = held;
-    g_mutex_unlock(&e->stats_lock);
+    JET_STAT_MAX(&w->stats, max_held, held);
 
     JetAckMeta meta;
     if (!jet_ack_subject_parse(natsMsg_GetReply(m), &meta)) {
         /* A delivery we cannot read: never dropped, never a crash. */
         jet__release_hold(e, it);
-        jet__capture_malformed(e, m);
+        jet__capture_malformed(e, it);
         natsMsg_Destroy(m);
         g_free(it);
         return;
@@ -631,7 +628,7 @@ static void take_one(Worker *w, Item *it)
         if (++p->received == p->batch)
             pull_over(w, p);
     } else {
-        STAT_ADD(e, late_messages, 1);
+        JET_STAT_ADD(&w->stats, late_messages, 1);
     }
     if (e->take_hook != NULL)
         e->take_hook(w->index, held, e->take_hook_data);
@@ -659,7 +656,7 @@ static void check_deadlines(Worker *w)
          * to be taken (after a long handler) is the server speaking. */
         if (hb_us > 0 && now - heard > 2 * hb_us && now - p->issued_us > 2 * hb_us && waiting_msgs(w) == 0) {
             pull_over(w, p);
-            STAT_ADD(e, missed_heartbeats, 1);
+            JET_STAT_ADD(&w->stats, missed_heartbeats, 1);
             jet_log(JET_LOG_WARNING, e->b->name, "missed-heartbeats",
                     "worker %u pull %u: nothing from the server for %" G_GINT64_FORMAT " ms; re-pulling",
                     w->index, p->id, (now - heard) / 1000);
@@ -702,7 +699,7 @@ static gpointer worker_main(gpointer data)
             if (left <= threshold) {
                 guint from_server = left > buffered ? left - buffered : 0;
                 if (issue_pull(w, batch - from_server))
-                    STAT_ADD(e, early_pulls, 1);
+                    JET_STAT_ADD(&w->stats, early_pulls, 1);
             }
         }
 
@@ -799,8 +796,8 @@ static void handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
         }
         if (it->worker < e->n_workers)
             g_atomic_int_set(&e->workers[it->worker].hung, 1);
-        STAT_ADD(e, lease_lapsed, 1);
-        STAT_ADD(e, hung_handlers, 1);
+        JET_STAT_ADD(&e->shared_stats, lease_lapsed, 1);
+        JET_STAT_ADD(&e->shared_stats, hung_handlers, 1);
         jet_log(JET_LOG_ERROR, e->b->name, "handler-hung",
                 "stream seq %" G_GUINT64_FORMAT ": the handler has run for %" G_GINT64_FORMAT " ms, past "
                 "handler_timeout %" G_GUINT64_FORMAT " ms: its lease stops (the server delivers it again after "
@@ -893,7 +890,7 @@ static gpointer keeper_main(gpointer data)
             if (now - it->extended_us >= every_us) {
                 natsConnection_PublishString(jet_conn_nats(e->conn), natsMsg_GetReply(it->msg), "+WPI");
                 it->extended_us = now;
-                STAT_ADD(e, lease_extensions, 1);
+                JET_STAT_ADD(&e->shared_stats, lease_extensions, 1);
             }
         }
         every_worker_hung(e);
@@ -916,20 +913,10 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     else
         e->facts.ack_wait_ms = (gint64)b->ack_wait_ms;
     e->observed_floor = e->facts.ack_floor_stream;
-    e->stats.observed_floor = e->observed_floor;
-    e->policy = (JetSettlePolicy){
-        .rungs_ms = b->rungs_ms,
-        .n_rungs = b->n_rungs,
-        .max_attempts = b->max_attempts,
-        .postpone_horizon_ms = b->postpone_horizon_ms,
-        .max_postpone_delay_ms = b->max_postpone_delay_ms,
-        .capture_reserve = b->capture_reserve,
-        .max_deliver = e->facts.max_deliver != 0 ? e->facts.max_deliver : b->max_deliver,
-        .crash_limit = b->crash_limit,
-    };
+    jet_binding_settle_policy(b, e->facts.max_deliver, &e->policy);
     e->next_subject = g_strdup_printf("%s.CONSUMER.MSG.NEXT.%s.%s", jet_conn_api_prefix(conn), b->stream,
                                       b->consumer);
-    g_mutex_init(&e->stats_lock);
+    g_mutex_init(&e->floor_lock);
     g_mutex_init(&e->lease_lock);
     g_mutex_init(&e->recover_lock);
     jet_isolation_init(&e->isolation);
@@ -996,6 +983,9 @@ void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer d
 
 void jet_engine_start(JetEngine *e)
 {
+    e->executor = jet_executor_new(e->b, &e->policy, e->inst, e->host_name,
+                                   e->ledger != NULL ? jet_ledger_bucket(e->ledger) : NULL,
+                                   &jet__engine_transport, e);
     /* What a previous run held when it ended comes back within AckWait:
      * if that run died, some of it is a suspect.  Careful until it is all
      * settled (the floor passes what had been delivered) or AckWait x 2. */
@@ -1087,7 +1077,8 @@ void jet_engine_free(JetEngine *e)
     }
     g_free(e->workers);
     g_hash_table_unref(e->held);
-    g_mutex_clear(&e->stats_lock);
+    g_mutex_clear(&e->floor_lock);
+    jet_executor_free(e->executor);
     g_mutex_clear(&e->lease_lock);
     g_mutex_clear(&e->recover_lock);
     jet_isolation_clear(&e->isolation);
@@ -1100,9 +1091,11 @@ void jet_engine_free(JetEngine *e)
 
 void jet_engine_stats(JetEngine *e, JetEngineStats *out)
 {
-    g_mutex_lock(&e->stats_lock);
-    *out = e->stats;
-    g_mutex_unlock(&e->stats_lock);
+    memset(out, 0, sizeof *out);
+    jet_stats_merge(out, &e->shared_stats);
+    for (guint i = 0; i < e->n_workers; i++)
+        jet_stats_merge(out, &e->workers[i].stats);
+    out->observed_floor = __atomic_load_n(&e->observed_floor, __ATOMIC_RELAXED);
 }
 
 const char *jet_engine_binding(const JetEngine *e)

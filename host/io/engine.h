@@ -32,39 +32,13 @@
 #include "instance.h"
 #include "ledger.h"
 #include "settle.h"
+#include "stats.h"
 
 typedef struct JetEngine JetEngine;
 
-/* Counters, per binding.  Read with jet_engine_stats(). */
-typedef struct {
-    guint64 pulls;             /* pull requests issued */
-    guint64 early_pulls;       /* of them, issued at the threshold while another was outstanding */
-    guint64 messages;          /* deliveries handed to the plugin */
-    guint64 acked, retried, postponed, released, dead_lettered, stranded, uncertain;
-    guint64 capture_collisions;   /* a duplicate pub-ack that named another message's record */
-    guint64 client_discarded;     /* deliveries nats.c destroyed before the host saw them */
-    guint64 hung_handlers;        /* handlers that passed handler_timeout */
-    guint64 released_behind_hung; /* messages released because they waited behind one */
-    guint64 acks_grouped;      /* acks that waited to be sent with the next ones */
-    guint64 capture_failed;    /* captures that failed and kept the message for a later try */
-    guint64 handler_failed;    /* plugin errors and RETRY verdicts */
-    guint64 statuses;          /* status messages received (heartbeats included) */
-    guint64 stale_statuses;    /* statuses answering a pull already over */
-    guint64 late_messages;     /* deliveries for a pull already over (handled all the same) */
-    guint64 missed_heartbeats; /* pulls ended because the server went quiet */
-    guint64 resubscribes;
-    guint64 lease_extensions;  /* +WPI sent */
-    guint64 lease_lapsed;      /* handlers past the time limit */
-    guint64 max_held;          /* most messages held by one worker at a take */
-    guint64 not_jetstream;     /* messages on the inbox that were not deliveries */
-    guint64 refused_pulls;     /* the server found the pull invalid for the consumer */
-    guint64 observed_floor;    /* the last ack floor read from consumer info */
-    guint64 ledger_fallbacks;  /* deliveries settled without the ledger (unreachable) */
-    guint64 suspects;          /* deliveries handled alone (crash attribution) */
-    guint64 strikes;           /* suspects that found the isolation marker set */
-    guint64 poison;            /* captured as poison without running the handler */
-    guint64 stale_handles;     /* plugin errors: host calls on a jet_msg whose handle() had returned, refused */
-} JetEngineStats;
+/* Counters, per binding (stats.h).  Read with jet_engine_stats(): the sum
+ * over the binding's workers. */
+typedef JetStats JetEngineStats;
 
 /* Called by a worker with each message it takes, before the handler runs
  * (tests use it to hold a handshake with the fixture plugin). */

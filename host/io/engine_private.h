@@ -5,6 +5,7 @@
 
 #include "ack_subject.h"
 #include "engine.h"
+#include "executor.h"
 #include "floor_monitor.h"
 #include "ledger.h"
 #include "settle.h"
@@ -152,6 +153,8 @@ typedef struct {
     guint idle_windows;        /* consecutive pulls that ended with nothing */
     guint64 invalid_backoff_ms;
     gint hung;                 /* atomic: its handler is past handler_timeout */
+    /* Its own counters (stats.h): the hot path shares no lock. */
+    JetStats stats __attribute__((aligned(64)));
 } Worker;
 
 struct JetEngine {
@@ -165,8 +168,10 @@ struct JetEngine {
     guint n_workers;
     gint stopping;             /* atomic */
 
-    GMutex stats_lock;
-    JetEngineStats stats;
+    /* Counters of threads that are not a worker (stats.h). */
+    JetStats shared_stats __attribute__((aligned(64)));
+    /* The settlement sequence (executor.h), on jet__engine_transport. */
+    JetExecutor *executor;
 
     /* The lease keeper and the set of messages the host holds. */
     GThread *keeper;
@@ -184,7 +189,6 @@ struct JetEngine {
      * isolation (a suspect takes it alone: no other message of the
      * binding is in a handler meanwhile), the floor monitor and breaker. */
     JetLedger *ledger;
-    gint ledger_down;          /* atomic: the last ledger call found it unreachable */
     JetIsolation isolation;
     JetFloorMonitor *floor;
     JetBreakerPolicy breaker;
@@ -208,16 +212,16 @@ struct JetEngine {
 
     /* Recovery: one worker at a time re-creates or waits for the consumer. */
     GMutex recover_lock;
-    guint64 observed_floor;    /* atomic (stats_lock): the last ack floor seen in consumer info */
+    GMutex floor_lock;         /* the two below change together */
+    guint64 observed_floor;    /* the last ack floor seen in consumer info (read atomically) */
     gint64 observed_at_us;
 };
 
-#define STAT_ADD(e, field, n)                 \
-    do {                                      \
-        g_mutex_lock(&(e)->stats_lock);       \
-        (e)->stats.field += (n);              \
-        g_mutex_unlock(&(e)->stats_lock);     \
-    } while (0)
+/* The counters a delivery's work adds to: its worker's. */
+static inline JetStats *jet__stats_of(JetEngine *e, const Item *it)
+{
+    return it != NULL && it->worker < e->n_workers ? &e->workers[it->worker].stats : &e->shared_stats;
+}
 
 
 static inline gint64 now_us(void)
@@ -235,12 +239,15 @@ void jet__publish_nak_delay(JetEngine *e, const char *reply, guint64 delay_ms);
 /* Removes the item from the held set; returns whether its lease lapsed. */
 gboolean jet__release_hold(JetEngine *e, Item *it);
 
-/* executor.c: handles one delivery and settles it (ledger, attribution,
- * breaker, the plugin, the decision and its execution). */
+/* engine_transport.c: the executor's transport on this engine, and the
+ * deliveries handed to it: one delivery handled and settled; a delivery
+ * whose $JS.ACK subject does not parse, captured with cause malformed
+ * (with what can be read), then acked; a host release (drain) recorded in
+ * the ledger before the NAK. */
+extern const JetTransport jet__engine_transport;
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta);
-/* executor.c: a delivery whose $JS.ACK subject does not parse is captured
- * with cause malformed (with what can be read), then acked. */
-void jet__capture_malformed(JetEngine *e, natsMsg *m);
+void jet__capture_malformed(JetEngine *e, Item *it);
+void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta);
 /* The handler of it is entering the isolation gate (alone for a suspect) /
  * has returned.  gate_leave says whether the worker must leave the gate
  * itself (FALSE when the lease keeper left it on behalf of a hung handler). */
@@ -255,7 +262,5 @@ void jet__suspect_end(JetEngine *e);
 /* The origin stream may have been deleted and re-created (a recovery, a
  * reconnect): its creation time is read again before the next capture. */
 void jet__forget_stream_life(JetEngine *e);
-/* executor.c: records a host release (drain) in the ledger before the NAK. */
-void jet__record_release(JetEngine *e, const JetAckMeta *meta);
 
 #endif

@@ -1,117 +1,22 @@
 /* The mock host (include/jethost/mock.h): one plugin instance driven by a
- * test, settled by the daemon's own decision code (settle.c), with the strict
+ * test, settled by the daemon's own settlement sequence, with the strict
  * checks of host_strict.h switched on.
  *
  * What is the daemon's and used as is: the loader and its checks
  * (plugin_loader.c), option validation and init/fini (instance.c), the host
- * function table (host_api.c), the settlement decision (settle.c), the
- * dead-letter record (capture.c's jet_capture_headers) and the config's default policy
- * (config.c's key table).  What is the mock's: the clock, the message
- * builder, recording, and the strict rules the daemon cannot check. */
-#include <jethost/mock.h>
-
-#include "capture.h"
-#include "config.h"
-#include "duration.h"
+ * function table (host_api.c), the binding's keys, defaults and checks
+ * (config.c), and the whole settlement (executor.c: the ledger steps, crash
+ * attribution, the decision in settle.c, capture-then-ack and the
+ * dead-letter record of dlq_record.c), run on a transport in memory
+ * (mock_deliver.c).  What is the mock's: the clock, the message builder,
+ * recording, and the strict rules the daemon cannot check. */
+#include "mock_private.h"
 #include "errors.h"
 #include "host_api.h"
-#include "host_strict.h"
-#include "instance.h"
-#include "jet_msg.h"
-#include "settle.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define DEFAULT_CLOCK_NS G_GINT64_CONSTANT(1704067200000000000)   /* 2024-01-01T00:00:00Z */
-/* When the mock's stream was created (its records carry it, as the
- * daemon's do): 2023-12-01T00:00:00Z, before any message the mock makes. */
-#define MOCK_STREAM_CREATED_NS G_GINT64_CONSTANT(1701388800000000000)
-#define MOCK_HOST_NAME   "jethost-mock"
-
-/* Rule names (mock.h); static, so a settlement can point at them. */
-#define RULE_VERDICT        "verdict"
-#define RULE_POSTPONE_DELAY "postpone-delay"
-#define RULE_POSTPONE_CAP   "postpone-cap"
-#define RULE_REASON_LENGTH  "reason-length"
-#define RULE_USE_AFTER      "use-after-handle"
-#define RULE_THREAD         "thread"
-#define RULE_OPT_UNDECLARED "option-undeclared"
-#define RULE_OPT_TYPE       "option-type"
-#define RULE_OPT_REQUIRED   "option-required"
-
-typedef enum { MOCK_NEW, MOCK_STARTED, MOCK_STOPPED, MOCK_FAILED } MockState;
-
-typedef struct {
-    const char *rule;          /* static */
-    char *message;
-    char *text;                /* "rule: message" */
-} Violation;
-
-typedef struct {
-    int level;
-    char *line;
-} LogLine;
-
-/* One delivery lent to handle(): kept alive, poisoned, until the mock is
- * freed, so a kept pointer is caught instead of reading freed memory. */
-typedef struct {
-    jet_msg msg;
-    JetMsgStrict strict;
-    jet_mock *mock;
-    char *subject;
-    guint8 *data;
-    gsize len;
-    GPtrArray *headers;        /* char*, name/value alternating */
-} Lent;
-
-struct jet_mock {
-    JetPlugin *plugin;
-    const jet_plugin *desc;
-    gboolean thread_safe;
-    GHashTable *options;       /* name -> value, as set */
-
-    guint64 *rungs;
-    JetSettlePolicy policy;
-    char *binding, *stream, *consumer, *dlq_subject;
-
-    JetInstance *inst;
-    MockState state;
-    gboolean abort_on_violation;
-    gboolean log_echo;
-    GThread *owner;            /* the thread that drives the mock */
-
-    GMutex lock;               /* what the plugin may reach from any thread: */
-    gint64 clock_ns;
-    GPtrArray *violations;     /* Violation* */
-    GPtrArray *log;            /* LogLine* */
-    GPtrArray *calls;          /* char* */
-
-    GPtrArray *lent;           /* Lent*, freed with the mock */
-    guint64 next_seq;
-    char *error;
-
-    /* The last settlement's dead-letter record. */
-    GPtrArray *dlq_strings;
-    jet_mock_header *dlq_headers;
-};
-
-struct jet_mock_msg {
-    char *subject;
-    guint8 *data;
-    gsize len;
-    GPtrArray *headers;        /* char*, name/value alternating */
-    guint64 stream_seq, consumer_seq;
-    guint32 deliveries;
-    gboolean has_enqueued;
-    gint64 enqueued_ns;
-    guint32 failures, postpones;
-    gboolean has_first_failure;
-    gint64 first_failure_ns;
-    guint32 strikes;
-    gboolean breaker_claim;
-};
 
 /* --- errors and violations --------------------------------------------- */
 
@@ -129,9 +34,7 @@ const char *jet_mock_strerror(int code)
     return "unknown code";
 }
 
-static int fail(jet_mock *m, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-
-static int fail(jet_mock *m, int code, const char *fmt, ...)
+int jet__mock_fail(jet_mock *m, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -154,9 +57,7 @@ static void violation_free(gpointer p)
     g_free(v);
 }
 
-static void violation(jet_mock *m, const char *rule, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-
-static void violation(jet_mock *m, const char *rule, const char *fmt, ...)
+void jet__mock_violation(jet_mock *m, const char *rule, const char *fmt, ...)
 {
     Violation *v = g_new0(Violation, 1);
     va_list ap;
@@ -238,7 +139,7 @@ static void record_call(jet_mock *m, const char *fn, const char *arg)
 static void check_thread(jet_mock *m, const char *fn)
 {
     if (!m->thread_safe && g_thread_self() != m->owner)
-        violation(m, RULE_THREAD,
+        jet__mock_violation(m, RULE_THREAD,
                   "%s() called from a second thread; plugin %s does not declare "
                   "JET_PLUGIN_THREAD_SAFE, so every host call must come from the thread that "
                   "calls its init(), handle() and fini()", fn, m->desc->name);
@@ -372,7 +273,7 @@ static void observe_ctx_call(const jet_ctx *c, const char *fn, const char *arg)
     const jet_option *o = declared(m->desc, arg);
     if (o == NULL) {
         g_autofree char *list = declared_list(m->desc);
-        violation(m, RULE_OPT_UNDECLARED,
+        jet__mock_violation(m, RULE_OPT_UNDECLARED,
                   "%s(\"%s\"): plugin %s declares no such option (it declares: %s); the "
                   "daemon would answer %s", fn, arg, m->desc->name, list,
                   strcmp(fn, "ctx_option") == 0 ? "NULL" : "JET_EINVAL");
@@ -388,7 +289,7 @@ static void observe_ctx_call(const jet_ctx *c, const char *fn, const char *arg)
     else
         return;   /* ctx_option reads any type as text */
     if (o->type != want)
-        violation(m, RULE_OPT_TYPE,
+        jet__mock_violation(m, RULE_OPT_TYPE,
                   "%s(\"%s\"): the option is declared as %s, not %s; the daemon would answer "
                   "JET_EINVAL", fn, arg, opt_type_name(o->type), opt_type_name(want));
 }
@@ -442,7 +343,7 @@ static gboolean lent_call(const JetMsgStrict *s, const jet_msg *jm, const char *
     (void)jm;
     record_call(m, fn, NULL);
     if (g_atomic_int_get(&l->msg.poisoned)) {
-        violation(m, RULE_USE_AFTER,
+        jet__mock_violation(m, RULE_USE_AFTER,
                   "%s() on the jet_msg of stream seq %" G_GUINT64_FORMAT " after its handle() "
                   "returned: the handle is borrowed for the duration of handle() only (copy what "
                   "you need); the mock refused the call", fn, l->msg.stream_seq);
@@ -460,31 +361,20 @@ static GPtrArray *headers_copy(const GPtrArray *src)
     return a;
 }
 
-static Lent *lent_new(jet_mock *m, const jet_mock_msg *b)
+Lent *jet__mock_lent_new(jet_mock *m, const jet_msg *src)
 {
     Lent *l = g_new0(Lent, 1);
     l->mock = m;
-    l->subject = g_strdup(b->subject);
-    l->len = b->len;
-    l->data = b->len > 0 ? g_memdup2(b->data, b->len) : NULL;
-    l->headers = headers_copy(b->headers);
+    l->subject = g_strdup(src->subject);
+    l->len = src->len;
+    l->data = src->len > 0 ? g_memdup2(src->data, src->len) : NULL;
+    l->headers = headers_copy(src->headers);
 
     jet_msg *jm = &l->msg;
+    *jm = *src;
     jm->subject = l->subject;
     jm->data = l->data;
-    jm->len = l->len;
     jm->headers = l->headers;
-    jm->stream = m->stream;
-    jm->consumer = m->consumer;
-    jm->stream_seq = b->stream_seq;
-    jm->consumer_seq = b->consumer_seq;
-    jm->deliveries = b->deliveries;
-    jm->has_enqueued = b->has_enqueued;
-    jm->enqueued_ns = b->enqueued_ns;
-    jm->failures = b->failures;
-    jm->postpones = b->postpones;
-    jm->has_first_failure = b->has_first_failure;
-    jm->first_failure_ns = b->first_failure_ns;
     jet_msg_reset_verdict(jm);
     l->strict.call = lent_call;
     l->strict.data = l;
@@ -496,7 +386,7 @@ static Lent *lent_new(jet_mock *m, const jet_mock_msg *b)
 /* After handle(): every further call through the handle is refused, and the
  * bytes it lent are overwritten, so a pointer kept from msg_subject() or
  * msg_data() reads garbage in the test rather than the right answer. */
-static void lent_poison(Lent *l)
+void jet__mock_lent_poison(Lent *l)
 {
     g_atomic_int_set(&l->msg.poisoned, TRUE);
     if (l->subject != NULL)
@@ -520,97 +410,52 @@ static void lent_free(gpointer p)
 
 /* --- policy ---------------------------------------------------------------- */
 
-static gboolean parse_uint(const char *v, guint64 min, guint64 max, guint64 *out)
-{
-    return g_ascii_string_to_unsigned(v, 10, min, max, out, NULL);
-}
-
-static int policy_set(jet_mock *m, const char *key, const char *value)
-{
-    g_autoptr(GError) err = NULL;
-    guint64 u = 0;
-    if (strcmp(key, "rungs") == 0) {
-        g_auto(GStrv) items = g_strsplit(value, ",", -1);
-        guint n = g_strv_length(items);
-        g_autofree guint64 *rungs = g_new0(guint64, MAX(n, 1));
-        for (guint i = 0; i < n; i++) {
-            g_strstrip(items[i]);
-            if (!jet_duration_parse_ms(items[i], &rungs[i], &err))
-                return fail(m, JET_MOCK_EINVAL, "policy rungs: rung %u: %s", i + 1, err->message);
-            if (rungs[i] == 0)
-                return fail(m, JET_MOCK_EINVAL, "policy rungs: rung %u is 0; each must be more than 0", i + 1);
-        }
-        if (n == 0 || (n == 1 && items[0][0] == '\0'))
-            return fail(m, JET_MOCK_EINVAL, "policy rungs: the ladder is empty");
-        g_free(m->rungs);
-        m->rungs = g_steal_pointer(&rungs);
-        m->policy.rungs_ms = m->rungs;
-        m->policy.n_rungs = n;
-    } else if (strcmp(key, "max_attempts") == 0) {
-        if (!parse_uint(value, 0, G_MAXINT32, &u))
-            return fail(m, JET_MOCK_EINVAL, "policy max_attempts: '%s' is not an integer >= 0", value);
-        m->policy.max_attempts = (guint)u;
-    } else if (strcmp(key, "postpone_horizon") == 0) {
-        if (!jet_duration_parse_ms(value, &u, &err))
-            return fail(m, JET_MOCK_EINVAL, "policy postpone_horizon: %s", err->message);
-        m->policy.postpone_horizon_ms = u;
-    } else if (strcmp(key, "max_postpone_delay") == 0) {
-        if (!jet_duration_parse_ms(value, &u, &err))
-            return fail(m, JET_MOCK_EINVAL, "policy max_postpone_delay: %s", err->message);
-        if (u == 0)
-            return fail(m, JET_MOCK_EINVAL, "policy max_postpone_delay: must be more than 0");
-        m->policy.max_postpone_delay_ms = u;
-    } else if (strcmp(key, "capture_reserve") == 0) {
-        if (!parse_uint(value, 0, G_MAXINT32, &u))
-            return fail(m, JET_MOCK_EINVAL, "policy capture_reserve: '%s' is not an integer >= 0", value);
-        m->policy.capture_reserve = (guint)u;
-    } else if (strcmp(key, "crash_limit") == 0) {
-        if (!parse_uint(value, 1, G_MAXINT32, &u))
-            return fail(m, JET_MOCK_EINVAL, "policy crash_limit: '%s' is not an integer >= 1", value);
-        m->policy.crash_limit = (guint)u;
-    } else if (strcmp(key, "max_deliver") == 0) {
-        gint64 d = 0;
-        if (!g_ascii_string_to_signed(value, 10, -1, G_MAXINT32, &d, NULL) || d == 0)
-            return fail(m, JET_MOCK_EINVAL,
-                        "policy max_deliver: '%s' is not -1 (unlimited) or an integer >= 1", value);
-        m->policy.max_deliver = d;
-    } else {
-        return fail(m, JET_MOCK_EINVAL,
-                    "policy: unknown key '%s' (known: rungs, max_attempts, postpone_horizon, "
-                    "max_postpone_delay, max_deliver, capture_reserve, crash_limit)", key);
-    }
-    return JET_MOCK_OK;
-}
-
-/* The daemon's defaults are the config's (config.c's key table): read them
- * from there, so the mock cannot drift from what an unconfigured binding
- * gets. */
-static void policy_defaults(jet_mock *m)
-{
-    jet_settle_policy_init_default(&m->policy);
-    JetConfigKeyInfo info;
-    for (gsize i = 0; jet_config_key_info("binding", i, &info); i++) {
-        if (info.default_text == NULL)
-            continue;
-        const char *k = info.key;
-        if (strcmp(k, "rungs") == 0 || strcmp(k, "max_attempts") == 0 ||
-            strcmp(k, "postpone_horizon") == 0 || strcmp(k, "max_postpone_delay") == 0 ||
-            strcmp(k, "max_deliver") == 0 || strcmp(k, "capture_reserve") == 0 ||
-            strcmp(k, "crash_limit") == 0) {
-            int rc = policy_set(m, k, info.default_text);
-            g_warn_if_fail(rc == JET_MOCK_OK);
-        }
-    }
-}
+/* The binding keys a test may set: the settlement's.  Their syntax, checks
+ * and defaults are the config's (config.c's key table), so the mock cannot
+ * drift from what a binding in a file gets. */
+static const char *const policy_keys[] = {
+    "rungs", "max_attempts", "postpone_horizon", "max_postpone_delay", "max_deliver", "capture_reserve",
+    "crash_limit", NULL,
+};
 
 int jet_mock_set_policy(jet_mock *m, const char *key, const char *value)
 {
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
     if (key == NULL || value == NULL)
-        return fail(m, JET_MOCK_EINVAL, "jet_mock_set_policy: key and value must not be NULL");
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_set_policy: key and value must not be NULL");
     if (m->state != MOCK_NEW)
-        return fail(m, JET_MOCK_ESTATE, "jet_mock_set_policy: the mock has already started");
-    return policy_set(m, key, value);
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_set_policy: the mock has already started");
+    if (!g_strv_contains(policy_keys, key)) {
+        g_autofree char *known = g_strjoinv(", ", (char **)policy_keys);
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "policy: unknown key '%s' (known: %s)", key, known);
+    }
+    g_autoptr(GError) err = NULL;
+    if (!jet_config_binding_value_check("jet_mock_set_policy", m->binding, key, value, &err))
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "%s", err->message);
+    g_hash_table_insert(m->settings, g_strdup(key), g_strdup(value));
+    return JET_MOCK_OK;
+}
+
+/* The binding as a config file would give it: the policy keys set, the
+ * names, and every other key at its default.  Checks across keys (e.g.
+ * max_deliver against capture_reserve) happen here. */
+static int build_binding(jet_mock *m)
+{
+    g_autoptr(GHashTable) pairs = g_hash_table_new(g_str_hash, g_str_equal);
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, m->settings);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        g_hash_table_insert(pairs, k, v);
+    g_hash_table_insert(pairs, "plugin", (gpointer)m->desc->name);
+    g_hash_table_insert(pairs, "stream", m->stream);
+    g_hash_table_insert(pairs, "consumer", m->consumer);
+    g_autoptr(GError) err = NULL;
+    m->config = jet_config_binding_from_pairs("jet_mock_set_policy", m->binding, pairs, &err);
+    if (m->config == NULL)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "%s", err->message);
+    jet_binding_settle_policy(m->config, 0, &m->policy);
+    return JET_MOCK_OK;
 }
 
 /* --- life cycle ------------------------------------------------------------ */
@@ -649,7 +494,7 @@ static jet_mock *mock_new(JetPlugin *p)
     m->calls = g_ptr_array_new_with_free_func(g_free);
     m->lent = g_ptr_array_new_with_free_func(lent_free);
     m->dlq_strings = g_ptr_array_new_with_free_func(g_free);
-    policy_defaults(m);
+    m->settings = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return m;
 }
 
@@ -688,9 +533,9 @@ int jet_mock_set_option(jet_mock *m, const char *name, const char *value)
 {
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
     if (name == NULL || value == NULL)
-        return fail(m, JET_MOCK_EINVAL, "jet_mock_set_option: name and value must not be NULL");
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_set_option: name and value must not be NULL");
     if (m->state != MOCK_NEW)
-        return fail(m, JET_MOCK_ESTATE, "jet_mock_set_option: the mock has already started");
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_set_option: the mock has already started");
     const char *n = g_str_has_prefix(name, "option.") ? name + strlen("option.") : name;
     g_hash_table_insert(m->options, g_strdup(n), g_strdup(value));
     return JET_MOCK_OK;
@@ -700,7 +545,7 @@ int jet_mock_set_binding(jet_mock *m, const char *binding, const char *stream, c
 {
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
     if (m->state != MOCK_NEW)
-        return fail(m, JET_MOCK_ESTATE, "jet_mock_set_binding: the mock has already started");
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_set_binding: the mock has already started");
     if (binding != NULL) {
         g_free(m->binding);
         m->binding = g_strdup(binding);
@@ -739,25 +584,25 @@ static int check_options(jet_mock *m)
         const jet_option *o = declared(m->desc, k);
         if (o == NULL) {
             g_autofree char *list = declared_list(m->desc);
-            violation(m, RULE_OPT_UNDECLARED, "option.%s: plugin %s declares no such option "
+            jet__mock_violation(m, RULE_OPT_UNDECLARED, "option.%s: plugin %s declares no such option "
                       "(it declares: %s)", (const char *)k, m->desc->name, list);
-            return fail(m, JET_MOCK_EOPTION, "%s: option.%s: plugin %s declares no such option "
+            return jet__mock_fail(m, JET_MOCK_EOPTION, "%s: option.%s: plugin %s declares no such option "
                         "(it declares: %s)", RULE_OPT_UNDECLARED, (const char *)k, m->desc->name, list);
         }
         g_autoptr(GError) err = NULL;
         if (!jet_option_value_check(o, v, &err)) {
-            violation(m, RULE_OPT_TYPE, "option.%s: %s; plugin %s declares it as %s",
+            jet__mock_violation(m, RULE_OPT_TYPE, "option.%s: %s; plugin %s declares it as %s",
                       (const char *)k, err->message, m->desc->name, opt_type_name(o->type));
-            return fail(m, JET_MOCK_EOPTION, "%s: option.%s: %s; plugin %s declares it as %s",
+            return jet__mock_fail(m, JET_MOCK_EOPTION, "%s: option.%s: %s; plugin %s declares it as %s",
                         RULE_OPT_TYPE, (const char *)k, err->message, m->desc->name,
                         opt_type_name(o->type));
         }
     }
     for (const jet_option *o = m->desc->options; o != NULL && o->name != NULL; o++) {
         if ((o->flags & JET_OPTION_REQUIRED) && !g_hash_table_contains(m->options, o->name)) {
-            violation(m, RULE_OPT_REQUIRED, "option.%s: plugin %s requires it (%s)", o->name,
+            jet__mock_violation(m, RULE_OPT_REQUIRED, "option.%s: plugin %s requires it (%s)", o->name,
                       m->desc->name, o->help != NULL ? o->help : "no help given");
-            return fail(m, JET_MOCK_EOPTION, "%s: option.%s: plugin %s requires it",
+            return jet__mock_fail(m, JET_MOCK_EOPTION, "%s: option.%s: plugin %s requires it",
                         RULE_OPT_REQUIRED, o->name, m->desc->name);
         }
     }
@@ -768,12 +613,11 @@ int jet_mock_start(jet_mock *m)
 {
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
     if (m->state != MOCK_NEW)
-        return fail(m, JET_MOCK_ESTATE, "jet_mock_start: the mock was already started");
-    if (m->policy.max_deliver > 0 && m->policy.max_deliver <= (gint64)m->policy.capture_reserve)
-        return fail(m, JET_MOCK_EINVAL,
-                    "policy: max_deliver (%" G_GINT64_FORMAT ") must be more than capture_reserve (%u)",
-                    m->policy.max_deliver, m->policy.capture_reserve);
-    int rc = check_options(m);
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_start: the mock was already started");
+    int rc = build_binding(m);
+    if (rc != JET_MOCK_OK)
+        return rc;
+    rc = check_options(m);
     if (rc != JET_MOCK_OK) {
         m->state = MOCK_FAILED;
         return rc;
@@ -782,17 +626,18 @@ int jet_mock_start(jet_mock *m)
     m->inst = jet_instance_new(m->plugin, m->binding, m->options, &err);
     if (m->inst == NULL) {
         m->state = MOCK_FAILED;
-        return fail(m, JET_MOCK_EOPTION, "%s", err->message);
+        return jet__mock_fail(m, JET_MOCK_EOPTION, "%s", err->message);
     }
-    m->dlq_subject = g_strdup_printf("jethost.dlq.%s", m->binding);
     jet_instance_set_clock(m->inst, mock_clock, m);
+    m->executor = jet_executor_new(m->config, &m->policy, m->inst, MOCK_HOST_NAME, "mock",
+                                   &jet__mock_transport, m);
     registry_add(m->inst, m);
     m->owner = g_thread_self();
     if (!jet_instance_start(m->inst, &err)) {
         registry_remove(m->inst);
         g_clear_pointer(&m->inst, jet_instance_free);
         m->state = MOCK_FAILED;
-        return fail(m, JET_MOCK_EINIT, "%s", err->message);
+        return jet__mock_fail(m, JET_MOCK_EINIT, "%s", err->message);
     }
     m->state = MOCK_STARTED;
     return JET_MOCK_OK;
@@ -803,10 +648,11 @@ int jet_mock_stop(jet_mock *m)
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
     if (m->state != MOCK_STARTED)
         return m->state == MOCK_STOPPED ? JET_MOCK_OK
-                                        : fail(m, JET_MOCK_ESTATE, "jet_mock_stop: not started");
+                                        : jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_stop: not started");
     size_t before = jet_mock_violation_count(m);
     m->owner = g_thread_self();
     jet_ctx *c = m->inst;
+    g_clear_pointer(&m->executor, jet_executor_free);
     g_clear_pointer(&m->inst, jet_instance_free);   /* runs fini() */
     registry_remove(c);
     m->state = MOCK_STOPPED;
@@ -819,11 +665,11 @@ void jet_mock_free(jet_mock *m)
         return;
     jet_mock_stop(m);
     g_hash_table_unref(m->options);
-    g_free(m->rungs);
+    g_hash_table_unref(m->settings);
+    g_clear_pointer(&m->config, jet_config_binding_free);
     g_free(m->binding);
     g_free(m->stream);
     g_free(m->consumer);
-    g_free(m->dlq_subject);
     g_ptr_array_unref(m->lent);
     g_ptr_array_unref(m->violations);
     for (guint i = 0; i < m->log->len; i++) {
@@ -959,11 +805,22 @@ void jet_mock_msg_clear_enqueued(jet_mock_msg *b)
     b->enqueued_ns = 0;
 }
 
+/* A ledger count stands for the deliveries that made it: the delivery
+ * count is raised to explain them (the daemon reads no ledger on a first
+ * delivery, and treats deliveries the ledger does not explain as crashes). */
+static void explained_deliveries(jet_mock_msg *b)
+{
+    guint64 need = 1 + (guint64)b->failures + b->postpones + b->strikes;
+    if (b->deliveries < need)
+        b->deliveries = (guint32)MIN(need, G_MAXUINT32);
+}
+
 void jet_mock_msg_set_ledger(jet_mock_msg *b, uint32_t failures, uint32_t postpones)
 {
     g_return_if_fail(b != NULL);
     b->failures = failures;
     b->postpones = postpones;
+    explained_deliveries(b);
 }
 
 void jet_mock_msg_set_first_failure_ns(jet_mock_msg *b, int64_t unix_ns)
@@ -984,6 +841,7 @@ void jet_mock_msg_set_strikes(jet_mock_msg *b, uint32_t strikes)
 {
     g_return_if_fail(b != NULL);
     b->strikes = strikes;
+    explained_deliveries(b);
 }
 
 void jet_mock_msg_set_breaker_claim(jet_mock_msg *b, int claimed)
@@ -992,192 +850,3 @@ void jet_mock_msg_set_breaker_claim(jet_mock_msg *b, int claimed)
     b->breaker_claim = claimed != 0;
 }
 
-int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s)
-{
-    g_return_val_if_fail(b != NULL && s != NULL, JET_MOCK_EINVAL);
-    if (s->action != JET_MOCK_RETRY && s->action != JET_MOCK_POSTPONE)
-        return JET_MOCK_ESTATE;
-    if (b->deliveries < G_MAXUINT32)
-        b->deliveries++;
-    if (s->is_failure) {
-        if (b->failures < G_MAXUINT32)
-            b->failures++;
-        if (!b->has_first_failure) {
-            b->has_first_failure = TRUE;
-            b->first_failure_ns = s->now_ns;
-        }
-    }
-    if (s->action == JET_MOCK_POSTPONE && b->postpones < G_MAXUINT32)
-        b->postpones++;
-    return JET_MOCK_OK;
-}
-
-/* --- delivering ------------------------------------------------------------ */
-
-static const char *outcome_name(JetActionKind k)
-{
-    switch (k) {
-    case JET_ACTION_ACK: return "acked";
-    case JET_ACTION_RETRY: return "retried";
-    case JET_ACTION_POSTPONE: return "postponed";
-    case JET_ACTION_CAPTURE: return "dead-lettered";
-    }
-    return "unknown";
-}
-
-/* Which rule a plugin error broke, in the order settle.c weighs them. */
-static const char *plugin_error_rule(const JetSettlePolicy *p, const JetSettleFacts *f)
-{
-    int v = f->verdict;
-    if (v != JET_ACK && v != JET_RETRY && v != JET_POSTPONE && v != JET_REJECT)
-        return RULE_VERDICT;
-    if (f->reason_too_long || (f->reason != NULL && strlen(f->reason) > JET_REASON_MAX))
-        return RULE_REASON_LENGTH;
-    if (v == JET_POSTPONE && (!f->has_delay || f->delay_ms == 0))
-        return RULE_POSTPONE_DELAY;
-    if (v == JET_POSTPONE && f->delay_ms > p->max_postpone_delay_ms)
-        return RULE_POSTPONE_CAP;
-    return RULE_VERDICT;   /* not reached while settle.c keeps this list */
-}
-
-/* The dead-letter record: the daemon's own jet_capture_headers() (capture.c)
- * on the mock message's headers, with the facts the executor would give it.  The mock knows no server, so no max_payload: only
- * the 64 KiB header-block limit applies (docs/mock.md). */
-static void fill_dlq(jet_mock *m, const jet_mock_msg *b, const JetSettleFacts *f,
-                     const JetSettleAction *a, jet_mock_settlement *out)
-{
-    /* The headers in the order they were added (the daemon reads a
-     * delivery's in block order); a header with no name cannot come from a
-     * server and is left out. */
-    g_autoptr(GPtrArray) orig = g_ptr_array_new();
-    for (guint i = 0; i + 1 < b->headers->len; i += 2) {
-        if (*(const char *)g_ptr_array_index(b->headers, i) == '\0')
-            continue;
-        g_ptr_array_add(orig, g_ptr_array_index(b->headers, i));
-        g_ptr_array_add(orig, g_ptr_array_index(b->headers, i + 1));
-    }
-    JetCaptureFacts c = {
-        .stream = m->stream,
-        .stream_created_ns = MOCK_STREAM_CREATED_NS,
-        .consumer = m->consumer,
-        .subject = b->subject,
-        .stream_seq = b->stream_seq,
-        .deliveries = f->deliveries,
-        .postpones = f->postpones,
-        .has_enqueued = b->has_enqueued,
-        .enqueued_ns = b->enqueued_ns,
-        .plugin_name = m->desc->name,
-        .plugin_version = m->desc->version,
-        .host = MOCK_HOST_NAME,
-        .binding = m->binding,
-    };
-    jet_capture_facts_settled(&c, a, f->failures, b->has_first_failure, b->first_failure_ns, f->now_ns);
-    g_autoptr(GError) err = NULL;
-    GPtrArray *hs = jet_capture_headers((int)MIN(b->len, (gsize)G_MAXINT), orig, NULL, &c, 0, NULL, &err);
-    if (hs == NULL) {
-        /* Too large even without the original headers: the daemon keeps it
-         * on the consumer, never truncated, never acked. */
-        out->outcome = "stranded";
-        return;
-    }
-    g_ptr_array_unref(m->dlq_strings);
-    m->dlq_strings = hs;
-    gsize n = m->dlq_strings->len / 2;
-    m->dlq_headers = g_new0(jet_mock_header, n + 1);
-    for (gsize i = 0; i < n; i++) {
-        m->dlq_headers[i].name = g_ptr_array_index(m->dlq_strings, 2 * i);
-        m->dlq_headers[i].value = g_ptr_array_index(m->dlq_strings, 2 * i + 1);
-    }
-    out->dlq_subject = m->dlq_subject;
-    out->n_dlq_headers = n;
-    out->dlq_headers = m->dlq_headers;
-}
-
-static char *describe(const JetSettleAction *a)
-{
-    if (a->kind == JET_ACTION_RETRY || a->kind == JET_ACTION_POSTPONE)
-        return g_strdup_printf("%s in %" G_GUINT64_FORMAT " ms", jet_action_name(a->kind), a->delay_ms);
-    if (a->kind == JET_ACTION_CAPTURE)
-        return g_strdup_printf("capture (%s)", jet_cause_name(a->cause));
-    return g_strdup(jet_action_name(a->kind));
-}
-
-int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
-{
-    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
-    if (out != NULL)
-        memset(out, 0, sizeof *out);
-    if (b == NULL || out == NULL)
-        return fail(m, JET_MOCK_EINVAL, "jet_mock_deliver: message and settlement must not be NULL");
-    if (m->state != MOCK_STARTED)
-        return fail(m, JET_MOCK_ESTATE, "jet_mock_deliver: the mock is not started (jet_mock_start)");
-    g_ptr_array_set_size(m->dlq_strings, 0);
-    g_clear_pointer(&m->dlq_headers, g_free);
-
-    size_t before = jet_mock_violation_count(m);
-    JetSettleFacts f = {
-        .verdict = -1,
-        .deliveries = b->deliveries,
-        .has_enqueued = b->has_enqueued,
-        .enqueued_ns = b->enqueued_ns,
-        .now_ns = jet_mock_clock_ns(m),
-        .failures = b->failures,
-        .postpones = b->postpones,
-        .strikes = b->strikes,
-        .breaker_claim = b->breaker_claim,
-    };
-    JetSettleAction a;
-    out->verdict = -1;
-    if (!jet_settle_before_handle(&m->policy, &f, &a)) {
-        Lent *l = lent_new(m, b);
-        m->owner = g_thread_self();
-        int verdict = jet_instance_handle(m->inst, &l->msg);
-        lent_poison(l);
-        f.verdict = verdict;
-        f.has_delay = l->msg.has_delay;
-        f.delay_ms = l->msg.delay_ms;
-        f.reason_too_long = l->msg.reason_too_long;
-        f.reason = l->msg.has_reason ? l->msg.reason : NULL;
-        f.now_ns = jet_mock_clock_ns(m);
-        jet_settle_decide(&m->policy, &f, &a);
-        out->handled = 1;
-        out->verdict = verdict;
-    }
-
-    out->action = (jet_mock_action)a.kind;
-    out->action_name = jet_action_name(a.kind);
-    out->delay_ms = a.delay_ms;
-    out->cause = jet_cause_name(a.cause);
-    out->outcome = outcome_name(a.kind);
-    out->is_failure = a.is_failure;
-    out->failure_number = a.failure_number;
-    out->plugin_error = a.plugin_error;
-    g_strlcpy(out->reason, a.reason, sizeof out->reason);
-    out->now_ns = f.now_ns;
-    out->stream_seq = b->stream_seq;
-    out->deliveries = b->deliveries;
-    if (a.kind == JET_ACTION_CAPTURE)
-        fill_dlq(m, b, &f, &a, out);
-
-    if (a.plugin_error) {
-        g_autofree char *what = describe(&a);
-        violation(m, plugin_error_rule(&m->policy, &f),
-                  "handle() of stream seq %" G_GUINT64_FORMAT ": %s; the daemon counts it as a "
-                  "failed attempt (%s), never as an ack", b->stream_seq, a.reason, what);
-    }
-    size_t after = jet_mock_violation_count(m);
-    if (after > before) {
-        out->violation = jet_mock_violation_rule(m, before);
-        return JET_MOCK_VIOLATION;
-    }
-    return JET_MOCK_OK;
-}
-
-const char *jet_mock_settlement_header(const jet_mock_settlement *s, const char *name)
-{
-    g_return_val_if_fail(s != NULL && name != NULL, NULL);
-    for (size_t i = 0; i < s->n_dlq_headers; i++)
-        if (strcmp(s->dlq_headers[i].name, name) == 0)
-            return s->dlq_headers[i].value;
-    return NULL;
-}

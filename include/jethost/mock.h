@@ -171,17 +171,23 @@ JET_MOCK_API void jet_mock_msg_add_header(jet_mock_msg *b, const char *name, con
  * the next delivery of the same message carries in a scripted test). */
 JET_MOCK_API void jet_mock_msg_set_header(jet_mock_msg *b, const char *name, const char *value);
 JET_MOCK_API void jet_mock_msg_set_seq(jet_mock_msg *b, uint64_t stream_seq, uint64_t consumer_seq);
-/* The server's delivery count (>= 1). */
+/* The server's delivery count (>= 1).  Deliveries that the ledger below
+ * does not explain are crashes, as in the daemon: the message is a crash
+ * suspect, handled alone (docs/mock.md, "The ledger and crashes"). */
 JET_MOCK_API void jet_mock_msg_set_deliveries(jet_mock_msg *b, uint32_t deliveries);
 /* The stream's timestamp of the message; _clear makes it unknown. */
 JET_MOCK_API void jet_mock_msg_set_enqueued_ns(jet_mock_msg *b, int64_t unix_ns);
 JET_MOCK_API void jet_mock_msg_clear_enqueued(jet_mock_msg *b);
-/* The attempt ledger: failures and postpones recorded before this delivery. */
+/* The attempt ledger: failures and postpones recorded before this delivery.
+ * A count raises the delivery count to at least failures + postpones +
+ * strikes + 1 (the daemon reads no ledger on a first delivery). */
 JET_MOCK_API void jet_mock_msg_set_ledger(jet_mock_msg *b, uint32_t failures, uint32_t postpones);
 JET_MOCK_API void jet_mock_msg_set_first_failure_ns(jet_mock_msg *b, int64_t unix_ns);
 JET_MOCK_API void jet_mock_msg_clear_first_failure(jet_mock_msg *b);
 /* Crash attribution: strikes recorded for this message (poison at
- * crash_limit), and an enforcing breaker's claim.  Both decided before the
+ * crash_limit; raises the delivery count like the ledger's counts), and an
+ * enforcing breaker's claim (of a redelivered message: the daemon's breaker
+ * considers only messages with a ledger record).  Both decided before the
  * handler runs: the plugin is then not called. */
 JET_MOCK_API void jet_mock_msg_set_strikes(jet_mock_msg *b, uint32_t strikes);
 JET_MOCK_API void jet_mock_msg_set_breaker_claim(jet_mock_msg *b, int claimed);
@@ -246,9 +252,10 @@ typedef struct jet_mock_settlement {
 JET_MOCK_API int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out);
 
 /* Turns b into its next delivery after settlement s, as the server and the
- * attempt ledger would: deliveries + 1, failures + 1 when s was a failure
- * (and the first-failure time set at s->now_ns if it was the first),
- * postpones + 1 after a postpone.  Returns JET_MOCK_OK, or JET_MOCK_ESTATE
+ * attempt ledger would: deliveries + 1, and the ledger record as the
+ * settlement wrote it (failures + 1 when s was a failure, the first-failure
+ * time set at s->now_ns if it was the first, postpones + 1 after a
+ * postpone, a suspect's crashes forgiven once it survived).  Returns JET_MOCK_OK, or JET_MOCK_ESTATE
  * when s ended the message (ack, capture): there is no next delivery.  The
  * clock is not moved: advance it by s->delay_ms yourself. */
 JET_MOCK_API int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s);

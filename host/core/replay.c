@@ -1,7 +1,7 @@
 /* The server-free half of `jethost dlq replay`: replay.h. */
 #include "replay.h"
 
-#include "capture.h"
+#include "dlq_record.h"
 
 #include <string.h>
 

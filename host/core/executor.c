@@ -1,0 +1,570 @@
+/* The settlement executor (executor.h): the sequence, in named steps.  What
+ * each step decides is pure (ledger_record.h, settle.h, dlq_record.h); what
+ * it does goes through the transport. */
+#include "executor.h"
+#include "errors.h"
+#include "jet_msg.h"
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+struct JetExecutor {
+    const JetBindingConfig *b;
+    const JetSettlePolicy *policy;
+    JetInstance *inst;
+    const char *host_name;
+    const char *ledger_bucket;     /* NULL: no ledger */
+    const JetTransport *t;
+    gpointer td;
+    gint ledger_down;              /* atomic: the last ledger call found it unreachable */
+};
+
+JetExecutor *jet_executor_new(const JetBindingConfig *b, const JetSettlePolicy *policy, JetInstance *inst,
+                              const char *host_name, const char *ledger_bucket, const JetTransport *transport,
+                              gpointer t)
+{
+    JetExecutor *x = g_new0(JetExecutor, 1);
+    x->b = b;
+    x->policy = policy;
+    x->inst = inst;
+    x->host_name = host_name;
+    x->ledger_bucket = ledger_bucket;
+    x->t = transport;
+    x->td = t;
+    return x;
+}
+
+void jet_executor_free(JetExecutor *x)
+{
+    g_free(x);
+}
+
+static void xlog(const JetExecutor *x, jet_log_level level, const char *event, const char *fmt, ...)
+    G_GNUC_PRINTF(4, 5);
+
+/* The host's log, or the transport's when it keeps its own. */
+static void xlog(const JetExecutor *x, jet_log_level level, const char *event, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (x->t->log == NULL) {
+        jet_logv(level, x->b->name, event, fmt, ap);
+    } else if (x->t->log_enabled == NULL || x->t->log_enabled(x->td, level)) {
+        g_autofree char *text = g_strdup_vprintf(fmt, ap);
+        x->t->log(x->td, level, event, text);
+    }
+    va_end(ap);
+}
+
+static gint64 now_ns(const JetExecutor *x)
+{
+    return jet_instance_now_ns(x->inst);
+}
+
+/* --- the ledger, with its fallback --------------------------------------- */
+
+static void ledger_went_down(JetExecutor *x, const JetDelivery *d, const GError *err)
+{
+    JET_STAT_ADD(d->stats, ledger_fallbacks, 1);
+    if (g_atomic_int_compare_and_exchange(&x->ledger_down, 0, 1))
+        xlog(x, JET_LOG_WARNING, "ledger-fallback",
+                "the attempt ledger (bucket %s) is unreachable: %s; counting attempts from the delivery "
+                "count until it answers again (postpones then count as failures)",
+                x->ledger_bucket, err != NULL ? err->message : "no answer");
+}
+
+static void ledger_answered(JetExecutor *x)
+{
+    if (g_atomic_int_compare_and_exchange(&x->ledger_down, 1, 0))
+        xlog(x, JET_LOG_INFO, "ledger-back", "the attempt ledger answers again");
+}
+
+typedef enum {
+    OP_ISOLATE,       /* set the marker (and the strike) before a suspect runs alone */
+    OP_FAILURE,       /* one failure (+ survived, when alone) */
+    OP_POSTPONE,      /* one postpone (+ survived, when alone) */
+    OP_RELEASE,       /* the host gave it back unhandled, or kept it after a failed capture */
+    OP_SURVIVED,      /* a suspect's handler returned: clear the marker */
+} LedgerOp;
+
+typedef struct {
+    JetExecutor *x;
+    const JetDelivery *d;
+    gboolean fenced;           /* check the lease before writing (FALSE: a drain's release) */
+    LedgerOp op;
+    const JetAttribution *att;
+    gboolean alone;
+    gint64 now_ns;
+    const char *reason;
+} Mutation;
+
+/* Runs right before every compare-and-set attempt: the lease fence lives
+ * here (docs/engine.md, "The lease fence"). */
+static gboolean mutate(JetLedgerRecord *rec, gpointer data)
+{
+    Mutation *m = data;
+    if (m->fenced && m->x->t->lease_lapsed(m->x->td, m->d))
+        return FALSE;
+    switch (m->op) {
+    case OP_ISOLATE:
+        jet_attribution_apply_isolate(rec, m->att, m->x->host_name, m->now_ns);
+        return TRUE;
+    case OP_FAILURE:
+        if (m->alone)
+            jet_attribution_apply_survived(rec, m->att);
+        jet_ledger_record_add_failure(rec, m->now_ns, m->reason);
+        return TRUE;
+    case OP_POSTPONE:
+        if (m->alone)
+            jet_attribution_apply_survived(rec, m->att);
+        rec->postpones++;
+        return TRUE;
+    case OP_RELEASE:
+        rec->releases++;
+        return TRUE;
+    case OP_SURVIVED:
+        jet_attribution_apply_survived(rec, m->att);
+        return TRUE;
+    }
+    return FALSE;
+}
+
+static void ledger_write(Mutation *m)
+{
+    JetExecutor *x = m->x;
+    if (x->ledger_bucket == NULL)
+        return;
+    g_autoptr(GError) err = NULL;
+    JetLedgerStatus st = x->t->ledger_update(x->td, m->d, mutate, m, &err);
+    if (st == JET_LEDGER_WRITTEN)
+        ledger_answered(x);
+    else if (st == JET_LEDGER_UNREACHABLE || st == JET_LEDGER_CONFLICT)
+        ledger_went_down(x, m->d, err);
+    /* SKIPPED: the lease lapsed; nothing is written, by design. */
+}
+
+static void ledger_forget(JetExecutor *x, const JetDelivery *d)
+{
+    if (x->ledger_bucket == NULL)
+        return;
+    g_autoptr(GError) err = NULL;
+    if (x->t->ledger_delete(x->td, d, &err) == JET_LEDGER_WRITTEN)
+        ledger_answered(x);
+    else
+        ledger_went_down(x, d, err);
+}
+
+void jet_executor_record_release(JetExecutor *x, const JetDelivery *d)
+{
+    Mutation m = { .x = x, .d = d, .fenced = FALSE, .op = OP_RELEASE, .now_ns = now_ns(x) };
+    ledger_write(&m);
+}
+
+/* --- what one delivery carries through the steps ------------------------- */
+
+typedef struct {
+    const JetDelivery *d;
+    jet_msg jm;                /* what the plugin is shown (lent, never given) */
+    JetLedgerRecord rec;
+    gboolean have_rec;         /* a record was read */
+    gboolean ledger_live;      /* the ledger answered (or was not needed) */
+    JetAttribution att;
+    gboolean alone;            /* a suspect: handled alone */
+    JetSettleFacts f;
+    JetSettleAction a;
+    gboolean handled;
+    gboolean stale;
+    gint64 settled_ns;
+} Run;
+
+/* Step 1: the ledger, on redeliveries only. */
+static void read_ledger(JetExecutor *x, Run *r)
+{
+    jet_ledger_record_init(&r->rec);
+    r->ledger_live = x->ledger_bucket != NULL;
+    if (r->ledger_live && r->jm.deliveries > 1) {
+        g_autoptr(GError) err = NULL;
+        JetLedgerStatus st = x->t->ledger_get(x->td, r->d, &r->rec, &err);
+        if (st == JET_LEDGER_FOUND || st == JET_LEDGER_ABSENT) {
+            r->have_rec = st == JET_LEDGER_FOUND;
+            ledger_answered(x);
+        } else {
+            ledger_went_down(x, r->d, err);
+            r->ledger_live = FALSE;
+        }
+    }
+    if (r->ledger_live) {
+        r->jm.failures = r->rec.failures;
+        r->jm.postpones = r->rec.postpones;
+        r->jm.has_first_failure = r->rec.has_first_failure;
+        r->jm.first_failure_ns = r->rec.first_failure_ns;
+    } else {
+        /* No ledger: every earlier delivery counts as a failure, which can
+         * only dead-letter early, never late. */
+        r->jm.failures = r->jm.deliveries > 0 ? r->jm.deliveries - 1 : 0;
+    }
+}
+
+/* Step 2: crash attribution (ledger_record.h). */
+static void attribute(JetExecutor *x, Run *r)
+{
+    memset(&r->att, 0, sizeof r->att);
+    r->att.kind = JET_ATTRIBUTION_NORMAL;
+    if (r->ledger_live)
+        jet_attribution_decide(r->have_rec ? &r->rec : NULL, r->jm.deliveries, x->b->crash_limit, &r->att);
+    r->alone = r->att.kind == JET_ATTRIBUTION_SUSPECT;
+    if (r->att.kind == JET_ATTRIBUTION_POISON)
+        JET_STAT_ADD(r->d->stats, poison, 1);
+}
+
+/* Step 3: the breaker considers a message with a failure record. */
+static gboolean breaker_claims(JetExecutor *x, Run *r)
+{
+    return r->ledger_live && r->have_rec && r->att.kind != JET_ATTRIBUTION_POISON &&
+           x->t->breaker(x->td, r->d, &r->rec);
+}
+
+/* A suspect about to run alone: the marker (and any strike) first. */
+static void isolate(JetExecutor *x, Run *r)
+{
+    JET_STAT_ADD(r->d->stats, suspects, 1);
+    if (r->att.strike)
+        JET_STAT_ADD(r->d->stats, strikes, 1);
+    xlog(x, JET_LOG_WARNING, "suspect",
+            "stream seq %" G_GUINT64_FORMAT " (delivery %u): %u deliveries unexplained%s; "
+            "handling it alone with the isolation marker set", r->jm.stream_seq, r->jm.deliveries,
+            r->att.unexplained, r->att.strike ? ", and the marker was still set: one strike" : "");
+    Mutation iso = { .x = x, .d = r->d, .fenced = TRUE, .op = OP_ISOLATE, .att = &r->att, .now_ns = now_ns(x) };
+    ledger_write(&iso);
+}
+
+/* Step 4: the decision before the handler, the plugin, the decision after. */
+static void decide(JetExecutor *x, Run *r)
+{
+    r->f = (JetSettleFacts){
+        .verdict = -1,
+        .deliveries = r->jm.deliveries,
+        .has_enqueued = r->jm.has_enqueued,
+        .enqueued_ns = r->jm.enqueued_ns,
+        .now_ns = now_ns(x),
+        .failures = r->jm.failures,
+        .postpones = r->jm.postpones,
+        .strikes = r->att.strikes,
+        .suspect = r->alone,
+        .breaker_claim = breaker_claims(x, r),
+        .malformed_headers = r->d->malformed,
+    };
+    x->t->enter(x->td, r->d, r->alone);
+    if (jet_settle_before_handle(x->policy, &r->f, &r->a))
+        return;
+    if (r->alone)
+        isolate(x, r);
+    r->f.verdict = x->t->handle(x->td, r->d, &r->jm);
+    r->handled = TRUE;
+    r->f.has_delay = r->jm.has_delay;
+    r->f.delay_ms = r->jm.delay_ms;
+    r->f.reason_too_long = r->jm.reason_too_long;
+    r->f.reason = r->jm.has_reason ? r->jm.reason : NULL;
+    r->f.now_ns = now_ns(x);
+    jet_settle_decide(x->policy, &r->f, &r->a);
+}
+
+/* --- capture-then-ack ------------------------------------------------------ */
+
+/* Whether the server will deliver this message again (finite MaxDeliver). */
+static gboolean deliveries_remain(const JetExecutor *x, guint32 deliveries)
+{
+    return x->policy->max_deliver <= 0 || (gint64)deliveries < x->policy->max_deliver;
+}
+
+static guint64 last_rung_ms(const JetExecutor *x)
+{
+    return x->policy->rungs_ms[x->policy->n_rungs - 1];
+}
+
+/* What became of a capture. */
+typedef enum {
+    CAPTURE_ACKED,       /* dead-lettered and acked */
+    CAPTURE_KEPT,        /* not captured; NAK'd to be tried again at a later delivery */
+    CAPTURE_NOT_ACKED,   /* stranded, uncertain, or stale: nothing more to do here */
+} CaptureResult;
+
+/* Keeps a message the host could not capture: a delayed NAK while the
+ * server will deliver it again, else Stranded (logged with what to do). */
+static CaptureResult keep_uncaptured(JetExecutor *x, const JetDelivery *d, const JetCaptureFacts *facts,
+                                     gboolean stale, const char *what, const char *why)
+{
+    if (!stale && deliveries_remain(x, facts->deliveries)) {
+        x->t->nak(x->td, d, last_rung_ms(x));
+        JET_STAT_ADD(d->stats, capture_failed, 1);
+        xlog(x, JET_LOG_ERROR, "capture-failed",
+                "stream seq %" G_GUINT64_FORMAT " delivery %u: %s: %s; kept on the consumer, tried again in %"
+                G_GUINT64_FORMAT " ms", facts->stream_seq, facts->deliveries, what, why, last_rung_ms(x));
+        return CAPTURE_KEPT;
+    }
+    JET_STAT_ADD(d->stats, stranded, 1);
+    xlog(x, JET_LOG_ERROR, "stranded",
+            "stream seq %" G_GUINT64_FORMAT " delivery %u: %s: %s; this was its last delivery (MaxDeliver %"
+            G_GINT64_FORMAT "), so it is STRANDED: never acked, never dead-lettered. To recover it, fix the "
+            "dead-letter stream %s (subject %s), then read it from stream %s at seq %" G_GUINT64_FORMAT
+            " and republish it", facts->stream_seq, facts->deliveries, what, why, x->policy->max_deliver,
+            x->b->dlq_stream, x->b->dlq_subject, x->b->stream, facts->stream_seq);
+    return CAPTURE_NOT_ACKED;
+}
+
+/* The capture's pub-ack came: the original is acked with confirmation. */
+static CaptureResult ack_captured(JetExecutor *x, const JetDelivery *d, const JetCaptureFacts *facts,
+                                  gboolean duplicate)
+{
+    g_autoptr(GError) err = NULL;
+    if (x->t->ack_confirmed(x->td, d, &err)) {
+        JET_STAT_ADD(d->stats, dead_lettered, 1);
+        xlog(x, JET_LOG_WARNING, "dead-lettered",
+                "stream seq %" G_GUINT64_FORMAT " delivery %u: captured to %s (cause %s%s%s)%s, then acked",
+                facts->stream_seq, facts->deliveries, x->b->dlq_subject, jet_cause_name(facts->cause),
+                facts->reason != NULL && *facts->reason ? ": " : "", facts->reason != NULL ? facts->reason : "",
+                duplicate ? " as a duplicate of an earlier capture" : "");
+        return CAPTURE_ACKED;
+    }
+    if (facts->cause == JET_CAUSE_MALFORMED) {
+        /* Without readable metadata there is no floor to check and no
+         * Msg-Id to de-duplicate a second capture: an operator must look. */
+        JET_STAT_ADD(d->stats, stranded, 1);
+        xlog(x, JET_LOG_ERROR, "stranded",
+                "a malformed delivery (reply '%s') was dead-lettered to %s, but it cannot be acked: %s. "
+                "STRANDED: the record in %s carries its payload and reply subject; if the server "
+                "delivers it again it is captured again",
+                facts->reply != NULL ? facts->reply : "", x->b->dlq_stream,
+                err != NULL ? err->message : "no reply", x->b->dlq_stream);
+        return CAPTURE_NOT_ACKED;
+    }
+    JET_STAT_ADD(d->stats, uncertain, 1);
+    xlog(x, JET_LOG_ERROR, "uncertain",
+            "stream seq %" G_GUINT64_FORMAT ": dead-lettered to %s (%s), but the ack was not confirmed: %s. "
+            "UNCERTAIN: if the consumer's ack floor passes %" G_GUINT64_FORMAT " it is done; if it is "
+            "delivered again it is captured again and the duplicate is discarded by Nats-Msg-Id",
+            facts->stream_seq, x->b->dlq_stream, duplicate ? "a duplicate of an earlier capture" : "new record",
+            err != NULL ? err->message : "no reply", facts->stream_seq);
+    return CAPTURE_NOT_ACKED;
+}
+
+/* Publishes the record, waits for its pub-ack, then acks with
+ * confirmation (docs/dead-letters.md).  CAPTURE_ACKED: the original was
+ * acked (its ledger record can go); CAPTURE_KEPT: NAK'd for another try
+ * (the ledger must explain that redelivery). */
+static CaptureResult capture_then_ack(JetExecutor *x, const JetDelivery *d, JetCaptureFacts *facts, gboolean stale,
+                                      JetCaptureOutcome *outcome)
+{
+    *outcome = JET_CAPTURE_FAILED;
+    if (facts->stream_seq > 0) {
+        facts->stream_created_ns = x->t->stream_created(x->td);
+        if (facts->stream_created_ns <= 0)
+            return keep_uncaptured(x, d, facts, stale, "capture not built",
+                                   "the origin stream's creation time (part of the record's id) cannot be read");
+    }
+    g_autoptr(GError) err = NULL;
+    gboolean duplicate = FALSE;
+    *outcome = x->t->capture(x->td, d, facts, &duplicate, &err);
+    if (*outcome == JET_CAPTURE_TOO_LARGE) {
+        JET_STAT_ADD(d->stats, stranded, 1);
+        xlog(x, JET_LOG_ERROR, "stranded",
+                "stream seq %" G_GUINT64_FORMAT ": too-large: %s; never truncated, never acked. It stays "
+                "on the consumer: raise the dead-letter stream's limits or handle it by hand",
+                facts->stream_seq, err != NULL ? err->message : "");
+        if (!stale && deliveries_remain(x, facts->deliveries)) {
+            x->t->nak(x->td, d, last_rung_ms(x));
+            return CAPTURE_KEPT;
+        }
+        return CAPTURE_NOT_ACKED;
+    }
+    if (*outcome != JET_CAPTURE_CAPTURED)
+        return keep_uncaptured(x, d, facts, stale, "capture failed", err != NULL ? err->message : "no pub-ack");
+    return ack_captured(x, d, facts, duplicate);
+}
+
+void jet_executor_capture_malformed(JetExecutor *x, const JetDelivery *d, const char *reply)
+{
+    const jet_plugin *desc = jet_instance_descriptor(x->inst);
+    JetCaptureFacts facts = {
+        .stream = x->b->stream,
+        .consumer = x->b->consumer,
+        .subject = d->subject,
+        .reply = reply,
+        .cause = JET_CAUSE_MALFORMED,
+        .reason = "the delivery's $JS.ACK reply subject could not be parsed",
+        .captured_ns = now_ns(x),
+        .plugin_name = desc->name,
+        .plugin_version = desc->version,
+        .host = x->host_name,
+        .binding = x->b->name,
+    };
+    xlog(x, JET_LOG_ERROR, "malformed", "a delivery with reply subject '%s' does not parse; "
+            "dead-lettering it with cause malformed", reply != NULL ? reply : "");
+    if (reply == NULL || *reply == '\0') {
+        JET_STAT_ADD(d->stats, stranded, 1);
+        return;
+    }
+    JetCaptureOutcome outcome;
+    capture_then_ack(x, d, &facts, FALSE, &outcome);
+    JET_STAT_ADD(d->stats, messages, 1);
+}
+
+/* --- step 5: the action -------------------------------------------------- */
+
+static void act_ack(JetExecutor *x, Run *r)
+{
+    const JetDelivery *d = r->d;
+    if (r->alone) {
+        /* The marker goes first: a death after this earns no strike. */
+        ledger_forget(x, d);
+        x->t->ack(x->td, d, JET_TRANSPORT_ACK_NOW);
+    } else if (!r->have_rec) {
+        /* The fast path: nothing to forget after it, so the ack may wait a
+         * moment to go with the next ones. */
+        x->t->ack(x->td, d, JET_TRANSPORT_ACK_SOON);
+    } else {
+        x->t->ack(x->td, d, JET_TRANSPORT_ACK_NOW);
+        ledger_forget(x, d);
+    }
+    JET_STAT_ADD(d->stats, acked, 1);
+}
+
+/* RETRY and POSTPONE: the count written, then the delayed NAK. */
+static void act_nak(JetExecutor *x, Run *r)
+{
+    const JetDelivery *d = r->d;
+    const JetSettleAction *a = &r->a;
+    if (a->kind == JET_ACTION_RETRY)
+        JET_STAT_ADD(d->stats, handler_failed, 1);
+    if (r->stale) {
+        /* The server has handed it to someone else by now: a NAK would
+         * release their delivery, and a ledger write would count an
+         * attempt twice (docs/engine.md, "The lease fence"). */
+        xlog(x, JET_LOG_WARNING, "stale-result",
+                "stream seq %" G_GUINT64_FORMAT ": %s after the lease lapsed; not released, not recorded",
+                r->jm.stream_seq, jet_action_name(a->kind));
+        return;
+    }
+    /* Every retry and every postpone is written: the op and, for a
+     * suspect, the survived marker (docs/retries.md). */
+    Mutation mu = { .x = x, .d = d, .fenced = TRUE,
+                    .op = a->kind == JET_ACTION_RETRY ? OP_FAILURE : OP_POSTPONE,
+                    .att = &r->att, .alone = r->alone, .now_ns = r->settled_ns, .reason = a->reason };
+    ledger_write(&mu);
+    x->t->nak(x->td, d, a->delay_ms);
+    if (a->kind == JET_ACTION_RETRY)
+        JET_STAT_ADD(d->stats, retried, 1);
+    else
+        JET_STAT_ADD(d->stats, postponed, 1);
+    xlog(x, JET_LOG_INFO, jet_action_name(a->kind),
+            "stream seq %" G_GUINT64_FORMAT " delivery %u: %s in %" G_GUINT64_FORMAT " ms%s%s",
+            r->jm.stream_seq, r->jm.deliveries, jet_action_name(a->kind), a->delay_ms,
+            a->reason[0] ? ": " : "", a->reason);
+}
+
+static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
+{
+    const JetDelivery *d = r->d;
+    if (r->alone && r->handled) {
+        /* The marker goes first (a death after this earns no strike); the
+         * record itself stays until the capture is acked: a capture that
+         * fails must not lose the message's failures.  A suspect captured
+         * before it ran survived nothing: its deaths stay unexplained, so a
+         * retried capture still finds a suspect. */
+        Mutation clr = { .x = x, .d = d, .fenced = TRUE, .op = OP_SURVIVED, .att = &r->att, .alone = TRUE,
+                         .now_ns = r->settled_ns };
+        ledger_write(&clr);
+    }
+    const jet_plugin *desc = jet_instance_descriptor(x->inst);
+    JetCaptureFacts facts = {
+        .stream = d->stream,
+        .consumer = d->consumer,
+        .subject = d->subject,
+        .stream_seq = d->stream_seq,
+        .deliveries = r->jm.deliveries,
+        .postpones = r->jm.postpones,
+        .has_enqueued = r->jm.has_enqueued,
+        .enqueued_ns = r->jm.enqueued_ns,
+        .plugin_name = desc->name,
+        .plugin_version = desc->version,
+        .host = x->host_name,
+        .binding = x->b->name,
+    };
+    jet_capture_facts_settled(&facts, &r->a, r->jm.failures, r->jm.has_first_failure, r->jm.first_failure_ns,
+                              r->settled_ns);
+    CaptureResult cr = capture_then_ack(x, d, &facts, r->stale, &out->capture);
+    out->captured = cr == CAPTURE_ACKED;
+    if (cr == CAPTURE_ACKED && (r->have_rec || r->alone)) {
+        ledger_forget(x, d);
+    } else if (cr == CAPTURE_KEPT) {
+        /* The host gave it back for another try: its next delivery is
+         * explained, not a crash (no suspect), and its failures stay. */
+        Mutation kept = { .x = x, .d = d, .fenced = TRUE, .op = OP_RELEASE, .now_ns = r->settled_ns };
+        ledger_write(&kept);
+    }
+}
+
+/* --- one delivery ---------------------------------------------------------- */
+
+static void show_delivery(const JetDelivery *d, jet_msg *jm)
+{
+    memset(jm, 0, sizeof *jm);
+    jm->headers = d->hdrs != NULL ? d->hdrs->headers : NULL;
+    jm->subject = d->subject;
+    jm->data = d->data;
+    jm->len = d->len;
+    jm->stream = d->stream;
+    jm->consumer = d->consumer;
+    jm->stream_seq = d->stream_seq;
+    jm->consumer_seq = d->consumer_seq;
+    jm->deliveries = d->deliveries;
+    jm->has_enqueued = d->enqueued_ns > 0;
+    jm->enqueued_ns = d->enqueued_ns;
+    jet_msg_reset_verdict(jm);
+}
+
+void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out)
+{
+    JetExecuted local;
+    if (out == NULL)
+        out = &local;
+    memset(out, 0, sizeof *out);
+    Run r;
+    memset(&r, 0, sizeof r);
+    r.d = d;
+    show_delivery(d, &r.jm);
+
+    read_ledger(x, &r);
+    attribute(x, &r);
+    decide(x, &r);
+    r.stale = x->t->release_hold(x->td, d);
+    r.settled_ns = now_ns(x);
+
+    switch (r.a.kind) {
+    case JET_ACTION_ACK:
+        act_ack(x, &r);
+        break;
+    case JET_ACTION_RETRY:
+    case JET_ACTION_POSTPONE:
+        act_nak(x, &r);
+        break;
+    case JET_ACTION_CAPTURE:
+        act_capture(x, &r, out);
+        break;
+    }
+    x->t->leave(x->td, d, r.alone);
+    JET_STAT_ADD(d->stats, messages, 1);
+
+    out->action = r.a;
+    out->facts = r.f;
+    if (r.f.reason != NULL) {
+        g_strlcpy(out->reason, r.f.reason, sizeof out->reason);
+        out->facts.reason = out->reason;
+    }
+    out->handled = r.handled;
+    out->verdict = r.handled ? r.f.verdict : -1;
+    out->stale = r.stale;
+    out->suspect = r.alone;
+}

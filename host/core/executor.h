@@ -1,0 +1,156 @@
+/* The settlement executor: one delivery from the buffer to its settlement,
+ * the same code in the daemon and in the mock host (docs/architecture.md,
+ * "One settlement sequence").
+ *
+ * The sequence (docs/retries.md, docs/settlement.md):
+ *   1. read the attempt ledger, on redeliveries only (the happy path does no
+ *      ledger I/O); an unreachable ledger falls back to the delivery count;
+ *   2. crash attribution: a suspect is handled alone with the isolation
+ *      marker set; a poison message is captured without the handler;
+ *   3. the breaker, for a message that has been failing;
+ *   4. the plugin, then the pure decision (settle.h);
+ *   5. the action and its ledger write, under the lease fence: a holder
+ *      whose lease lapsed writes nothing and never releases;
+ *   6. capture-then-ack when the decision is to dead-letter.
+ *
+ * Everything that touches a server goes through a JetTransport: the engine
+ * implements it on nats.c (host/io/engine_transport.c), the mock host in
+ * memory (host/mock/mock_transport.c).  The executor itself does no I/O but
+ * what its transport does, and keeps no state between deliveries but the
+ * ledger's up/down flag, so one executor serves every worker of a binding. */
+#ifndef JET_EXECUTOR_H
+#define JET_EXECUTOR_H
+
+#include <glib.h>
+
+#include "config.h"
+#include "dlq_record.h"
+#include "hdr_block.h"
+#include "instance.h"
+#include "ledger_record.h"
+#include "log.h"
+#include "settle.h"
+#include "stats.h"
+
+/* One delivery as its transport read it.  Strings and buffers are
+ * borrowed for the call. */
+typedef struct {
+    const char *subject;
+    const char *data;
+    gsize len;
+    /* The header block parsed by the host's rules; malformed: NULL, or why
+     * the block cannot be trusted (the delivery is then dead-lettered with
+     * cause malformed-headers, the plugin never sees it). */
+    const JetHdrParse *hdrs;
+    const char *malformed;
+    const char *stream, *consumer;   /* as the delivery's metadata names them */
+    guint64 stream_seq, consumer_seq;
+    guint32 deliveries;
+    gint64 enqueued_ns;              /* 0: unknown */
+    /* The transport's own handle on the delivery (the engine's held item). */
+    gpointer token;
+    /* Where this delivery's counts go: the worker's own set. */
+    JetStats *stats;
+} JetDelivery;
+
+/* When an ack may go. */
+typedef enum {
+    JET_TRANSPORT_ACK_NOW = 0,   /* ack at once */
+    JET_TRANSPORT_ACK_SOON,      /* nothing to do after it: the ack may wait to go with the next ones */
+} JetAckTiming;
+
+/* The executor's only way out.  Every member is required but the log's;
+ * `t` is the transport's data. */
+typedef struct {
+    /* --- the attempt ledger (called only when the executor has one) --- */
+    JetLedgerStatus (*ledger_get)(gpointer t, const JetDelivery *d, JetLedgerRecord *out, GError **error);
+    /* Read-modify-write: mutate runs on the freshest record, maybe more
+     * than once, right before each write attempt (ledger_record.h). */
+    JetLedgerStatus (*ledger_update)(gpointer t, const JetDelivery *d, JetLedgerMutateFn mutate,
+                                     gpointer mutate_data, GError **error);
+    JetLedgerStatus (*ledger_delete)(gpointer t, const JetDelivery *d, GError **error);
+
+    /* --- the lease --- */
+    /* TRUE once the delivery's lease lapsed: the server may have handed it
+     * to someone else, so nothing may be written or released for it. */
+    gboolean (*lease_lapsed)(gpointer t, const JetDelivery *d);
+
+    /* --- the breaker --- */
+    /* A failing message (rec: its ledger record) while the floor may be
+     * stalled: TRUE when an enforcing breaker claimed it for capture. */
+    gboolean (*breaker)(gpointer t, const JetDelivery *d, const JetLedgerRecord *rec);
+
+    /* --- the handler's frame --- */
+    /* Before the decision that may run the handler: a suspect (alone)
+     * waits here until no other handler of the binding runs. */
+    void (*enter)(gpointer t, const JetDelivery *d, gboolean alone);
+    /* Runs the plugin's handle() on m (lending it as the host lends); the
+     * verdict's details are left in m. */
+    int (*handle)(gpointer t, const JetDelivery *d, jet_msg *m);
+    /* The handler is done (or was never run): the delivery leaves the
+     * host's hold.  Returns whether its lease lapsed meanwhile. */
+    gboolean (*release_hold)(gpointer t, const JetDelivery *d);
+    /* After the settlement: undoes enter. */
+    void (*leave)(gpointer t, const JetDelivery *d, gboolean alone);
+
+    /* --- settling with the server --- */
+    void (*ack)(gpointer t, const JetDelivery *d, JetAckTiming timing);
+    void (*nak)(gpointer t, const JetDelivery *d, guint64 delay_ms);
+
+    /* --- capture-then-ack --- */
+    /* The origin stream's creation time (part of a record's id); <= 0 when
+     * it cannot be read. */
+    gint64 (*stream_created)(gpointer t);
+    /* Builds, stores and verifies the dead-letter record (dlq_record.h);
+     * CAPTURED sets *duplicate when an earlier capture's record was found
+     * to be this message's. */
+    JetCaptureOutcome (*capture)(gpointer t, const JetDelivery *d, JetCaptureFacts *facts, gboolean *duplicate,
+                                 GError **error);
+    /* +ACK as a request: TRUE when the server received it. */
+    gboolean (*ack_confirmed)(gpointer t, const JetDelivery *d, GError **error);
+
+    /* --- optional: where the executor's log lines go (NULL: the host's
+     * log, log.h); log_enabled (may be NULL) says whether a level is
+     * wanted before a line is built. --- */
+    void (*log)(gpointer t, jet_log_level level, const char *event, const char *text);
+    gboolean (*log_enabled)(gpointer t, jet_log_level level);
+} JetTransport;
+
+typedef struct JetExecutor JetExecutor;
+
+/* b, policy, inst, host_name and transport must outlive the executor.
+ * ledger_bucket: NULL when the binding has no attempt ledger (the ledger
+ * members of the transport are then never called), else its name for the
+ * log. */
+JetExecutor *jet_executor_new(const JetBindingConfig *b, const JetSettlePolicy *policy, JetInstance *inst,
+                              const char *host_name, const char *ledger_bucket, const JetTransport *transport,
+                              gpointer t);
+void jet_executor_free(JetExecutor *x);
+
+/* How one delivery was settled. */
+typedef struct {
+    JetSettleAction action;        /* what settle.h decided */
+    JetSettleFacts facts;          /* what it decided from; facts.reason points into reason below,
+                                      facts.malformed_headers is the delivery's */
+    char reason[JET_REASON_MAX + 1];   /* the plugin's reason, when it gave one */
+    gboolean handled;              /* the plugin's handle() ran */
+    int verdict;                   /* its return value, when handled; else -1 */
+    gboolean stale;                /* the lease lapsed: nothing was released or written */
+    gboolean suspect;              /* handled alone (crash attribution) */
+    gboolean captured;             /* CAPTURE: the record is stored and the original acked */
+    JetCaptureOutcome capture;     /* CAPTURE: what the transport answered */
+} JetExecuted;
+
+/* Handles and settles one delivery; out may be NULL. */
+void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out);
+
+/* A delivery whose metadata does not parse: dead-lettered with cause
+ * malformed (with what can be read: d->stream_seq is 0), then acked.
+ * reply: the raw reply subject, kept in the record. */
+void jet_executor_capture_malformed(JetExecutor *x, const JetDelivery *d, const char *reply);
+
+/* The host gives a delivery back unhandled (a drain): the release is
+ * written to the ledger first, so its next delivery is explained. */
+void jet_executor_record_release(JetExecutor *x, const JetDelivery *d);
+
+#endif

@@ -1,0 +1,24 @@
+/* The binding's dead-letter stream (docs/dead-letters.md): making sure it
+ * exists and covers the DLQ subject, and the size limit a capture must fit. */
+#ifndef JET_DLQ_STREAM_H
+#define JET_DLQ_STREAM_H
+
+#include <glib.h>
+#include <nats/nats.h>
+
+#include "config.h"
+
+/* The limit to give jet_capture_build: the server's max_payload, lowered to
+ * the DLQ stream's max_msg_size when it sets one.  0 when unknown. */
+gint64 jet_capture_max_payload(natsConnection *nc, jsCtx *js, const char *dlq_stream);
+
+/* The binding's DLQ stream (b->dlq_stream) exists and its subjects cover
+ * b->dlq_subject.  Managed mode creates it when missing: file storage,
+ * limits retention with no limits, a 2 h duplicate window
+ * (JET_DLQ_DUPLICATE_WINDOW_NS), subjects jethost.dlq.> when the DLQ subject
+ * starts with jethost.dlq., else the subject itself.  An existing stream is
+ * never reshaped, in either mode: one that does not cover the subject is an
+ * error naming what to add. */
+gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error);
+
+#endif

@@ -1,0 +1,375 @@
+/* The mock host's settlement: the daemon's own sequence (executor.c) on a
+ * transport that keeps everything in memory.  The ledger is the message's
+ * (what the test set, and what the last settlement wrote), the server is
+ * always there and always answers, the record is built by the daemon's
+ * dlq_record.c and shown instead of published (docs/mock.md). */
+#include "mock_private.h"
+#include "dlq_record.h"
+#include "errors.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* --- the transport ----------------------------------------------------------- */
+
+static MockRun *run_of(gpointer t)
+{
+    return ((jet_mock *)t)->run;
+}
+
+static JetLedgerStatus t_ledger_get(gpointer t, const JetDelivery *d, JetLedgerRecord *out, GError **error)
+{
+    (void)d;
+    (void)error;
+    MockRun *r = run_of(t);
+    *out = r->rec;
+    return r->rec_found ? JET_LEDGER_FOUND : JET_LEDGER_ABSENT;
+}
+
+static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, JetLedgerMutateFn mutate,
+                                       gpointer mutate_data, GError **error)
+{
+    (void)d;
+    (void)error;
+    MockRun *r = run_of(t);
+    JetLedgerRecord rec = r->rec;
+    if (!mutate(&rec, mutate_data))
+        return JET_LEDGER_SKIPPED;
+    r->rec = rec;
+    r->rec_found = TRUE;
+    /* The message's record, for its next delivery (jet_mock_msg_redeliver). */
+    jet_mock_msg *b = (jet_mock_msg *)r->msg;
+    b->written = rec;
+    b->has_written = TRUE;
+    return JET_LEDGER_WRITTEN;
+}
+
+static JetLedgerStatus t_ledger_delete(gpointer t, const JetDelivery *d, GError **error)
+{
+    (void)d;
+    (void)error;
+    MockRun *r = run_of(t);
+    jet_ledger_record_init(&r->rec);
+    r->rec_found = FALSE;
+    return JET_LEDGER_WRITTEN;
+}
+
+/* A test drives one delivery at a time: a lease never lapses. */
+static gboolean t_lease_lapsed(gpointer t, const JetDelivery *d)
+{
+    (void)t;
+    (void)d;
+    return FALSE;
+}
+
+static gboolean t_breaker(gpointer t, const JetDelivery *d, const JetLedgerRecord *rec)
+{
+    (void)d;
+    (void)rec;
+    return run_of(t)->msg->breaker_claim;
+}
+
+static void t_enter(gpointer t, const JetDelivery *d, gboolean alone)
+{
+    (void)t;
+    (void)d;
+    (void)alone;
+}
+
+static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
+{
+    (void)d;
+    jet_mock *m = t;
+    Lent *l = jet__mock_lent_new(m, jm);
+    m->owner = g_thread_self();
+    int verdict = jet_instance_handle(m->inst, &l->msg);
+    jet__mock_lent_poison(l);
+    memcpy(jm->reason, l->msg.reason, sizeof jm->reason);
+    jm->has_reason = l->msg.has_reason;
+    jm->reason_too_long = l->msg.reason_too_long;
+    jm->delay_ms = l->msg.delay_ms;
+    jm->has_delay = l->msg.has_delay;
+    return verdict;
+}
+
+static gboolean t_release_hold(gpointer t, const JetDelivery *d)
+{
+    (void)t;
+    (void)d;
+    return FALSE;
+}
+
+static void t_ack(gpointer t, const JetDelivery *d, JetAckTiming timing)
+{
+    (void)t;
+    (void)d;
+    (void)timing;
+}
+
+static void t_nak(gpointer t, const JetDelivery *d, guint64 delay_ms)
+{
+    (void)t;
+    (void)d;
+    (void)delay_ms;
+}
+
+static gint64 t_stream_created(gpointer t)
+{
+    (void)t;
+    return MOCK_STREAM_CREATED_NS;
+}
+
+/* The record the daemon would publish, built by its own code.  The mock
+ * knows no server, so no max_payload: only the 64 KiB header-block limit
+ * applies (docs/mock.md). */
+static JetCaptureOutcome t_capture(gpointer t, const JetDelivery *d, JetCaptureFacts *facts, gboolean *duplicate,
+                                   GError **error)
+{
+    jet_mock *m = t;
+    *duplicate = FALSE;
+    GPtrArray *hs = jet_capture_headers((int)MIN(d->len, (gsize)G_MAXINT), d->hdrs->headers, d->hdrs->defects,
+                                        facts, 0, NULL, error);
+    if (hs == NULL) {
+        m->run->captured_too_large = TRUE;
+        return JET_CAPTURE_TOO_LARGE;
+    }
+    g_ptr_array_unref(m->dlq_strings);
+    m->dlq_strings = hs;
+    return JET_CAPTURE_CAPTURED;
+}
+
+static gboolean t_ack_confirmed(gpointer t, const JetDelivery *d, GError **error)
+{
+    (void)t;
+    (void)d;
+    (void)error;
+    return TRUE;
+}
+
+/* The host's own lines (dead-lettered, retry, suspect ...) are not the
+ * plugin's log: shown only with jet_mock_set_log_echo(). */
+static gboolean t_log_enabled(gpointer t, jet_log_level level)
+{
+    (void)level;
+    return ((jet_mock *)t)->log_echo;
+}
+
+static void t_log(gpointer t, jet_log_level level, const char *event, const char *text)
+{
+    (void)level;
+    jet_mock *m = t;
+    if (m->log_echo)
+        fprintf(stderr, "[mock host %s] %s: %s\n", m->binding, event, text);
+}
+
+const JetTransport jet__mock_transport = {
+    .ledger_get = t_ledger_get,
+    .ledger_update = t_ledger_update,
+    .ledger_delete = t_ledger_delete,
+    .lease_lapsed = t_lease_lapsed,
+    .breaker = t_breaker,
+    .enter = t_enter,
+    .handle = t_handle,
+    .release_hold = t_release_hold,
+    .leave = t_enter,
+    .ack = t_ack,
+    .nak = t_nak,
+    .stream_created = t_stream_created,
+    .capture = t_capture,
+    .ack_confirmed = t_ack_confirmed,
+    .log = t_log,
+    .log_enabled = t_log_enabled,
+};
+
+/* --- the message's ledger record ------------------------------------------ */
+
+/* What the test set (or the last settlement wrote) as the record the host
+ * reads at this delivery: found when it holds anything. */
+static void run_init(MockRun *r, const jet_mock_msg *b)
+{
+    memset(r, 0, sizeof *r);
+    r->msg = b;
+    jet_ledger_record_init(&r->rec);
+    r->rec.failures = b->failures;
+    r->rec.postpones = b->postpones;
+    r->rec.strikes = b->strikes;
+    r->rec.absolved = b->absolved;
+    r->rec.has_first_failure = b->has_first_failure;
+    r->rec.first_failure_ns = b->first_failure_ns;
+    r->rec_found = b->failures > 0 || b->postpones > 0 || b->strikes > 0 || b->absolved > 0 ||
+                   b->has_first_failure || b->breaker_claim;
+}
+
+int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s)
+{
+    g_return_val_if_fail(b != NULL && s != NULL, JET_MOCK_EINVAL);
+    if (s->action != JET_MOCK_RETRY && s->action != JET_MOCK_POSTPONE)
+        return JET_MOCK_ESTATE;
+    if (b->deliveries < G_MAXUINT32)
+        b->deliveries++;
+    if (b->has_written) {
+        /* What the settlement wrote is what the next delivery reads. */
+        b->failures = b->written.failures;
+        b->postpones = b->written.postpones;
+        b->strikes = b->written.strikes;
+        b->absolved = b->written.absolved;
+        b->has_first_failure = b->written.has_first_failure;
+        b->first_failure_ns = b->written.first_failure_ns;
+        b->has_written = FALSE;
+        return JET_MOCK_OK;
+    }
+    if (s->is_failure) {
+        if (b->failures < G_MAXUINT32)
+            b->failures++;
+        if (!b->has_first_failure) {
+            b->has_first_failure = TRUE;
+            b->first_failure_ns = s->now_ns;
+        }
+    }
+    if (s->action == JET_MOCK_POSTPONE && b->postpones < G_MAXUINT32)
+        b->postpones++;
+    return JET_MOCK_OK;
+}
+
+/* --- delivering ------------------------------------------------------------ */
+
+static const char *outcome_name(JetActionKind k)
+{
+    switch (k) {
+    case JET_ACTION_ACK: return "acked";
+    case JET_ACTION_RETRY: return "retried";
+    case JET_ACTION_POSTPONE: return "postponed";
+    case JET_ACTION_CAPTURE: return "dead-lettered";
+    }
+    return "unknown";
+}
+
+/* Which rule a plugin error broke, in the order settle.c weighs them. */
+static const char *plugin_error_rule(const JetSettlePolicy *p, const JetSettleFacts *f)
+{
+    int v = f->verdict;
+    if (v != JET_ACK && v != JET_RETRY && v != JET_POSTPONE && v != JET_REJECT)
+        return RULE_VERDICT;
+    if (f->reason_too_long || (f->reason != NULL && strlen(f->reason) > JET_REASON_MAX))
+        return RULE_REASON_LENGTH;
+    if (v == JET_POSTPONE && (!f->has_delay || f->delay_ms == 0))
+        return RULE_POSTPONE_DELAY;
+    if (v == JET_POSTPONE && f->delay_ms > p->max_postpone_delay_ms)
+        return RULE_POSTPONE_CAP;
+    return RULE_VERDICT;   /* not reached while settle.c keeps this list */
+}
+
+static char *describe(const JetSettleAction *a)
+{
+    if (a->kind == JET_ACTION_RETRY || a->kind == JET_ACTION_POSTPONE)
+        return g_strdup_printf("%s in %" G_GUINT64_FORMAT " ms", jet_action_name(a->kind), a->delay_ms);
+    if (a->kind == JET_ACTION_CAPTURE)
+        return g_strdup_printf("capture (%s)", jet_cause_name(a->cause));
+    return g_strdup(jet_action_name(a->kind));
+}
+
+/* The dead-letter record the transport built, as the settlement shows it. */
+static void show_dlq(jet_mock *m, jet_mock_settlement *out)
+{
+    gsize n = m->dlq_strings->len / 2;
+    m->dlq_headers = g_new0(jet_mock_header, n + 1);
+    for (gsize i = 0; i < n; i++) {
+        m->dlq_headers[i].name = g_ptr_array_index(m->dlq_strings, 2 * i);
+        m->dlq_headers[i].value = g_ptr_array_index(m->dlq_strings, 2 * i + 1);
+    }
+    out->dlq_subject = m->config->dlq_subject;
+    out->n_dlq_headers = n;
+    out->dlq_headers = m->dlq_headers;
+}
+
+/* The message's header list as a parsed block: the pairs in the order they
+ * were added; a header with no name cannot come from a server and is left
+ * out. */
+static void headers_of(const jet_mock_msg *b, JetHdrParse *out)
+{
+    jet_hdr_parse(NULL, 0, out);
+    for (guint i = 0; i + 1 < b->headers->len; i += 2) {
+        if (*(const char *)g_ptr_array_index(b->headers, i) == '\0')
+            continue;
+        g_ptr_array_add(out->headers, g_strdup(g_ptr_array_index(b->headers, i)));
+        g_ptr_array_add(out->headers, g_strdup(g_ptr_array_index(b->headers, i + 1)));
+    }
+}
+
+int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
+{
+    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    if (b == NULL || out == NULL)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver: message and settlement must not be NULL");
+    if (m->state != MOCK_STARTED)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver: the mock is not started (jet_mock_start)");
+    g_ptr_array_set_size(m->dlq_strings, 0);
+    g_clear_pointer(&m->dlq_headers, g_free);
+    ((jet_mock_msg *)b)->has_written = FALSE;
+
+    size_t before = jet_mock_violation_count(m);
+    g_auto(JetHdrParse) hdrs = { 0 };
+    headers_of(b, &hdrs);
+    JetStats stats = { 0 };
+    JetDelivery d = {
+        .subject = b->subject,
+        .data = (const char *)b->data,
+        .len = b->len,
+        .hdrs = &hdrs,
+        .stream = m->stream,
+        .consumer = m->consumer,
+        .stream_seq = b->stream_seq,
+        .consumer_seq = b->consumer_seq,
+        .deliveries = b->deliveries,
+        .enqueued_ns = b->has_enqueued ? b->enqueued_ns : 0,
+        .stats = &stats,
+    };
+    MockRun run;
+    run_init(&run, b);
+    m->run = &run;
+    JetExecuted x;
+    jet_executor_deliver(m->executor, &d, &x);
+    m->run = NULL;
+
+    const JetSettleAction *a = &x.action;
+    out->verdict = x.verdict;
+    out->handled = x.handled;
+    out->action = (jet_mock_action)a->kind;
+    out->action_name = jet_action_name(a->kind);
+    out->delay_ms = a->delay_ms;
+    out->cause = jet_cause_name(a->cause);
+    out->outcome = run.captured_too_large ? "stranded" : outcome_name(a->kind);
+    out->is_failure = a->is_failure;
+    out->failure_number = a->failure_number;
+    out->plugin_error = a->plugin_error;
+    g_strlcpy(out->reason, a->reason, sizeof out->reason);
+    out->now_ns = x.facts.now_ns;
+    out->stream_seq = b->stream_seq;
+    out->deliveries = b->deliveries;
+    if (a->kind == JET_ACTION_CAPTURE && x.captured)
+        show_dlq(m, out);
+
+    if (a->plugin_error) {
+        g_autofree char *what = describe(a);
+        jet__mock_violation(m, plugin_error_rule(&m->policy, &x.facts),
+                            "handle() of stream seq %" G_GUINT64_FORMAT ": %s; the daemon counts it as a "
+                            "failed attempt (%s), never as an ack", b->stream_seq, a->reason, what);
+    }
+    size_t after = jet_mock_violation_count(m);
+    if (after > before) {
+        out->violation = jet_mock_violation_rule(m, before);
+        return JET_MOCK_VIOLATION;
+    }
+    return JET_MOCK_OK;
+}
+
+const char *jet_mock_settlement_header(const jet_mock_settlement *s, const char *name)
+{
+    g_return_val_if_fail(s != NULL && name != NULL, NULL);
+    for (size_t i = 0; i < s->n_dlq_headers; i++)
+        if (strcmp(s->dlq_headers[i].name, name) == 0)
+            return s->dlq_headers[i].value;
+    return NULL;
+}

@@ -1,0 +1,136 @@
+/* The mock host's insides, shared by the mock's API (mock.c) and its
+ * settlement (mock_deliver.c).  Not for anyone else. */
+#ifndef JET_MOCK_PRIVATE_H
+#define JET_MOCK_PRIVATE_H
+
+#include <jethost/mock.h>
+
+#include "config.h"
+#include "executor.h"
+#include "host_strict.h"
+#include "instance.h"
+#include "jet_msg.h"
+#include "ledger_record.h"
+#include "settle.h"
+
+#define DEFAULT_CLOCK_NS G_GINT64_CONSTANT(1704067200000000000)   /* 2024-01-01T00:00:00Z */
+/* When the mock's stream was created (its records carry it, as the
+ * daemon's do): 2023-12-01T00:00:00Z, before any message the mock makes. */
+#define MOCK_STREAM_CREATED_NS G_GINT64_CONSTANT(1701388800000000000)
+#define MOCK_HOST_NAME   "jethost-mock"
+
+/* Rule names (mock.h); static, so a settlement can point at them. */
+#define RULE_VERDICT        "verdict"
+#define RULE_POSTPONE_DELAY "postpone-delay"
+#define RULE_POSTPONE_CAP   "postpone-cap"
+#define RULE_REASON_LENGTH  "reason-length"
+#define RULE_USE_AFTER      "use-after-handle"
+#define RULE_THREAD         "thread"
+#define RULE_OPT_UNDECLARED "option-undeclared"
+#define RULE_OPT_TYPE       "option-type"
+#define RULE_OPT_REQUIRED   "option-required"
+
+typedef enum { MOCK_NEW, MOCK_STARTED, MOCK_STOPPED, MOCK_FAILED } MockState;
+
+typedef struct {
+    const char *rule;          /* static */
+    char *message;
+    char *text;                /* "rule: message" */
+} Violation;
+
+typedef struct {
+    int level;
+    char *line;
+} LogLine;
+
+/* One delivery lent to handle(): kept alive, poisoned, until the mock is
+ * freed, so a kept pointer is caught instead of reading freed memory. */
+typedef struct {
+    jet_msg msg;
+    JetMsgStrict strict;
+    jet_mock *mock;
+    char *subject;
+    guint8 *data;
+    gsize len;
+    GPtrArray *headers;        /* char*, name/value alternating */
+} Lent;
+
+struct jet_mock {
+    JetPlugin *plugin;
+    const jet_plugin *desc;
+    gboolean thread_safe;
+    GHashTable *options;       /* name -> value, as set */
+
+    /* The binding: its settlement keys as set (key -> value), built with
+     * the config's own table at start (jet_config_binding_from_pairs). */
+    GHashTable *settings;
+    char *binding, *stream, *consumer;
+    JetBindingConfig *config;      /* from start */
+    JetSettlePolicy policy;        /* config's */
+    JetExecutor *executor;         /* the daemon's settlement sequence, on jet__mock_transport */
+    struct MockRun *run;           /* the delivery in progress */
+
+    JetInstance *inst;
+    MockState state;
+    gboolean abort_on_violation;
+    gboolean log_echo;
+    GThread *owner;            /* the thread that drives the mock */
+
+    GMutex lock;               /* what the plugin may reach from any thread: */
+    gint64 clock_ns;
+    GPtrArray *violations;     /* Violation* */
+    GPtrArray *log;            /* LogLine* */
+    GPtrArray *calls;          /* char* */
+
+    GPtrArray *lent;           /* Lent*, freed with the mock */
+    guint64 next_seq;
+    char *error;
+
+    /* The last settlement's dead-letter record. */
+    GPtrArray *dlq_strings;
+    jet_mock_header *dlq_headers;
+};
+
+struct jet_mock_msg {
+    char *subject;
+    guint8 *data;
+    gsize len;
+    GPtrArray *headers;        /* char*, name/value alternating */
+    guint64 stream_seq, consumer_seq;
+    guint32 deliveries;
+    gboolean has_enqueued;
+    gint64 enqueued_ns;
+    guint32 failures, postpones;
+    gboolean has_first_failure;
+    gint64 first_failure_ns;
+    guint32 strikes;
+    guint32 absolved;
+    gboolean breaker_claim;
+    /* What the last settlement wrote to its ledger record, for
+     * jet_mock_msg_redeliver to carry to the next delivery. */
+    JetLedgerRecord written;
+    gboolean has_written;
+};
+
+/* One delivery through the executor: the message and what the transport
+ * saw happen to it. */
+typedef struct MockRun {
+    const jet_mock_msg *msg;
+    JetLedgerRecord rec;           /* the message's ledger record, as the transport keeps it */
+    gboolean rec_found;
+    gboolean captured_too_large;
+} MockRun;
+
+/* Sets m's error text; returns code. */
+int jet__mock_fail(jet_mock *m, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* Records a violation of rule (abort()s when the mock is so set). */
+void jet__mock_violation(jet_mock *m, const char *rule, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* A copy of jm lent to handle() with the strict checks on; kept, poisoned
+ * after the call, until the mock is freed. */
+Lent *jet__mock_lent_new(jet_mock *m, const jet_msg *jm);
+void jet__mock_lent_poison(Lent *l);
+
+/* mock_deliver.c: the executor's transport in memory. */
+extern const JetTransport jet__mock_transport;
+
+#endif
