@@ -685,6 +685,15 @@ static void test_crash_attribution(void)
     g_assert_cmpuint(s.failure_number, ==, 2);
     jet_mock_msg_free(b);
 
+    /* The breaker considers only a message with a ledger record: never a
+     * first delivery. */
+    b = msg_with(m, "claimed", "ack");
+    jet_mock_msg_set_breaker_claim(b, 1);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_true(s.handled);
+    g_assert_cmpint(s.action, ==, JET_MOCK_ACK);
+    jet_mock_msg_free(b);
+
     /* A ledger count implies the deliveries that made it. */
     b = msg_with(m, "counts", "ack");
     jet_mock_msg_set_ledger(b, 2, 0);
