@@ -24,7 +24,7 @@
  *   which never writes '='): one-way, but keys stay bounded (two tokens, two
  *   dots and at most 20 digits: < JET_LEDGER_KEY_MAX bytes) whatever the names.
  *
- * What travels on the wire (nats.c 3.4.1, checked by tests/ledger.c)
+ * What travels on the wire (nats.c 3.4.1, checked by tests/live/ledger.c)
  *   - reads (kvStore_Get) are direct gets, a request without a body to
  *     `$JS.API.DIRECT.GET.KV_<bucket>.$KV.<bucket>.<key>`, because the
  *     bucket allows direct (nats.c creates KV streams with AllowDirect; on a
@@ -49,7 +49,7 @@
  * clock (under a lock); every call may run from any thread at once (nats.c's
  * kvStore is thread-safe, and the last error text it leaves is per thread).
  * "A recreated bucket is usable again": also through the old handle, once
- * the bucket has the same configuration (tests/ledger.c, /ledger/cooldown). */
+ * the bucket has the same configuration (tests/live/ledger.c, /ledger/cooldown). */
 #ifndef JET_LEDGER_H
 #define JET_LEDGER_H
 
