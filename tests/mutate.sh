@@ -10,7 +10,7 @@
 #
 # FILE is relative to the source directory; LINE is a line number; SED-EXPR
 # is a sed command applied to that line only (usually s/OLD/NEW/); each TEST
-# is a name in the Makefile's TESTS, e.g. tests/settle.test.  A MUTANTS file
+# is a name in the Makefile's TESTS, e.g. tests/unit/settle.test.  A MUTANTS file
 # holds one mutant a line:
 #
 #   FILE LINE SED-EXPR TESTS

@@ -1,7 +1,7 @@
 /* Driving a shipped plugin without a server, through the core calls only:
  * jet_plugin_load + jet_instance_new + jet_instance_start, then a struct
  * jet_msg filled by hand and jet_instance_handle.  Header-only helpers for
- * tests/plugin_*.c. */
+ * tests/unit/plugin_*.c. */
 #ifndef JET_TEST_PLUGIN_DRIVE_H
 #define JET_TEST_PLUGIN_DRIVE_H
 

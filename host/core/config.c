@@ -2,7 +2,7 @@
  * declarative table per group (Fluent Bit's config_map).  Each table row
  * names the key, its kind, its default (written as an op would write it and
  * parsed by the same code), its bounds, where it lands in the struct, and
- * its help.  docs/configuration.md lists the same rows (tests/config.c
+ * its help.  docs/configuration.md lists the same rows (tests/unit/config.c
  * checks that). */
 #include "config.h"
 #include "duration.h"

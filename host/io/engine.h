@@ -45,7 +45,7 @@ typedef JetStats JetEngineStats;
 typedef void (*JetEngineTakeHook)(guint worker, guint held, gpointer data);
 
 /* Called by a worker once per delivery the executor settled, after acting
- * on it (tests compare it with the mock host's settlement: tests/parity.c):
+ * on it (tests compare it with the mock host's settlement: tests/live/parity.c):
  * the message's stream seq, the server's delivery count, and the action
  * settle.c decided (kind, delay, cause, failure number, reason).  A stale
  * delivery's action is reported too, though a NAK is then not sent.  Not

@@ -17,7 +17,7 @@
  * Keys, the record and crash attribution are pure and live in
  * host/core/ledger_record.h (included here).
  *
- * What travels on the wire (nats.c 3.4.1, checked by tests/ledger.c)
+ * What travels on the wire (nats.c 3.4.1, checked by tests/live/ledger.c)
  *   - reads (kvStore_Get) are direct gets, a request without a body to
  *     `$JS.API.DIRECT.GET.KV_<bucket>.$KV.<bucket>.<key>`, because the
  *     bucket allows direct (nats.c creates KV streams with AllowDirect; on a
@@ -42,7 +42,7 @@
  * clock (under a lock); every call may run from any thread at once (nats.c's
  * kvStore is thread-safe, and the last error text it leaves is per thread).
  * "A recreated bucket is usable again": also through the old handle, once
- * the bucket has the same configuration (tests/ledger.c, /ledger/cooldown). */
+ * the bucket has the same configuration (tests/live/ledger.c, /ledger/cooldown). */
 #ifndef JET_LEDGER_H
 #define JET_LEDGER_H
 

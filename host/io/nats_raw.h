@@ -9,7 +9,7 @@
  * natsMsgHeader_encode (which hand back a received block untouched until
  * something reads a header through nats.c), and natsBuf_CreateWithBackend /
  * natsBuf_Destroy (to receive those bytes in our own memory).  configure
- * checks they exist; tests/raw_headers.c checks, against a real server, that
+ * checks they exist; tests/live/raw_headers.c checks, against a real server, that
  * the bytes are exact both ways. */
 #ifndef JET_NATS_RAW_H
 #define JET_NATS_RAW_H

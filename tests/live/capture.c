@@ -1,7 +1,7 @@
 /* Capture-then-ack against a real nats-server: the record as stored, the
  * de-duplication of a repeated capture, rollup and expected-* headers that
  * must not act, the size limits, the DLQ stream in both modes, a missing DLQ
- * stream, and the confirmed ack.  `jethost dlq` is tests/dlq_cli.c's. */
+ * stream, and the confirmed ack.  `jethost dlq` is tests/live/dlq_cli.c's. */
 #define _GNU_SOURCE
 #include "harness.h"
 #include "capture.h"

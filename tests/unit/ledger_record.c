@@ -1,6 +1,6 @@
-/* The ledger's pure parts (host/io/ledger.c): crash attribution, key encoding,
+/* The ledger record (host/core/ledger_record.c): crash attribution, key encoding,
  * record serialisation.  No server. */
-#include "ledger.h"
+#include "ledger_record.h"
 
 #include <glib.h>
 #include <string.h>

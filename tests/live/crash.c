@@ -7,7 +7,7 @@
  *   first rung), and the ABI reports 5 postpones;
  * - two hosts on one consumer carry one record between them: every write
  *   lands, in order, none lost (the concurrent compare-and-set itself is
- *   tests/ledger.c, /ledger/cas-race);
+ *   tests/live/ledger.c, /ledger/cas-race);
  * - a plugin that abort()s on one message among 200, 2 workers, the host
  *   restarted after each death: exactly crash_limit + 1 deaths, the message
  *   captured as poison after 3 strikes, every other message acked, no other

@@ -888,7 +888,7 @@ static void test_abi10_works(void)
 }
 
 /* A plugin declaring a newer minor is refused by the mock too, naming both
- * versions, as the daemon's loader does (tests/loader.c). */
+ * versions, as the daemon's loader does (tests/unit/plugin_loader.c). */
 static void test_abi_newer_minor_refused(void)
 {
     g_autofree char *path = jet_test_plugin_copy("fx_abi_minor");
