@@ -34,8 +34,8 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
 {
     g_autofree char *plugin = jet_test_plugin_copy(plugin_name);
     g_autofree char *text = g_strdup_printf(
-        "[host]\nserver = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\nconsumer = c\n%s",
-        jet_test_server_url(r->srv), plugin, extra);
+        "[host]\nserver = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\n%s%s",
+        jet_test_server_url(r->srv), plugin, r->ordered ? "kind = ordered\n" : "consumer = c\n", extra);
     g_autofree char *conf = jet_test_write_file("engine.conf", text);
     g_autoptr(GError) err = NULL;
     r->cfg = jet_config_load(conf, NULL, &err);
@@ -49,7 +49,10 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
     const char *urls[] = { jet_test_server_url(r->srv), NULL };
     r->conn = jet_conn_open(urls, &r->cfg->host, 3, &err);
     g_assert_no_error(err);
-    g_assert_true(jet_consumer_ensure(jet_conn_js(r->conn), b, 0, &r->facts, &err));
+    if (r->ordered)
+        g_assert_true(jet_stream_ensure(jet_conn_js(r->conn), b, &err));
+    else
+        g_assert_true(jet_consumer_ensure(jet_conn_js(r->conn), b, 0, &r->facts, &err));
     g_assert_no_error(err);
     if (b->manage == JET_MANAGE_CREATE)
         g_assert_true(jet_dlq_stream_ensure(jet_conn_js(r->conn), b, &err));
@@ -63,10 +66,12 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
         jet_ledger_set_cooldown(r->ledger, 2000);
     }
     r->bound = b->batch + b->threshold;
-    r->eng = jet_engine_new(r->conn, b, r->inst, &r->facts);
+    r->eng = jet_engine_new(r->conn, b, r->inst, r->ordered ? NULL : &r->facts);
     jet_engine_set_take_hook(r->eng, on_take, r);
     if (r->settle_hook != NULL)
         jet_engine_set_settle_hook(r->eng, r->settle_hook, r->settle_data);
+    if (r->loss_hook != NULL)
+        jet_engine_set_loss_hook(r->eng, r->loss_hook, r->loss_data);
     jet_engine_set_ledger(r->eng, r->ledger, "rig");
     jet_engine_start(r->eng);
 }

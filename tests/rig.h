@@ -27,6 +27,9 @@ typedef struct {
     JetEngineSettleHook settle_hook;   /* set before rig_engine*(): installed on the engine */
     gpointer settle_data;
     gint over_bound;       /* atomic: takes that found more held */
+    gboolean ordered;      /* set before rig_engine*(): an ordered binding (no consumer "c") */
+    JetEngineLossHook loss_hook;   /* set before rig_engine*(): installed on the engine */
+    gpointer loss_data;
 } Rig;
 
 /* Starts the server, the test's own connection and the stream. */

@@ -94,7 +94,8 @@ static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetSch
         jsStreamInfo_Destroy(si);
     }
     jsConsumerInfo *ci = NULL;
-    if (js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) == NATS_OK) {
+    if (b->kind == JET_KIND_DURABLE &&
+        js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) == NATS_OK) {
         const jsConsumerConfig *cc = ci->Config;
         in->has_consumer = TRUE;
         in->consumer_ack_wait_ms = (guint64)MAX(cc->AckWait / 1000000, 0);
@@ -117,6 +118,8 @@ static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetSch
 static gboolean live_consumer_fits(JetConn *conn, const JetBindingConfig *b, GError **error)
 {
     jsConsumerInfo *ci = NULL;
+    if (b->kind == JET_KIND_ORDERED)
+        return TRUE;   /* its consumer is the host's own */
     if (js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) != NATS_OK)
         return TRUE;   /* absent: managed mode creates it, bind mode says so when it runs */
     gboolean ok = jet_consumer_check_fits(b, ci, error);
@@ -178,7 +181,7 @@ static gboolean check_binding(const JetConfig *cfg, const JetBindingConfig *b, J
     if (verbose && bd != NULL) {
         const jet_plugin *d = jet_plugin_descriptor(bd->plugin);
         printf("binding %s: plugin %s %s (%s) on %s/%s\n", b->name, d->name, d->version,
-               jet_plugin_path(bd->plugin), b->stream, b->consumer);
+               jet_plugin_path(bd->plugin), b->stream, b->consumer != NULL ? b->consumer : "(ordered)");
         for (const jet_option *o = d->options; o != NULL && o->name != NULL; o++)
             printf("  option.%s = %s   # %s\n", o->name,
                    jet__ctx_option(bd->inst, o->name) != NULL ? jet__ctx_option(bd->inst, o->name) : "(unset)",
@@ -346,7 +349,7 @@ static void start_schedule(Binding *bd, JetLedger *ledger, StartFailures *f)
     jet_schedule_input_from_binding(bd->b, &in);
     in.has_stream = TRUE;
     in.stream_max_age_ms = (guint64)MAX(bd->facts.stream_max_age_ms, 0);
-    in.has_consumer = TRUE;
+    in.has_consumer = bd->b->kind == JET_KIND_DURABLE;
     in.consumer_ack_wait_ms = bd->facts.ack_wait_ms;
     in.consumer_max_deliver = bd->facts.max_deliver;
     in.consumer_max_ack_pending = bd->facts.max_ack_pending;
@@ -459,7 +462,12 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         g_autoptr(GError) local = NULL;
-        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &local)) {
+        /* An ordered binding makes its own consumer as it runs; its stream
+         * must be there (or be made) before. */
+        gboolean ok = bd->b->kind == JET_KIND_ORDERED
+                          ? jet_stream_ensure(jet_conn_js(conn), bd->b, &local)
+                          : jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &local);
+        if (!ok) {
             gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
             start_failed(&fails, bd, bd->b->name, config,
                          config ? "consumer does not fit" : "cannot bind", local->message);
@@ -533,7 +541,9 @@ refused:
          * that makes the server raise an advisory it was holding. */
         const jet_plugin *desc = jet_plugin_descriptor(bd->plugin);
         JetAdvisoryContext actx = { d.cfg->host.name, desc->name, desc->version, bd->b->ledger ? ledger : NULL };
-        bd->advisory = jet_advisory_start(conn, bd->b, &actx);
+        /* An ordered consumer acks nothing: no message can reach MaxDeliver unseen. */
+        if (bd->b->kind == JET_KIND_DURABLE)
+            bd->advisory = jet_advisory_start(conn, bd->b, &actx);
         bd->engine = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
         jet_engine_set_ledger(bd->engine, ledger, d.cfg->host.name);
         jet_engine_set_hung_hook(bd->engine, engine_all_hung, &d);

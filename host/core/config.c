@@ -44,6 +44,8 @@ typedef enum {
     K_MANAGE,          /* create | bind */
     K_BOOL,            /* true | false -> gboolean */
     K_BREAKER,         /* observe | enforce | off */
+    K_KIND,            /* durable | ordered */
+    K_DELIVER,         /* all | new | last | last_per_subject | from_seq N | from_time T */
 } KeyKind;
 
 static const char *const kind_names[] = {
@@ -63,6 +65,8 @@ static const char *const kind_names[] = {
     [K_MANAGE] = "create or bind",
     [K_BOOL] = "bool",
     [K_BREAKER] = "observe, enforce or off",
+    [K_KIND] = "durable or ordered",
+    [K_DELIVER] = "start position",
 };
 
 typedef struct {
@@ -130,8 +134,15 @@ static const KeyDef binding_keys[] = {
       "the plugin: an absolute path, or a bare name resolved against `plugin_dir`" },
     { "stream", K_NAME, NULL, NULL, TRUE, NOB, B(stream),
       "the stream" },
-    { "consumer", K_NAME, NULL, NULL, TRUE, NOB, B(consumer),
-      "the durable consumer's name" },
+    { "kind", K_KIND, "durable", NULL, FALSE, NOB, B(kind),
+      "`durable`: a durable pull consumer, each message acked; `ordered`: the stream in order, "
+      "one message at a time, through a consumer the host creates and re-creates itself "
+      "(docs/ordered.md)" },
+    { "consumer", K_NAME, NULL, NULL, FALSE, NOB, B(consumer),
+      "the durable consumer's name; required for `kind = durable`, not allowed for `ordered`" },
+    { "deliver", K_DELIVER, NULL, "all", FALSE, NOB, B(deliver),
+      "`kind = ordered`: where a binding without a position starts: `all`, `new`, `last`, "
+      "`last_per_subject`, `from_seq N` or `from_time T` (RFC 3339)" },
     { "manage", K_MANAGE, "create", NULL, FALSE, NOB, B(manage),
       "`create`: create or update the consumer (and the stream when `subjects` is set); "
       "`bind`: only check that they exist and fit" },
@@ -537,6 +548,61 @@ static void name_rung(GError **error, const char *key, gsize rung, gsize n)
     (*error)->message = msg;
 }
 
+/* deliver = all | new | last | last_per_subject | from_seq N | from_time T */
+static gboolean parse_deliver(const KeyDef *d, const char *value, gpointer base, const char *file,
+                              const char *group, GError **error)
+{
+    JetBindingConfig *b = base;
+    static const struct {
+        const char *word;
+        JetDeliver deliver;
+    } plain[] = {
+        { "all", JET_DELIVER_ALL },
+        { "new", JET_DELIVER_NEW },
+        { "last", JET_DELIVER_LAST },
+        { "last_per_subject", JET_DELIVER_LAST_PER_SUBJECT },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(plain); i++) {
+        if (strcmp(value, plain[i].word) == 0) {
+            b->deliver = plain[i].deliver;
+            return TRUE;
+        }
+    }
+    g_auto(GStrv) words = g_strsplit_set(value, " \t", -1);
+    guint n = 0;
+    const char *w[3] = { NULL, NULL, NULL };
+    for (char **p = words; *p != NULL; p++)
+        if (**p != '\0' && n < 3)
+            w[n++] = *p;
+    if (n == 2 && strcmp(w[0], "from_seq") == 0) {
+        guint64 seq = 0;
+        if (!g_ascii_string_to_unsigned(w[1], 10, 1, G_MAXUINT64, &seq, NULL)) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "from_seq needs a stream sequence of at least 1, not '%s'", w[1]);
+            return FALSE;
+        }
+        b->deliver = JET_DELIVER_FROM_SEQ;
+        b->deliver_seq = seq;
+        return TRUE;
+    }
+    if (n == 2 && strcmp(w[0], "from_time") == 0) {
+        g_autoptr(GDateTime) t = g_date_time_new_from_iso8601(w[1], NULL);
+        if (t == NULL) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "from_time needs an RFC 3339 time with its zone (like 2024-01-01T00:00:00Z), not '%s'",
+                      w[1]);
+            return FALSE;
+        }
+        b->deliver = JET_DELIVER_FROM_TIME;
+        b->deliver_time_ns = g_date_time_to_unix(t) * G_GINT64_CONSTANT(1000000000) +
+                             (gint64)g_date_time_get_microsecond(t) * 1000;
+        return TRUE;
+    }
+    key_error(error, JET_ERROR_INVALID, file, group, d->key,
+              "'%s' is not all, new, last, last_per_subject, from_seq N or from_time T", value);
+    return FALSE;
+}
+
 static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, const char *file,
                             const char *group, GError **error)
 {
@@ -665,6 +731,19 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
             return FALSE;
         }
         return TRUE;
+    case K_KIND:
+        if (strcmp(value, "durable") == 0) {
+            *(JetBindingKind *)field = JET_KIND_DURABLE;
+        } else if (strcmp(value, "ordered") == 0) {
+            *(JetBindingKind *)field = JET_KIND_ORDERED;
+        } else {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "unknown kind '%s' (durable or ordered)",
+                      value);
+            return FALSE;
+        }
+        return TRUE;
+    case K_DELIVER:
+        return parse_deliver(d, value, base, file, group, error);
     case K_BREAKER:
         if (strcmp(value, "observe") == 0) {
             *(JetBreakerMode *)field = JET_BREAKER_MODE_OBSERVE;
@@ -828,6 +907,40 @@ static void binding_free(gpointer p)
 }
 
 
+/* What a binding's kind allows (docs/ordered.md): a durable binding names
+ * its consumer; an ordered one has none of its own (the host creates and
+ * re-creates it), handles one message at a time, and retries in place, so
+ * the durable consumer's keys mean nothing to it and are refused rather
+ * than ignored. */
+static gboolean kind_keys_fit(const Section *sec, const JetBindingConfig *b, GError **error)
+{
+    if (b->kind == JET_KIND_DURABLE) {
+        if (b->consumer == NULL) {
+            key_error(error, JET_ERROR_INVALID, sec->file, sec->group, "consumer", "required key is missing");
+            return FALSE;
+        }
+        if (is_set(sec, "deliver")) {
+            key_error(error, JET_ERROR_INVALID, blame(sec, "deliver"), sec->group, "deliver",
+                      "only for kind = ordered (a durable consumer resumes where it was acked)");
+            return FALSE;
+        }
+        return TRUE;
+    }
+    static const char *const durable_only[] = {
+        "consumer", "workers", "threshold", "ack_wait", "max_deliver", "max_ack_pending", "capture_reserve",
+        "handler_timeout", "exit_on_any_hung", "floor_age", "breaker", "min_deliveries",
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(durable_only); i++) {
+        if (is_set(sec, durable_only[i])) {
+            key_error(error, JET_ERROR_INVALID, blame(sec, durable_only[i]), sec->group, durable_only[i],
+                      "not for kind = ordered (the host creates its own consumer, handles one message at a "
+                      "time and retries in place; docs/ordered.md)");
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static JetBindingConfig *binding_build(const Section *sec, GError **error)
 {
     g_autoptr(JetBindingConfig) b = g_new0(JetBindingConfig, 1);
@@ -854,6 +967,8 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
     }
 
     /* Cross-key checks. */
+    if (!kind_keys_fit(sec, b, error))
+        return NULL;
     if (b->threshold >= b->batch) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "threshold"), sec->group, "threshold",
                   "%u must be less than batch (%u)", b->threshold, b->batch);

@@ -25,6 +25,22 @@ typedef enum {
     JET_BREAKER_MODE_OFF = 2,      /* no claims, no KV writes; the monitor still reports */
 } JetBreakerMode;
 
+/* What a binding consumes (docs/ordered.md). */
+typedef enum {
+    JET_KIND_DURABLE = 0,    /* a durable pull consumer, acked per message */
+    JET_KIND_ORDERED = 1,    /* the host's own ordered consumer: in stream order, one at a time */
+} JetBindingKind;
+
+/* Where an ordered binding starts when it has no position of its own. */
+typedef enum {
+    JET_DELIVER_ALL = 0,
+    JET_DELIVER_NEW,
+    JET_DELIVER_LAST,
+    JET_DELIVER_LAST_PER_SUBJECT,
+    JET_DELIVER_FROM_SEQ,    /* deliver_seq */
+    JET_DELIVER_FROM_TIME,   /* deliver_time_ns */
+} JetDeliver;
+
 typedef struct {
     char *file;              /* the file that defined the group (for messages) */
     char *server;            /* "embedded", or the URLs as written (comma-separated) */
@@ -50,7 +66,12 @@ typedef struct {
     char *name;              /* from [binding NAME] */
     char *file;              /* the file that defined it (last one to touch it) */
     char *plugin;            /* as written: absolute path or bare name */
-    char *stream, *consumer;
+    JetBindingKind kind;
+    char *stream;
+    char *consumer;          /* durable: the consumer; NULL for an ordered binding */
+    JetDeliver deliver;      /* ordered: where to start */
+    guint64 deliver_seq;
+    gint64 deliver_time_ns;
     JetManage manage;
     char **subjects;         /* NULL or NULL-terminated: the stream's subjects (managed) */
     char *filter_subject;    /* NULL: the whole stream */

@@ -40,6 +40,8 @@ typedef struct {
     guint64 strikes;           /* suspects that found the isolation marker set */
     guint64 poison;            /* captured as poison without running the handler */
     guint64 stale_handles;     /* plugin errors: host calls on a jet_msg whose handle() had returned, refused */
+    guint64 ordered_consumers; /* ordered: consumers created (the first one and every re-creation) */
+    guint64 gaps;              /* ordered: consumer-sequence gaps seen (each re-creates) */
 } JetStats;
 
 /* Adds n to a counter of s (any thread). */

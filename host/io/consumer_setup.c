@@ -20,7 +20,7 @@ static gboolean fail(GError **error, const JetBindingConfig *b, const char *what
     return FALSE;
 }
 
-static gboolean ensure_stream(jsCtx *js, const JetBindingConfig *b, GError **error)
+gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
@@ -120,7 +120,7 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start
     jsErrCode jerr = 0;
     natsStatus s;
 
-    if (b->manage == JET_MANAGE_CREATE && !ensure_stream(js, b, error))
+    if (b->manage == JET_MANAGE_CREATE && !jet_stream_ensure(js, b, error))
         return FALSE;
     stream_facts(js, b, facts);
 

@@ -24,6 +24,10 @@ typedef struct {
 gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
                              JetConsumerFacts *facts, GError **error);
 
+/* The binding's stream exists; with subjects set (manage = create) it is
+ * created when missing.  An existing stream is never reshaped. */
+gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error);
+
 /* Whether the consumer exists: 1 yes, 0 no (the server said so), -1 the
  * server could not say (it is unreachable, or timed out). */
 int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor);

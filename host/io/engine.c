@@ -95,7 +95,7 @@ void jet__suspect_end(JetEngine *e)
  * no payload, a "Status" pseudo-header.  A code that does not parse stays a
  * status (code 0, which the table does not know): the pull ends, loudly,
  * rather than waiting for its deadline. */
-static gboolean is_status(natsMsg *m, int *code, const char **desc)
+gboolean jet__is_status(natsMsg *m, int *code, const char **desc)
 {
     const char *v = NULL;
     if (natsMsg_GetReply(m) != NULL || natsMsg_GetDataLength(m) != 0)
@@ -596,7 +596,7 @@ static void take_one(Worker *w, Item *it)
     int code;
     const char *desc;
     if (!it->is_delivery) {
-        if (is_status(m, &code, &desc))
+        if (jet__is_status(m, &code, &desc))
             on_status(w, m, code, desc);
         else if (g_strcmp0(natsMsg_GetSubject(m), w->wake_subject) != 0)
             JET_STAT_ADD(&w->stats, not_jetstream, 1);
@@ -914,14 +914,16 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         e->facts.ack_wait_ms = (gint64)b->ack_wait_ms;
     e->observed_floor = e->facts.ack_floor_stream;
     jet_binding_settle_policy(b, e->facts.max_deliver, &e->policy);
-    e->next_subject = g_strdup_printf("%s.CONSUMER.MSG.NEXT.%s.%s", jet_conn_api_prefix(conn), b->stream,
-                                      b->consumer);
+    gboolean ordered = b->kind == JET_KIND_ORDERED;
+    if (!ordered)
+        e->next_subject = g_strdup_printf("%s.CONSUMER.MSG.NEXT.%s.%s", jet_conn_api_prefix(conn), b->stream,
+                                          b->consumer);
     g_mutex_init(&e->floor_lock);
     g_mutex_init(&e->lease_lock);
     g_mutex_init(&e->recover_lock);
     jet_isolation_init(&e->isolation);
     e->host_name = g_strdup(g_get_host_name());
-    if (b->floor_age_ms > 0) {
+    if (b->floor_age_ms > 0 && !ordered) {
         JetFloorPolicy fp = { .floor_age_ns = (gint64)b->floor_age_ms * 1000000 };
         e->floor = jet_floor_monitor_new(&fp);
     }
@@ -932,7 +934,7 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     };
     g_cond_init(&e->lease_cond);
     e->held = g_hash_table_new(g_direct_hash, g_direct_equal);
-    e->n_workers = MAX(b->workers, 1);
+    e->n_workers = ordered ? 1 : MAX(b->workers, 1);
     e->workers = g_new0(Worker, e->n_workers);
     for (guint i = 0; i < e->n_workers; i++) {
         Worker *w = &e->workers[i];
@@ -941,6 +943,8 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         g_mutex_init(&w->take_lock);
         g_queue_init(&w->moved);
         g_mutex_init(&w->ack_lock);
+        if (ordered)
+            w->ordered = jet__ordered_new();
     }
     jet_conn_on_reconnect(conn, on_reconnect, e);
     return e;
@@ -975,6 +979,12 @@ void jet_engine_set_hung_hook(JetEngine *e, JetEngineHungHook fn, gpointer data)
     e->hung_hook_data = data;
 }
 
+void jet_engine_set_loss_hook(JetEngine *e, JetEngineLossHook fn, gpointer data)
+{
+    e->loss_hook = fn;
+    e->loss_hook_data = data;
+}
+
 void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer data)
 {
     e->settle_hook = fn;
@@ -983,9 +993,13 @@ void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer d
 
 void jet_engine_start(JetEngine *e)
 {
+    gboolean ordered = e->b->kind == JET_KIND_ORDERED;
+    if (ordered)
+        jet__ordered_transport_init(&e->transport);
+    else
+        e->transport = jet__engine_transport;
     e->executor = jet_executor_new(e->b, &e->policy, e->inst, e->host_name,
-                                   e->ledger != NULL ? jet_ledger_bucket(e->ledger) : NULL,
-                                   &jet__engine_transport, e);
+                                   e->ledger != NULL ? jet_ledger_bucket(e->ledger) : NULL, &e->transport, e);
     /* What a previous run held when it ended comes back within AckWait:
      * if that run died, some of it is a suspect.  Careful until it is all
      * settled (the floor passes what had been delivered) or AckWait x 2. */
@@ -1016,7 +1030,12 @@ void jet_engine_start(JetEngine *e)
         if (s != NATS_OK)
             g_error("binding %s: cannot subscribe to its inbox: %s", e->b->name, natsStatus_GetText(s));
         g_autofree char *name = g_strdup_printf("jet-%s-%u", e->b->name, i);
-        w->thread = g_thread_new(name, worker_main, w);
+        w->thread = g_thread_new(name, ordered ? jet__ordered_main : worker_main, w);
+    }
+    if (ordered) {
+        /* Nothing is acked, so there is no lease to keep (docs/ordered.md). */
+        jet_log(JET_LOG_INFO, e->b->name, "subscribed", "ordered on %s, batch %u", e->b->stream, e->b->batch);
+        return;
     }
     jet_log(JET_LOG_INFO, e->b->name, "subscribed", "%u worker(s) on %s/%s, batch %u", e->n_workers,
             e->b->stream, e->b->consumer, e->b->batch);
@@ -1074,6 +1093,7 @@ void jet_engine_free(JetEngine *e)
         g_mutex_clear(&w->ack_lock);
         g_free(w->wake_subject);
         g_free(w->inbox);
+        jet__ordered_free(w->ordered);
     }
     g_free(e->workers);
     g_hash_table_unref(e->held);

@@ -55,6 +55,13 @@ typedef void (*JetEngineTakeHook)(guint worker, guint held, gpointer data);
 typedef void (*JetEngineSettleHook)(guint64 stream_seq, guint32 deliveries, const JetSettleAction *a,
                                     gpointer data);
 
+/* Tests only: called with each delivery an ordered binding takes, before
+ * the host looks at it; TRUE makes the host act as if it never arrived (a
+ * delivery lost between the server and the host).  Set it before
+ * jet_engine_start(); it runs on the worker thread. */
+typedef gboolean (*JetEngineLossHook)(guint64 stream_seq, guint64 consumer_seq, gpointer data);
+void jet_engine_set_loss_hook(JetEngine *e, JetEngineLossHook fn, gpointer data);
+
 /* binding and inst must outlive the engine.  facts: what setup learnt of
  * the consumer. */
 JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *binding, JetInstance *inst,

@@ -153,6 +153,7 @@ typedef struct {
     guint idle_windows;        /* consecutive pulls that ended with nothing */
     guint64 invalid_backoff_ms;
     gint hung;                 /* atomic: its handler is past handler_timeout */
+    struct JetOrdered *ordered;   /* an ordered binding's position and consumer (ordered.c); NULL: durable */
     /* Its own counters (stats.h): the hot path shares no lock. */
     JetStats stats __attribute__((aligned(64)));
 } Worker;
@@ -170,8 +171,10 @@ struct JetEngine {
 
     /* Counters of threads that are not a worker (stats.h). */
     JetStats shared_stats __attribute__((aligned(64)));
-    /* The settlement sequence (executor.h), on jet__engine_transport. */
+    /* The settlement sequence (executor.h), on jet__engine_transport (or
+     * an ordered binding's, kept in transport). */
     JetExecutor *executor;
+    JetTransport transport;
 
     /* The lease keeper and the set of messages the host holds. */
     GThread *keeper;
@@ -184,6 +187,8 @@ struct JetEngine {
     gpointer take_hook_data;
     JetEngineSettleHook settle_hook;
     gpointer settle_hook_data;
+    JetEngineLossHook loss_hook;
+    gpointer loss_hook_data;
 
     /* Settlement: the ledger (NULL: none or not configured), crash
      * isolation (a suspect takes it alone: no other message of the
@@ -248,6 +253,19 @@ extern const JetTransport jet__engine_transport;
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta);
 void jet__capture_malformed(JetEngine *e, Item *it);
 void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta);
+/* The delivery's header block as the server sent it, parsed by the host's
+ * rules (docs/headers.md): NULL, or why it cannot be trusted (caller frees). */
+char *jet__read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrParse *out);
+/* ordered.c: the one worker of an ordered binding (docs/ordered.md), and
+ * its transport (the engine's, but nothing is acked and a retry waits in
+ * place). */
+typedef struct JetOrdered JetOrdered;
+JetOrdered *jet__ordered_new(void);
+void jet__ordered_free(JetOrdered *o);
+gpointer jet__ordered_main(gpointer worker);
+void jet__ordered_transport_init(JetTransport *t);
+/* engine.c: whether a message on the inbox is a status, and its code. */
+gboolean jet__is_status(natsMsg *m, int *code, const char **desc);
 /* The handler of it is entering the isolation gate (alone for a suspect) /
  * has returned.  gate_leave says whether the worker must leave the gate
  * itself (FALSE when the lease keeper left it on behalf of a hung handler). */

@@ -306,7 +306,7 @@ const JetTransport jet__engine_transport = {
 /* The delivery's header block as the server sent it, parsed by the host's
  * rules (docs/headers.md).  Returns NULL, or what makes the block unreadable
  * (the first defect, and how many there are; caller frees). */
-static char *read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrParse *out)
+char *jet__read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrParse *out)
 {
     g_autofree char *block = NULL;
     gsize len = 0;
@@ -387,7 +387,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
     delivery_init(e, &d, it, meta, stream, consumer);
     /* The header block first, before anything could make nats.c read it. */
     g_auto(JetHdrParse) hdrs = { 0 };
-    g_autofree char *malformed = read_headers(e, it->msg, meta->stream_seq, &hdrs);
+    g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
     d.hdrs = &hdrs;
     d.malformed = malformed;
 
@@ -408,7 +408,7 @@ void jet__capture_malformed(JetEngine *e, Item *it)
 {
     natsMsg *m = it->msg;
     g_auto(JetHdrParse) hdrs = { 0 };
-    read_headers(e, m, 0, &hdrs);
+    jet__read_headers(e, m, 0, &hdrs);
     JetDelivery d = {
         .subject = natsMsg_GetSubject(m),
         .data = natsMsg_GetData(m),

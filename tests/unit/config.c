@@ -122,6 +122,29 @@ static const struct {
     { HOST "[binding orders]\nplugin =\nstream = S\nconsumer = c\n",
       "[binding orders] plugin: required, must not be empty" },
     { HOST, "no [binding NAME] group" },
+    /* kinds: a durable binding names its consumer; an ordered one has none
+     * and refuses what only a durable consumer means */
+#define ORD "[binding orders]\nplugin = orders\nstream = ORDERS\nkind = ordered\n"
+    { HOST "[binding orders]\nplugin = orders\nstream = ORDERS\n",
+      "[binding orders] consumer: required key is missing" },
+    { HOST BIND "kind = pull\n", "[binding orders] kind: unknown kind 'pull' (durable or ordered)" },
+    { HOST BIND "deliver = all\n", "[binding orders] deliver: only for kind = ordered" },
+    { HOST ORD "consumer = c\n", "[binding orders] consumer: not for kind = ordered" },
+    { HOST ORD "workers = 2\n", "[binding orders] workers: not for kind = ordered" },
+    { HOST ORD "max_deliver = 5\n", "[binding orders] max_deliver: not for kind = ordered" },
+    { HOST ORD "ack_wait = 5s\n", "[binding orders] ack_wait: not for kind = ordered" },
+    { HOST ORD "breaker = off\n", "[binding orders] breaker: not for kind = ordered" },
+    { HOST ORD "deliver = first\n",
+      "[binding orders] deliver: 'first' is not all, new, last, last_per_subject, from_seq N or from_time T" },
+    { HOST ORD "deliver = from_seq\n", "[binding orders] deliver: 'from_seq' is not all" },
+    { HOST ORD "deliver = from_seq 0\n",
+      "[binding orders] deliver: from_seq needs a stream sequence of at least 1, not '0'" },
+    { HOST ORD "deliver = from_seq -3\n", "[binding orders] deliver: from_seq needs a stream sequence" },
+    { HOST ORD "deliver = from_seq 5 6\n", "[binding orders] deliver: 'from_seq 5 6' is not all" },
+    { HOST ORD "deliver = from_time yesterday\n",
+      "[binding orders] deliver: from_time needs an RFC 3339 time with its zone" },
+    { HOST ORD "deliver = from_time 2024-01-01T00:00:00\n",
+      "[binding orders] deliver: from_time needs an RFC 3339 time with its zone" },
     /* integers */
     { HOST BIND "batch = ten\n", "[binding orders] batch: 'ten' is not an integer" },
     { HOST BIND "batch = 1.5\n", "[binding orders] batch: '1.5' is not an integer" },
@@ -923,6 +946,44 @@ static void test_secret_files_other_user(Fixture *fx, gconstpointer data)
     g_assert_nonnull(strstr(e_hidden->message, hidden));
 }
 
+/* Ordered bindings: the kind, where they start, and no consumer. */
+static void test_ordered_keys(Fixture *fx, gconstpointer data)
+{
+    (void)data;
+    static const struct {
+        const char *value;
+        JetDeliver deliver;
+        guint64 seq;
+        gint64 time_ns;
+    } cases[] = {
+        { NULL, JET_DELIVER_ALL, 0, 0 },
+        { "all", JET_DELIVER_ALL, 0, 0 },
+        { "new", JET_DELIVER_NEW, 0, 0 },
+        { "last", JET_DELIVER_LAST, 0, 0 },
+        { "last_per_subject", JET_DELIVER_LAST_PER_SUBJECT, 0, 0 },
+        { "from_seq 1", JET_DELIVER_FROM_SEQ, 1, 0 },
+        { "from_seq  18446744073709551615", JET_DELIVER_FROM_SEQ, G_MAXUINT64, 0 },
+        { "from_time 2024-01-01T00:00:00Z", JET_DELIVER_FROM_TIME, 0, G_GINT64_CONSTANT(1704067200000000000) },
+        { "from_time 2024-01-01T01:00:00.5+01:00", JET_DELIVER_FROM_TIME, 0,
+          G_GINT64_CONSTANT(1704067200500000000) },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf(HOST ORD "%s%s\n", cases[i].value != NULL ? "deliver = " : "",
+                                                cases[i].value != NULL ? cases[i].value : "");
+        write_main(fx, text);
+        g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+        const JetBindingConfig *b = jet_config_binding(cfg, "orders");
+        g_assert_cmpint(b->kind, ==, JET_KIND_ORDERED);
+        g_assert_null(b->consumer);
+        g_assert_cmpint(b->deliver, ==, cases[i].deliver);
+        g_assert_cmpuint(b->deliver_seq, ==, cases[i].seq);
+        g_assert_cmpint(b->deliver_time_ns, ==, cases[i].time_ns);
+    }
+    write_main(fx, HOST BIND);
+    g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+    g_assert_cmpint(jet_config_binding(cfg, "orders")->kind, ==, JET_KIND_DURABLE);
+}
+
 /* An empty value of a key with a default is an error, not the default: a
  * computed default (name, the hostname) included. */
 static void test_empty_computed_default(Fixture *fx, gconstpointer data)
@@ -949,6 +1010,7 @@ int main(int argc, char **argv)
     ADD("/config/breaker-keys", test_breaker_keys);
     ADD("/config/accept-expiry", test_accept_expiry);
     ADD("/config/empty-options", test_empty_options);
+    ADD("/config/ordered-keys", test_ordered_keys);
 #undef ADD
     g_test_add_func("/config/doc-matches-tables", test_doc_matches_tables);
     g_test_add_func("/config/examples-load", test_examples_load);

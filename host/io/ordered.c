@@ -1,0 +1,412 @@
+/* An ordered binding (docs/ordered.md): the stream in stream order, one
+ * message at a time, through a consumer the host owns.
+ *
+ * The consumer is an ephemeral pull consumer with no acks (AckNone,
+ * MaxDeliver 1, memory storage, one replica) that the server reaps when it
+ * has been idle for longer than the pull window.  One pull is outstanding;
+ * the next goes only after the handler has returned for every message of
+ * the last, so nothing buffers behind a slow handler.  The host keeps its
+ * position, the last stream sequence handled; anything that breaks the
+ * sequence (a consumer-sequence gap, a deleted consumer, heartbeats that do
+ * not come, a reconnect) re-creates the consumer at position + 1 at once,
+ * never from the start and never past a message.
+ *
+ * Verdicts are kept in place: a RETRY or a POSTPONE waits its delay here
+ * and the message is handled again (its attempts in the ledger, as on a
+ * durable binding); nothing behind it overtakes it.  The settlement is the
+ * executor's (executor.h), on the engine's transport with nothing to ack. */
+#include "engine_private.h"
+#include "ack_subject.h"
+#include "conn.h"
+#include "log.h"
+#include "pull_status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct JetOrdered {
+    char *name;                /* the consumer now in use; NULL: none */
+    char *next_subject;        /* its pull subject */
+    guint serial;              /* consumers created so far */
+    guint64 position;          /* the last stream seq handled; 0: none yet */
+    guint64 expect_cseq;       /* the consumer seq the next delivery must carry */
+    Pull pull;                 /* the one outstanding pull */
+    guint next_pull_id;
+    gint64 last_heard_us;
+    guint64 backoff_ms;        /* between failed creations: 100 ms doubling to 5 s */
+    gboolean first_created;
+};
+
+JetOrdered *jet__ordered_new(void)
+{
+    return g_new0(JetOrdered, 1);
+}
+
+void jet__ordered_free(JetOrdered *o)
+{
+    if (o == NULL)
+        return;
+    g_free(o->name);
+    g_free(o->next_subject);
+    g_free(o);
+}
+
+/* --- the transport: the engine's, with nothing to ack ---------------------- */
+
+static void o_ack(gpointer t, const JetDelivery *d, JetAckTiming timing)
+{
+    (void)t;
+    (void)d;
+    (void)timing;
+}
+
+/* The wait happens in the worker's loop, in place (jet__ordered_main). */
+static void o_nak(gpointer t, const JetDelivery *d, guint64 delay_ms)
+{
+    (void)t;
+    (void)d;
+    (void)delay_ms;
+}
+
+static gboolean o_ack_confirmed(gpointer t, const JetDelivery *d, GError **error)
+{
+    (void)t;
+    (void)d;
+    (void)error;
+    return TRUE;
+}
+
+void jet__ordered_transport_init(JetTransport *t)
+{
+    *t = jet__engine_transport;
+    t->ack = o_ack;
+    t->nak = o_nak;
+    t->ack_confirmed = o_ack_confirmed;
+}
+
+/* --- the consumer ------------------------------------------------------------ */
+
+static gboolean stopping(const JetEngine *e)
+{
+    return g_atomic_int_get(&((JetEngine *)e)->stopping) != 0;
+}
+
+/* Sleeps up to ms, waking early when the engine stops. */
+static void pause_ms(JetEngine *e, guint64 ms)
+{
+    gint64 until = now_us() + (gint64)ms * 1000;
+    while (!stopping(e) && now_us() < until)
+        g_usleep(MIN(20000, MAX(until - now_us(), 1)));
+}
+
+/* The old consumer goes at once rather than waiting for the server to reap
+ * it; failing to delete it costs nothing but the wait. */
+static void drop_consumer(JetEngine *e, JetOrdered *o)
+{
+    if (o->name == NULL)
+        return;
+    jsErrCode jerr = 0;
+    js_DeleteConsumer(jet_conn_js(e->conn), e->b->stream, o->name, NULL, &jerr);
+    g_clear_pointer(&o->name, g_free);
+    g_clear_pointer(&o->next_subject, g_free);
+    o->pull.active = FALSE;
+}
+
+static void start_at(const JetBindingConfig *b, guint64 position, jsConsumerConfig *cc)
+{
+    if (position > 0) {
+        cc->DeliverPolicy = js_DeliverByStartSequence;
+        cc->OptStartSeq = position + 1;
+        return;
+    }
+    switch (b->deliver) {
+    case JET_DELIVER_ALL: cc->DeliverPolicy = js_DeliverAll; break;
+    case JET_DELIVER_NEW: cc->DeliverPolicy = js_DeliverNew; break;
+    case JET_DELIVER_LAST: cc->DeliverPolicy = js_DeliverLast; break;
+    case JET_DELIVER_LAST_PER_SUBJECT: cc->DeliverPolicy = js_DeliverLastPerSubject; break;
+    case JET_DELIVER_FROM_SEQ:
+        cc->DeliverPolicy = js_DeliverByStartSequence;
+        cc->OptStartSeq = b->deliver_seq;
+        break;
+    case JET_DELIVER_FROM_TIME:
+        cc->DeliverPolicy = js_DeliverByStartTime;
+        cc->OptStartTime = b->deliver_time_ns;
+        break;
+    }
+}
+
+/* Creates the next consumer, at position + 1 (or at `deliver` when nothing
+ * was handled yet).  FALSE when the server would not: tried again after the
+ * backoff. */
+static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why)
+{
+    const JetBindingConfig *b = e->b;
+    drop_consumer(e, o);
+    g_autofree char *name = g_strdup_printf("jethost_ord_%s_%u", b->name, o->serial + 1);
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Name = name;
+    cc.AckPolicy = js_AckNone;
+    cc.MaxDeliver = 1;
+    cc.MemoryStorage = true;
+    cc.Replicas = 1;
+    cc.FilterSubject = b->filter_subject;
+    /* Reaped once idle for longer than a pull can wait, plus room for a
+     * slow handler: re-created from the position if that happens. */
+    cc.InactiveThreshold = (int64_t)(2 * b->expires_ms + 5000) * 1000000;
+    start_at(b, o->position, &cc);
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_AddConsumer(&ci, jet_conn_js(e->conn), b->stream, &cc, NULL, &jerr);
+    if (s != NATS_OK) {
+        jet_log(o->first_created ? JET_LOG_WARNING : JET_LOG_ERROR, b->name, "ordered-create-failed",
+                "cannot create the ordered consumer on stream %s (%s): %s (error %d); again in %" G_GUINT64_FORMAT
+                " ms", b->stream, why, natsStatus_GetText(s), (int)jerr, o->backoff_ms);
+        return FALSE;
+    }
+    jsConsumerInfo_Destroy(ci);
+    o->serial++;
+    o->name = g_steal_pointer(&name);
+    o->next_subject = g_strdup_printf("%s.CONSUMER.MSG.NEXT.%s.%s", jet_conn_api_prefix(e->conn), b->stream, o->name);
+    o->expect_cseq = 1;
+    o->pull.active = FALSE;
+    o->backoff_ms = 100;
+    o->first_created = TRUE;
+    o->last_heard_us = now_us();
+    JET_STAT_ADD(&e->workers[0].stats, ordered_consumers, 1);
+    if (o->serial > 1)
+        JET_STAT_ADD(&e->workers[0].stats, resubscribes, 1);
+    if (o->position > 0)
+        jet_log(JET_LOG_INFO, b->name, "ordered-consumer", "consumer %s on %s from stream seq %" G_GUINT64_FORMAT
+                " (%s)", o->name, b->stream, o->position + 1, why);
+    else
+        jet_log(JET_LOG_INFO, b->name, "ordered-consumer", "consumer %s on %s (%s)", o->name, b->stream, why);
+    return TRUE;
+}
+
+/* --- the pull ------------------------------------------------------------ */
+
+static void issue_pull(Worker *w, JetOrdered *o)
+{
+    JetEngine *e = w->eng;
+    const JetBindingConfig *b = e->b;
+    char body[160];
+    snprintf(body, sizeof body,
+             "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT "}", b->batch,
+             b->expires_ms * G_GUINT64_CONSTANT(1000000), b->idle_heartbeat_ms * G_GUINT64_CONSTANT(1000000));
+    char reply[160];
+    guint id = ++o->next_pull_id;
+    snprintf(reply, sizeof reply, "%s.%u", w->inbox, id);
+    natsStatus s = natsConnection_PublishRequestString(jet_conn_nats(e->conn), o->next_subject, reply, body);
+    if (s != NATS_OK) {
+        jet_log(JET_LOG_WARNING, b->name, "pull-failed", "pull not sent: %s", natsStatus_GetText(s));
+        pause_ms(e, 100);
+        return;
+    }
+    gint64 now = now_us();
+    o->pull = (Pull){
+        .id = id,
+        .batch = b->batch,
+        .issued_us = now,
+        .deadline_us = now + (gint64)(b->expires_ms + 2 * b->idle_heartbeat_ms) * 1000,
+        .active = TRUE,
+    };
+    o->last_heard_us = now;
+    JET_STAT_ADD(&w->stats, pulls, 1);
+}
+
+/* What a status means for the one pull (pull_status.h).  Returns FALSE when
+ * the consumer must be re-created. */
+static gboolean on_status(Worker *w, JetOrdered *o, natsMsg *m, int code, const char *desc)
+{
+    JetEngine *e = w->eng;
+    JET_STAT_ADD(&w->stats, statuses, 1);
+    const char *subj = natsMsg_GetSubject(m);
+    const char *dot = subj != NULL ? strrchr(subj, '.') : NULL;
+    guint id = dot != NULL ? (guint)g_ascii_strtoull(dot + 1, NULL, 10) : 0;
+    if (!o->pull.active || id != o->pull.id) {
+        JET_STAT_ADD(&w->stats, stale_statuses, 1);
+        return TRUE;
+    }
+    switch (jet_pull_status_classify(code, desc, o->pull.received)) {
+    case JET_PULL_HEARTBEAT:
+        return TRUE;
+    case JET_PULL_END:
+        o->pull.active = FALSE;
+        return TRUE;
+    case JET_PULL_END_GUARDED:
+    case JET_PULL_UNKNOWN:
+    case JET_PULL_END_TOO_LARGE:
+        o->pull.active = FALSE;
+        jet_log(JET_LOG_INFO, e->b->name, "pull-ended", "pull %u: %d %s", id, code, desc != NULL ? desc : "");
+        if (o->pull.received == 0)
+            pause_ms(e, GUARD_DELAY_US / 1000);
+        return TRUE;
+    case JET_PULL_CONSUMER_GONE:
+        o->pull.active = FALSE;
+        return FALSE;
+    case JET_PULL_INVALID:
+        o->pull.active = FALSE;
+        JET_STAT_ADD(&w->stats, refused_pulls, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "failed", "the server refused the pull: %d %s; re-creating the consumer",
+                code, desc != NULL ? desc : "");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* --- one message, in place ------------------------------------------------- */
+
+/* Handles the delivery until it is settled for good: a RETRY or a POSTPONE
+ * waits its delay here and the message is handled again; nothing else is
+ * taken meanwhile.  FALSE when the engine stopped before it was settled
+ * (the position does not move past it). */
+static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
+{
+    JetEngine *e = w->eng;
+    const JetBindingConfig *b = e->b;
+    g_auto(JetHdrParse) hdrs = { 0 };
+    g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
+    natsMsg *m = it->msg;
+    for (guint32 attempt = 1;; attempt++) {
+        /* The binding's name stands for the consumer: the ledger's records
+         * and the dead-letter record's id must outlive each re-creation. */
+        JetDelivery d = {
+            .subject = natsMsg_GetSubject(m),
+            .data = natsMsg_GetData(m),
+            .len = (gsize)MAX(natsMsg_GetDataLength(m), 0),
+            .hdrs = &hdrs,
+            .malformed = malformed,
+            .stream = b->stream,
+            .consumer = b->name,
+            .stream_seq = meta->stream_seq,
+            .consumer_seq = meta->consumer_seq,
+            .deliveries = attempt,
+            .enqueued_ns = MAX(meta->timestamp_ns, 0),
+            .token = it,
+            .stats = &w->stats,
+        };
+        JetExecuted done;
+        jet_executor_deliver(e->executor, &d, &done);
+        if (e->settle_hook != NULL)
+            e->settle_hook(d.stream_seq, d.deliveries, &done.action, e->settle_hook_data);
+        JetActionKind k = done.action.kind;
+        if (k != JET_ACTION_RETRY && k != JET_ACTION_POSTPONE)
+            return TRUE;
+        pause_ms(e, done.action.delay_ms);
+        if (stopping(e))
+            return FALSE;
+    }
+}
+
+/* A delivery of the consumer in use.  FALSE when the sequence broke (the
+ * consumer must be re-created at position + 1). */
+static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
+{
+    JetEngine *e = w->eng;
+    JetAckMeta meta;
+    if (!jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta)) {
+        jet__capture_malformed(e, it);
+        return TRUE;
+    }
+    if (e->loss_hook != NULL && e->loss_hook(meta.stream_seq, meta.consumer_seq, e->loss_hook_data))
+        return TRUE;
+    if (o->name == NULL || meta.consumer_len != strlen(o->name) ||
+        strncmp(meta.consumer, o->name, meta.consumer_len) != 0)
+        return TRUE;   /* left over from a consumer already replaced */
+    if (meta.consumer_seq != o->expect_cseq) {
+        JET_STAT_ADD(&w->stats, gaps, 1);
+        jet_log(JET_LOG_WARNING, e->b->name, "ordered-gap",
+                "consumer %s delivered consumer seq %" G_GUINT64_FORMAT " where %" G_GUINT64_FORMAT
+                " was due; re-creating it from stream seq %" G_GUINT64_FORMAT, o->name, meta.consumer_seq,
+                o->expect_cseq, o->position + 1);
+        return FALSE;
+    }
+    o->expect_cseq++;
+    if (o->pull.active && ++o->pull.received >= o->pull.batch)
+        o->pull.active = FALSE;
+    if (meta.stream_seq <= o->position)
+        return TRUE;   /* handled already (a re-created consumer never starts before position + 1) */
+    if (e->take_hook != NULL)
+        e->take_hook(w->index, 1, e->take_hook_data);
+    if (!handle_in_place(w, it, &meta))
+        return TRUE;
+    o->position = meta.stream_seq;
+    o->last_heard_us = now_us();   /* the handler's time is not the server's silence */
+    return TRUE;
+}
+
+/* --- the loop ---------------------------------------------------------------- */
+
+gpointer jet__ordered_main(gpointer data)
+{
+    Worker *w = data;
+    JetEngine *e = w->eng;
+    JetOrdered *o = w->ordered;
+    const gint64 hb_us = (gint64)e->b->idle_heartbeat_ms * 1000;
+    o->backoff_ms = 100;
+    const char *why = "start";
+    w->generation = jet_conn_generation(e->conn);
+    while (!stopping(e)) {
+        guint gen = jet_conn_generation(e->conn);
+        if (gen != w->generation) {
+            /* A reconnect voids the pull, and a restarted server may have
+             * lost the consumer (memory storage). */
+            w->generation = gen;
+            drop_consumer(e, o);
+            why = "a reconnect";
+        }
+        if (o->name == NULL) {
+            if (!create_consumer(e, o, why)) {
+                pause_ms(e, o->backoff_ms);
+                o->backoff_ms = MIN(o->backoff_ms * 2, 5000);
+                continue;
+            }
+        }
+        if (!o->pull.active)
+            issue_pull(w, o);
+
+        natsMsg *m = NULL;
+        natsStatus s = natsSubscription_NextMsg(&m, w->sub, TAKE_STEP_US / 1000);
+        if (s == NATS_OK) {
+            o->last_heard_us = now_us();
+            int code = 0;
+            const char *desc = NULL;
+            gboolean keep = TRUE;
+            const char *reply = natsMsg_GetReply(m);
+            if (jet__is_status(m, &code, &desc)) {
+                keep = on_status(w, o, m, code, desc);
+                why = "the server said the consumer is gone";
+                natsMsg_Destroy(m);
+            } else if (reply != NULL && g_str_has_prefix(reply, "$JS.ACK.")) {
+                Item it = { .msg = m, .worker = w->index, .is_delivery = TRUE, .arrived_us = now_us() };
+                keep = on_delivery(w, o, &it);
+                why = "a consumer-sequence gap";
+                natsMsg_Destroy(m);
+            } else {
+                if (g_strcmp0(natsMsg_GetSubject(m), w->wake_subject) != 0)
+                    JET_STAT_ADD(&w->stats, not_jetstream, 1);
+                natsMsg_Destroy(m);
+            }
+            if (!keep)
+                drop_consumer(e, o);
+        }
+        /* Silence past two heartbeats (a killed server, a lost pull), or a
+         * pull whose end never came: re-create rather than re-pull, since
+         * what broke may be the consumer. */
+        gint64 now = now_us();
+        if (o->pull.active && hb_us > 0 && now - o->last_heard_us > 2 * hb_us) {
+            JET_STAT_ADD(&w->stats, missed_heartbeats, 1);
+            jet_log(JET_LOG_WARNING, e->b->name, "missed-heartbeats",
+                    "nothing from the server for %" G_GINT64_FORMAT " ms; re-creating the ordered consumer",
+                    (now - o->last_heard_us) / 1000);
+            why = "missed heartbeats";
+            drop_consumer(e, o);
+        } else if (o->pull.active && now > o->pull.deadline_us) {
+            o->pull.active = FALSE;
+        }
+    }
+    natsSubscription_Unsubscribe(w->sub);
+    drop_consumer(e, o);
+    return NULL;
+}

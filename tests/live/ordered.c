@@ -1,0 +1,306 @@
+/* Ordered bindings (host/io/ordered.c, docs/ordered.md) against a real
+ * nats-server: stream order, exactly once, through consumers the host
+ * re-creates when they are deleted, when the server restarts, and when a
+ * delivery breaks the consumer sequence; one pull per expiry window when
+ * idle; verdicts kept in place; where an unpositioned binding starts. */
+#include "rig.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+/* --- helpers ------------------------------------------------------------------ */
+
+typedef struct {
+    Rig *r;
+    guint n;
+} HandledWait;
+
+static guint handled_count(Rig *r)
+{
+    g_autoptr(GArray) seqs = handled_seqs(r, NULL);
+    return seqs->len;
+}
+
+static gboolean handled_at_least(gpointer data)
+{
+    HandledWait *w = data;
+    return handled_count(w->r) >= w->n;
+}
+
+static void wait_handled(Rig *r, guint n, guint timeout_ms)
+{
+    HandledWait w = { r, n };
+    if (!jet_test_wait_until(handled_at_least, &w, timeout_ms))
+        g_error("handled %u of %u in %u ms", handled_count(r), n, timeout_ms);
+}
+
+/* The ordered consumer now on ORDERS (the host has one at a time), or NULL. */
+static char *current_consumer(jsCtx *js)
+{
+    jsConsumerNamesList *list = NULL;
+    if (js_ConsumerNames(&list, js, "ORDERS", NULL, NULL) != NATS_OK || list == NULL)
+        return NULL;
+    char *name = NULL;
+    for (int i = 0; i < list->Count; i++)
+        if (g_str_has_prefix(list->List[i], "jethost_ord_t_"))
+            name = g_strdup(list->List[i]);
+    jsConsumerNamesList_Destroy(list);
+    return name;
+}
+
+static void delete_current_consumer(Rig *r)
+{
+    g_autofree char *name = NULL;
+    for (int i = 0; i < 200 && name == NULL; i++) {
+        name = current_consumer(r->js);
+        if (name == NULL)
+            g_usleep(10000);
+    }
+    g_assert_nonnull(name);
+    jsErrCode jerr = 0;
+    g_assert_cmpint(js_DeleteConsumer(r->js, "ORDERS", name, NULL, &jerr), ==, NATS_OK);
+    g_test_message("deleted consumer %s", name);
+}
+
+/* Every stream seq from `from` to `to` handled exactly once, in order. */
+static void assert_once_in_order(Rig *r, guint64 from, guint64 to)
+{
+    g_autoptr(GArray) seqs = handled_seqs(r, NULL);
+    g_assert_cmpuint(seqs->len, ==, to - from + 1);
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 s = g_array_index(seqs, guint64, i);
+        if (s != from + i)
+            g_error("handled[%u] is stream seq %" G_GUINT64_FORMAT ", expected %" G_GUINT64_FORMAT, i, s, from + i);
+    }
+}
+
+/* --- tests ------------------------------------------------------------------ */
+
+/* 10,000 messages; the consumer deleted three times and the server
+ * restarted once, all while the binding runs: every message handled once,
+ * in stream order, none skipped. */
+static void test_recovery(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    const guint n = 10000;
+    jet_test_publish_n(r.js, "orders.new", n);
+    rig_engine(&r, "batch = 50\nexpires = 2s\nidle_heartbeat = 500ms\noption.sleep = 1ms\n");
+    for (guint k = 1; k <= 3; k++) {
+        wait_handled(&r, k * 2000, 60000);
+        delete_current_consumer(&r);
+    }
+    wait_handled(&r, 8000, 60000);
+    jet_test_server_stop(r.srv);
+    jet_test_server_restart(r.srv);
+    g_test_message("server restarted");
+    wait_handled(&r, n, 120000);
+    rig_stop(&r);
+    assert_once_in_order(&r, 1, n);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_test_message("consumers %" G_GUINT64_FORMAT ", gaps %" G_GUINT64_FORMAT ", missed heartbeats %" G_GUINT64_FORMAT
+                   ", pulls %" G_GUINT64_FORMAT, st.ordered_consumers, st.gaps, st.missed_heartbeats, st.pulls);
+    /* The first, one per deletion, at least one after the restart. */
+    g_assert_cmpuint(st.ordered_consumers, >=, 5);
+    g_assert_cmpuint(st.messages, ==, n);
+    rig_free(&r);
+}
+
+typedef struct {
+    GMutex lock;
+    char *last_reply;          /* the reply subject of the last pull seen */
+    guint pulls;
+    gint64 first_us;
+} PullSpy;
+
+static void on_pull(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *data)
+{
+    (void)nc;
+    (void)sub;
+    PullSpy *spy = data;
+    g_mutex_lock(&spy->lock);
+    g_free(spy->last_reply);
+    spy->last_reply = g_strdup(natsMsg_GetReply(m));
+    if (spy->pulls++ == 0)
+        spy->first_us = g_get_monotonic_time();
+    g_mutex_unlock(&spy->lock);
+    natsMsg_Destroy(m);
+}
+
+static natsSubscription *spy_pulls(Rig *r, PullSpy *spy)
+{
+    g_mutex_init(&spy->lock);
+    natsSubscription *sub = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&sub, r->nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.>", on_pull, spy), ==,
+                    NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(r->nc), ==, NATS_OK);
+    return sub;
+}
+
+/* Loses stream seq 7 once, between the server and the host. */
+static gboolean lose_seq_7(guint64 stream_seq, guint64 consumer_seq, gpointer data)
+{
+    (void)consumer_seq;
+    gint *lost = data;
+    return stream_seq == 7 && g_atomic_int_compare_and_exchange(lost, 0, 1);
+}
+
+/* A delivery lost on its way (the consumer sequence skips one): the host
+ * re-creates the consumer from the last handled + 1 at once, and skips
+ * nothing. */
+static void test_gap(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 20);
+    gint lost = 0;
+    r.loss_hook = lose_seq_7;
+    r.loss_data = &lost;
+    rig_engine(&r, "batch = 10\n");
+    wait_handled(&r, 20, 30000);
+    rig_stop(&r);
+    g_assert_cmpint(lost, ==, 1);
+    assert_once_in_order(&r, 1, 20);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.gaps, ==, 1);
+    g_assert_cmpuint(st.ordered_consumers, ==, 2);
+    g_assert_cmpuint(st.missed_heartbeats, ==, 0);
+    rig_free(&r);
+}
+
+static gboolean spy_seen(gpointer data)
+{
+    PullSpy *spy = data;
+    g_mutex_lock(&spy->lock);
+    gboolean seen = spy->pulls > 0;
+    g_mutex_unlock(&spy->lock);
+    return seen;
+}
+
+/* An idle binding issues one pull per expiry window, not two. */
+static void test_idle_pulls(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    PullSpy spy = { 0 };
+    natsSubscription *sub = spy_pulls(&r, &spy);
+    rig_engine(&r, "expires = 1s\nidle_heartbeat = 250ms\n");
+    g_assert_true(jet_test_wait_until(spy_seen, &spy, 10000));
+    g_mutex_lock(&spy.lock);
+    gint64 first = spy.first_us;
+    g_mutex_unlock(&spy.lock);
+    /* Five windows, less half of one: pulls at 0, 1, 2, 3 and 4 s. */
+    gint64 until = first + 4500 * 1000;
+    while (g_get_monotonic_time() < until)
+        g_usleep(20000);
+    g_mutex_lock(&spy.lock);
+    guint pulls = spy.pulls;
+    g_mutex_unlock(&spy.lock);
+    g_test_message("%u pulls in 4.5 windows", pulls);
+    g_assert_cmpuint(pulls, ==, 5);
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.ordered_consumers, ==, 1);
+    g_assert_cmpuint(st.missed_heartbeats, ==, 0);
+    natsSubscription_Destroy(sub);
+    g_free(spy.last_reply);
+    rig_free(&r);
+}
+
+/* RETRY and POSTPONE wait in place; a spent ladder and a REJECT
+ * dead-letter the message and the binding goes on; nothing overtakes. */
+static void test_verdicts_in_place(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 6);
+    rig_engine(&r, "rungs = 100ms\nmax_attempts = 3\n"
+                   "option.verdicts = postpone,ack\noption.postpone_delay = 100ms\n"
+                   "option.seq_verdicts = 3=retry,5=reject\n");
+    /* 1, 2, 4, 6: postponed once, then acked; 3: three failures; 5: once. */
+    wait_handled(&r, 4 * 2 + 3 + 1, 30000);
+    rig_stop(&r);
+    g_autoptr(GArray) deliveries = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &deliveries);
+    static const guint64 want_seq[] = { 1, 1, 2, 2, 3, 3, 3, 4, 4, 5, 6, 6 };
+    static const guint want_del[] = { 1, 2, 1, 2, 1, 2, 3, 1, 2, 1, 1, 2 };
+    g_assert_cmpuint(seqs->len, ==, G_N_ELEMENTS(want_seq));
+    for (guint i = 0; i < seqs->len; i++) {
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, want_seq[i]);
+        g_assert_cmpuint(g_array_index(deliveries, guint, i), ==, want_del[i]);
+    }
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.dead_lettered, ==, 2);
+    g_assert_cmpuint(st.postponed, ==, 4);
+    g_assert_cmpuint(st.retried, ==, 2);
+    /* The records name the binding as the consumer: it outlives each
+     * consumer the host makes. */
+    for (guint64 dseq = 1; dseq <= 2; dseq++) {
+        natsMsg *rec = NULL;
+        jsErrCode jerr = 0;
+        g_assert_cmpint(js_GetMsg(&rec, r.js, "JETHOST_DLQ", dseq, NULL, &jerr), ==, NATS_OK);
+        const char *cons = NULL, *seq = NULL, *cause = NULL;
+        natsMsgHeader_Get(rec, "Jethost-Origin-Consumer", &cons);
+        natsMsgHeader_Get(rec, "Jethost-Origin-Seq", &seq);
+        natsMsgHeader_Get(rec, "Jethost-Cause", &cause);
+        g_assert_cmpstr(cons, ==, "t");
+        g_assert_cmpstr(seq, ==, dseq == 1 ? "3" : "5");
+        g_assert_cmpstr(cause, ==, dseq == 1 ? "exhausted" : "rejected");
+        natsMsg_Destroy(rec);
+    }
+    rig_free(&r);
+}
+
+static gboolean pulled(gpointer data)
+{
+    Rig *r = data;
+    JetEngineStats st;
+    jet_engine_stats(r->eng, &st);
+    return st.pulls > 0;
+}
+
+/* Where a binding with no position starts. */
+static void test_deliver(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 10);
+    rig_engine(&r, "deliver = from_seq 7\n");
+    wait_handled(&r, 4, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    assert_once_in_order(&r, 7, 10);
+    rig_engine_end(&r);
+
+    /* new: what was there before the consumer is never handled. */
+    g_autofree char *log = g_build_filename(r.dir, "handled.log", NULL);
+    g_assert_cmpint(g_unlink(log), ==, 0);
+    rig_engine(&r, "deliver = new\n");
+    g_assert_true(jet_test_wait_until(pulled, &r, 20000));
+    jet_test_publish_n(r.js, "orders.new", 2);
+    wait_handled(&r, 2, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    assert_once_in_order(&r, 11, 12);
+    rig_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/ordered/recovery", test_recovery);
+    g_test_add_func("/ordered/gap", test_gap);
+    g_test_add_func("/ordered/idle-pulls", test_idle_pulls);
+    g_test_add_func("/ordered/verdicts-in-place", test_verdicts_in_place);
+    g_test_add_func("/ordered/deliver", test_deliver);
+    return g_test_run();
+}
