@@ -181,10 +181,11 @@ mk() { make -C "$builddir" --no-print-directory "$@"; }
 
 build() {         # $1: tests; output to $work/build.log
     # The daemon, the plugins and the mock library (some tests run them), the
-    # fixtures and the named tests: not the other test programs.
+    # fixtures, `jethost mock` alone (the mock's tests run it) and the named
+    # tests: not the other test programs.
     local ltlibs
     ltlibs=$(mk -s -f Makefile -f - print-ltlibs <<<'print-ltlibs: ; @echo $(check_LTLIBRARIES)' 2>/dev/null)
-    { mk all && mk $ltlibs $1; } >"$work/build.log" 2>&1
+    { mk all && mk $ltlibs tests/mock-cli $1; } >"$work/build.log" 2>&1
 }
 
 run_tests() {     # $1: tests; output to $work/test.log; 0 green, 1 red

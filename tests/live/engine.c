@@ -303,6 +303,39 @@ static void test_lease_buffered(void)
     rig_free(&r);
 }
 
+/* A drain gives back what was pulled and not handled, and writes each
+ * release to the ledger first: the next host finds those deliveries
+ * explained, so none of them is a crash suspect handled alone. */
+static void test_drain_release_explained(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 10);
+    rig_engine(&r, "batch = 10\nack_wait = 2s\noption.block_seq = 1\n");
+    rig_wait_inflight(&r, 1);
+    /* Stop while 1 is in the handler and 2..10 wait behind it. */
+    jet_engine_stop(r.eng);
+    rig_let_go(&r, 1);
+    jet_engine_join(r.eng);
+    JetEngineStats first;
+    jet_engine_stats(r.eng, &first);
+    g_test_message("first host: handled %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT, first.messages,
+                   first.released);
+    g_assert_cmpuint(first.released, >=, 1);
+    rig_engine_end(&r);
+
+    rig_engine(&r, "batch = 10\nack_wait = 2s\n");
+    FloorWait fw = { &r, 10 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    JetEngineStats second;
+    jet_engine_stats(r.eng, &second);
+    g_test_message("second host: handled %" G_GUINT64_FORMAT ", suspects %" G_GUINT64_FORMAT, second.messages,
+                   second.suspects);
+    g_assert_cmpuint(second.messages, ==, 10 - first.messages);
+    g_assert_cmpuint(second.suspects, ==, 0);
+    rig_free(&r);
+}
+
 /* Past handler_timeout the lease lapses: the late RETRY is not NAK'd. */
 typedef struct {
     gint first_delivery;   /* NAK advisories for delivery 1 */
@@ -793,6 +826,7 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/threshold-bounded", test_threshold_bounded);
     g_test_add_func("/engine/lease-slow-handler", test_lease_slow_handler);
     g_test_add_func("/engine/lease-buffered", test_lease_buffered);
+    g_test_add_func("/engine/drain-release-explained", test_drain_release_explained);
     g_test_add_func("/engine/lease-lapses", test_lease_lapses);
     g_test_add_func("/engine/hung-handler", test_hung_handler);
     g_test_add_func("/engine/hung-any", test_hung_any);

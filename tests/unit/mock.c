@@ -694,6 +694,22 @@ static void test_crash_attribution(void)
     g_assert_cmpint(s.action, ==, JET_MOCK_ACK);
     jet_mock_msg_free(b);
 
+    /* The postpones the settlements wrote are what the record carries. */
+    b = msg_with(m, "postponed", "postpone");
+    jet_mock_msg_set_header(b, "delay-ms", "1000");
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+        g_assert_cmpint(s.action, ==, JET_MOCK_POSTPONE);
+        g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
+    }
+    jet_mock_msg_set_header(b, "verdict", "reject");
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpint(s.action, ==, JET_MOCK_CAPTURE);
+    g_assert_true(s.handled);
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Postpones"), ==, "2");
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Deliveries"), ==, "3");
+    jet_mock_msg_free(b);
+
     /* A ledger count implies the deliveries that made it. */
     b = msg_with(m, "counts", "ack");
     jet_mock_msg_set_ledger(b, 2, 0);
@@ -701,6 +717,24 @@ static void test_crash_attribution(void)
     g_assert_cmpuint(s.deliveries, ==, 3);
     g_assert_true(s.handled);
     g_assert_cmpint(s.action, ==, JET_MOCK_ACK);
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+}
+
+/* A capture the daemon could not store (the provenance alone past the 64 KiB
+ * header limit: here a subject of 70,000 bytes) is stranded: no record is
+ * shown, and the settlement says so. */
+static void test_capture_stranded(void)
+{
+    jet_mock *m = fixture("fx_misuse", TRUE, NULL);
+    g_autofree char *subject = g_strnfill(70000, 'x');
+    jet_mock_msg *b = msg_with(m, subject, "reject");
+    jet_mock_settlement s;
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpint(s.action, ==, JET_MOCK_CAPTURE);
+    g_assert_cmpstr(s.outcome, ==, "stranded");
+    g_assert_null(s.dlq_subject);
+    g_assert_cmpuint(s.n_dlq_headers, ==, 0);
     jet_mock_msg_free(b);
     jet_mock_free(m);
 }
@@ -1101,6 +1135,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mock/strict/aborts", test_strict_aborts);
     g_test_add_func("/mock/before-handle", test_before_handle);
     g_test_add_func("/mock/crash-attribution", test_crash_attribution);
+    g_test_add_func("/mock/capture-stranded", test_capture_stranded);
     g_test_add_func("/mock/dlq-provenance", test_dlq_provenance);
     g_test_add_func("/mock/dlq-daemon-rules", test_dlq_daemon_rules);
     g_test_add_func("/mock/abi-1.0-works", test_abi10_works);

@@ -1,0 +1,169 @@
+/* `jethost check` (docs/cli.md, "check"): the config, its plugins and each
+ * binding's schedule, and with --server the stream and consumer as they are;
+ * one report on stdout in config order. */
+#include "check.h"
+#include "binding_plugin.h"
+#include "config.h"
+#include "conn.h"
+#include "consumer_setup.h"
+#include "errors.h"
+#include "exit_codes.h"
+#include "host_api.h"
+#include "schedule.h"
+
+#include <stdio.h>
+
+/* Adds what the server says of the binding's stream and consumer. */
+static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetScheduleInput *in,
+                                guint64 **backoff)
+{
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, jet_conn_js(conn), b->stream, NULL, NULL) == NATS_OK) {
+        in->has_stream = TRUE;
+        in->stream_max_age_ms = (guint64)MAX(si->Config->MaxAge / 1000000, 0);
+        jsStreamInfo_Destroy(si);
+    }
+    jsConsumerInfo *ci = NULL;
+    if (b->kind == JET_KIND_DURABLE &&
+        js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) == NATS_OK) {
+        const jsConsumerConfig *cc = ci->Config;
+        in->has_consumer = TRUE;
+        in->consumer_ack_wait_ms = (guint64)MAX(cc->AckWait / 1000000, 0);
+        in->consumer_max_deliver = cc->MaxDeliver;
+        in->consumer_max_ack_pending = cc->MaxAckPending;
+        if (cc->BackOffLen > 0) {
+            *backoff = g_new0(guint64, (gsize)cc->BackOffLen);
+            for (int i = 0; i < cc->BackOffLen; i++)
+                (*backoff)[i] = (guint64)MAX(cc->BackOff[i] / 1000000, 0);
+            in->backoff_ms = *backoff;
+            in->n_backoff = (gsize)cc->BackOffLen;
+        }
+        jsConsumerInfo_Destroy(ci);
+    }
+}
+
+/* What the server says about a binding's consumer that no run could work
+ * with (push, not explicit acks, a BackOff): the consumer setup's own
+ * refusal, so check and run call the same things config errors. */
+static gboolean live_consumer_fits(JetConn *conn, const JetBindingConfig *b, GError **error)
+{
+    jsConsumerInfo *ci = NULL;
+    if (b->kind == JET_KIND_ORDERED)
+        return TRUE;   /* its consumer is the host's own */
+    if (js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) != NATS_OK)
+        return TRUE;   /* absent: managed mode creates it, bind mode says so when it runs */
+    gboolean ok = jet_consumer_check_fits(b, ci, error);
+    jsConsumerInfo_Destroy(ci);
+    return ok;
+}
+
+/* Appends "NAME (why)" to the summary of failed bindings. */
+static void failed_add(GString *failed, const char *name, const char *why)
+{
+    g_string_append_printf(failed, "%s%s (%s)", failed->len ? ", " : "", name, why);
+}
+
+/* One binding's part of the report, on stdout (docs/cli.md, "check"). */
+static gboolean check_binding(const JetConfig *cfg, const JetBindingConfig *b, JetConn *conn,
+                              gboolean verbose, gboolean no_plugins, GString *failed)
+{
+    g_autoptr(GString) why = g_string_new(NULL);
+    JetPlugin *plugin = NULL;
+    JetInstance *inst = NULL;
+    if (no_plugins) {
+        printf("binding %s: plugin %s not checked (--no-plugins): not opened, its %u option%s "
+               "not validated\n", b->name, b->plugin, g_hash_table_size(b->options),
+               g_hash_table_size(b->options) == 1 ? "" : "s");
+    } else {
+        g_autoptr(GError) local = NULL;
+        /* init() is not run: check has no side effects a plugin might have. */
+        inst = jet_binding_plugin(cfg, b, FALSE, &plugin, &local);
+        if (inst == NULL) {
+            printf("binding %s: error: %s\n", b->name, local->message);
+            g_string_append(why, "plugin");
+        }
+    }
+    if (conn != NULL) {
+        g_autoptr(GError) local = NULL;
+        if (!live_consumer_fits(conn, b, &local)) {
+            printf("binding %s: error: %s\n", b->name, local->message);
+            g_string_append_printf(why, "%sconsumer", why->len ? ", " : "");
+        }
+    }
+
+    /* The schedule, from the config alone (no server: check runs in fleet CI). */
+    JetScheduleInput in;
+    JetScheduleReport report;
+    g_autofree guint64 *backoff = NULL;
+    jet_schedule_input_from_binding(b, &in);
+    if (conn != NULL)
+        schedule_live_facts(conn, b, &in, &backoff);
+    jet_schedule_check(&in, &report);
+    if (verbose || report.n_errors > 0 || report.n_warnings > 0) {
+        g_autofree char *text = jet_schedule_report_format(&report);
+        printf("binding %s: schedule\n%s", b->name, text);
+    }
+    if (report.n_errors > 0) {
+        g_string_append_printf(why, "%sschedule:", why->len ? ", " : "");
+        for (gsize v = 0; v < report.n_violations; v++)
+            if (report.violations[v].severity == JET_SCHEDULE_ERROR)
+                g_string_append_printf(why, " %s", report.violations[v].code);
+    }
+    if (verbose && inst != NULL) {
+        const jet_plugin *d = jet_plugin_descriptor(plugin);
+        printf("binding %s: plugin %s %s (%s) on %s/%s\n", b->name, d->name, d->version,
+               jet_plugin_path(plugin), b->stream, b->consumer != NULL ? b->consumer : "(ordered)");
+        for (const jet_option *o = d->options; o != NULL && o->name != NULL; o++)
+            printf("  option.%s = %s   # %s\n", o->name,
+                   jet__ctx_option(inst, o->name) != NULL ? jet__ctx_option(inst, o->name) : "(unset)",
+                   o->help != NULL ? o->help : "");
+    }
+    jet_instance_free(inst);
+    if (why->len > 0)
+        failed_add(failed, b->name, why->str);
+    return why->len == 0;
+}
+
+int jet_check_run(const char *config_file, const char *dropin_dir, gboolean verbose, const char *server_url,
+                  gboolean no_plugins)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetConfig) cfg = jet_config_load(config_file, dropin_dir, &err);
+    if (cfg == NULL) {
+        /* No bindings to report on: the reason is the report. */
+        printf("jethost: %s\n", err->message);
+        fprintf(stderr, "jethost check: %s: FAILED: %s\n", config_file, err->message);
+        return JET_EXIT_CONFIG;
+    }
+    JetConn *conn = NULL;
+    if (server_url != NULL) {
+        const char *urls[] = { server_url, NULL };
+        conn = jet_conn_open(urls, &cfg->host, 2, &err);
+        if (conn == NULL) {
+            fprintf(stderr, "jethost: --server: %s\n", err->message);
+            return JET_EXIT_FAILURE;
+        }
+    }
+    /* One report, in config order, on stdout: the failing bindings among
+     * the others, then a summary of the failures. */
+    g_autoptr(GString) failed = g_string_new(NULL);
+    guint n_failed = 0;
+    for (guint i = 0; i < cfg->bindings->len; i++)
+        n_failed += !check_binding(cfg, g_ptr_array_index(cfg->bindings, i), conn, verbose,
+                                   no_plugins, failed);
+    jet_conn_close(conn);
+    guint n = cfg->bindings->len;
+    const char *unchecked = no_plugins ? "; plugins not checked (--no-plugins)" : "";
+    if (n_failed == 0) {
+        printf("%s: OK (%u binding%s)%s\n", config_file, n, n == 1 ? "" : "s", unchecked);
+        return JET_EXIT_OK;
+    }
+    g_autofree char *summary = g_strdup_printf("%s: FAILED: %u of %u binding%s: %s%s", config_file,
+                                               n_failed, n, n == 1 ? "" : "s", failed->str,
+                                               unchecked);
+    printf("%s\n", summary);
+    fflush(stdout);
+    /* The same line on stderr, for logs that keep only stderr. */
+    fprintf(stderr, "jethost check: %s\n", summary);
+    return JET_EXIT_CONFIG;
+}
