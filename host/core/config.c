@@ -46,6 +46,7 @@ typedef enum {
     K_BREAKER,         /* observe | enforce | off */
     K_KIND,            /* durable | ordered */
     K_DELIVER,         /* all | new | last | last_per_subject | from_seq N | from_time T */
+    K_CHECKPOINT,      /* none | kv */
 } KeyKind;
 
 static const char *const kind_names[] = {
@@ -67,6 +68,7 @@ static const char *const kind_names[] = {
     [K_BREAKER] = "observe, enforce or off",
     [K_KIND] = "durable or ordered",
     [K_DELIVER] = "start position",
+    [K_CHECKPOINT] = "none or kv",
 };
 
 typedef struct {
@@ -143,6 +145,9 @@ static const KeyDef binding_keys[] = {
     { "deliver", K_DELIVER, NULL, "all", FALSE, NOB, B(deliver),
       "`kind = ordered`: where a binding without a position starts: `all`, `new`, `last`, "
       "`last_per_subject`, `from_seq N` or `from_time T` (RFC 3339)" },
+    { "checkpoint", K_CHECKPOINT, "none", NULL, FALSE, NOB, B(checkpoint),
+      "`kind = ordered`: `kv` keeps the position in the host's KV bucket (`[host] ledger_bucket`), so a "
+      "restarted host resumes after the last message handled; `none`: a restart begins at `deliver`" },
     { "manage", K_MANAGE, "create", NULL, FALSE, NOB, B(manage),
       "`create`: create or update the consumer (and the stream when `subjects` is set); "
       "`bind`: only check that they exist and fit" },
@@ -744,6 +749,16 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
         return TRUE;
     case K_DELIVER:
         return parse_deliver(d, value, base, file, group, error);
+    case K_CHECKPOINT:
+        if (strcmp(value, "none") == 0) {
+            *(JetCheckpoint *)field = JET_CHECKPOINT_NONE;
+        } else if (strcmp(value, "kv") == 0) {
+            *(JetCheckpoint *)field = JET_CHECKPOINT_KV;
+        } else {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not none or kv", value);
+            return FALSE;
+        }
+        return TRUE;
     case K_BREAKER:
         if (strcmp(value, "observe") == 0) {
             *(JetBreakerMode *)field = JET_BREAKER_MODE_OBSERVE;
@@ -919,10 +934,13 @@ static gboolean kind_keys_fit(const Section *sec, const JetBindingConfig *b, GEr
             key_error(error, JET_ERROR_INVALID, sec->file, sec->group, "consumer", "required key is missing");
             return FALSE;
         }
-        if (is_set(sec, "deliver")) {
-            key_error(error, JET_ERROR_INVALID, blame(sec, "deliver"), sec->group, "deliver",
-                      "only for kind = ordered (a durable consumer resumes where it was acked)");
-            return FALSE;
+        static const char *const ordered_only[] = { "deliver", "checkpoint" };
+        for (gsize i = 0; i < G_N_ELEMENTS(ordered_only); i++) {
+            if (is_set(sec, ordered_only[i])) {
+                key_error(error, JET_ERROR_INVALID, blame(sec, ordered_only[i]), sec->group, ordered_only[i],
+                          "only for kind = ordered (a durable consumer resumes where it was acked)");
+                return FALSE;
+            }
         }
         return TRUE;
     }
@@ -937,6 +955,12 @@ static gboolean kind_keys_fit(const Section *sec, const JetBindingConfig *b, GEr
                       "time and retries in place; docs/ordered.md)");
             return FALSE;
         }
+    }
+    if (b->checkpoint == JET_CHECKPOINT_KV && !b->ledger) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "checkpoint"), sec->group, "checkpoint",
+                  "kv keeps the position in the attempt ledger's bucket, and ledger = false; set ledger = true "
+                  "or checkpoint = none");
+        return FALSE;
     }
     return TRUE;
 }

@@ -41,6 +41,12 @@ typedef enum {
     JET_DELIVER_FROM_TIME,   /* deliver_time_ns */
 } JetDeliver;
 
+/* Where an ordered binding keeps its position. */
+typedef enum {
+    JET_CHECKPOINT_NONE = 0, /* in the process: a restart begins at `deliver` */
+    JET_CHECKPOINT_KV = 1,   /* in the host's KV bucket (position.h) */
+} JetCheckpoint;
+
 typedef struct {
     char *file;              /* the file that defined the group (for messages) */
     char *server;            /* "embedded", or the URLs as written (comma-separated) */
@@ -72,6 +78,7 @@ typedef struct {
     JetDeliver deliver;      /* ordered: where to start */
     guint64 deliver_seq;
     gint64 deliver_time_ns;
+    JetCheckpoint checkpoint;   /* ordered: where the position is kept */
     JetManage manage;
     char **subjects;         /* NULL or NULL-terminated: the stream's subjects (managed) */
     char *filter_subject;    /* NULL: the whole stream */

@@ -18,7 +18,9 @@
 #include "engine_private.h"
 #include "ack_subject.h"
 #include "conn.h"
+#include "ledger.h"
 #include "log.h"
+#include "position.h"
 #include "pull_status.h"
 
 #include <stdio.h>
@@ -28,6 +30,7 @@ struct JetOrdered {
     char *name;                /* the consumer now in use; NULL: none */
     char *next_subject;        /* its pull subject */
     guint serial;              /* consumers created so far */
+    guint32 run_id;            /* this run's part of the names (random, not 0) */
     guint64 position;          /* the last stream seq handled; 0: none yet */
     guint64 expect_cseq;       /* the consumer seq the next delivery must carry */
     Pull pull;                 /* the one outstanding pull */
@@ -35,6 +38,12 @@ struct JetOrdered {
     gint64 last_heard_us;
     guint64 backoff_ms;        /* between failed creations: 100 ms doubling to 5 s */
     gboolean first_created;
+    /* checkpoint = kv (position.h): the message a host died with in its
+     * handler, found at start, and how many hosts it has killed. */
+    char *checkpoint_key;      /* NULL: no checkpoint */
+    guint64 crashed;
+    guint32 crashed_strikes;
+    gboolean checkpoint_failing;   /* the last write failed (logged once until one lands) */
 };
 
 JetOrdered *jet__ordered_new(void)
@@ -48,6 +57,7 @@ void jet__ordered_free(JetOrdered *o)
         return;
     g_free(o->name);
     g_free(o->next_subject);
+    g_free(o->checkpoint_key);
     g_free(o);
 }
 
@@ -142,7 +152,12 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why)
 {
     const JetBindingConfig *b = e->b;
     drop_consumer(e, o);
-    g_autofree char *name = g_strdup_printf("jethost_ord_%s_%u", b->name, o->serial + 1);
+    /* A name of this run's own: the consumer of a host that died may still
+     * be there (until the server reaps it), and creating one under its name
+     * would return it as it is, past where this run starts. */
+    if (o->run_id == 0)
+        o->run_id = g_random_int() | 1u;
+    g_autofree char *name = g_strdup_printf("jethost_ord_%s_%08x_%u", b->name, o->run_id, o->serial + 1);
     jsConsumerConfig cc;
     jsConsumerConfig_Init(&cc);
     cc.Name = name;
@@ -255,7 +270,104 @@ static gboolean on_status(Worker *w, JetOrdered *o, natsMsg *m, int code, const 
     return TRUE;
 }
 
+/* --- the checkpoint (checkpoint = kv) --------------------------------------- */
+
+static kvStore *checkpoint_kv(JetEngine *e)
+{
+    return e->ledger != NULL ? jet_ledger_kv(e->ledger) : NULL;
+}
+
+/* Reads the position at start; waits (retrying) while the bucket does not
+ * answer, since starting anywhere else would handle messages again or skip
+ * them.  FALSE only when the engine stops first. */
+static gboolean checkpoint_load(JetEngine *e, JetOrdered *o)
+{
+    guint64 wait_ms = 100;
+    while (!stopping(e)) {
+        kvEntry *entry = NULL;
+        natsStatus s = kvStore_Get(&entry, checkpoint_kv(e), o->checkpoint_key);
+        if (s == NATS_NOT_FOUND) {
+            jet_log(JET_LOG_INFO, e->b->name, "checkpoint", "no checkpoint yet: starting at deliver");
+            return TRUE;
+        }
+        if (s == NATS_OK) {
+            JetPosition p = { 0 };
+            g_autoptr(GError) err = NULL;
+            int len = kvEntry_ValueLen(entry);
+            gboolean ok = jet_position_from_json(kvEntry_Value(entry), len > 0 ? (gsize)len : 0, &p, &err);
+            kvEntry_Destroy(entry);
+            if (!ok) {
+                /* Never guessed: an operator must say where to start. */
+                jet_log(JET_LOG_ERROR, e->b->name, "checkpoint-unreadable",
+                        "key %s: %s; not starting (delete the key to start at deliver)", o->checkpoint_key,
+                        err->message);
+                pause_ms(e, 5000);
+                continue;
+            }
+            o->position = p.pos;
+            jet_position_crashed(&p, &o->crashed, &o->crashed_strikes);
+            jet_log(JET_LOG_INFO, e->b->name, "checkpoint", "resuming after stream seq %" G_GUINT64_FORMAT, p.pos);
+            if (o->crashed != 0)
+                jet_log(JET_LOG_WARNING, e->b->name, "suspect",
+                        "stream seq %" G_GUINT64_FORMAT " was in the handler of a host that did not finish it: "
+                        "strike %u", o->crashed, o->crashed_strikes);
+            return TRUE;
+        }
+        jet_log(JET_LOG_WARNING, e->b->name, "checkpoint-unreachable",
+                "cannot read the checkpoint %s: %s; again in %" G_GUINT64_FORMAT " ms", o->checkpoint_key,
+                natsStatus_GetText(s), wait_ms);
+        pause_ms(e, wait_ms);
+        wait_ms = MIN(wait_ms * 2, 5000);
+    }
+    return FALSE;
+}
+
+/* Writes where the binding is: after pos, with `in` going to the handler
+ * (0 at a clean stop).  A failed write is logged, not fatal: it costs
+ * duplicates after a restart, never a skipped message. */
+static void checkpoint_write(JetEngine *e, JetOrdered *o, guint64 in)
+{
+    if (o->checkpoint_key == NULL)
+        return;
+    JetPosition p = { .pos = o->position, .in = in, .strikes = in != 0 && in == o->crashed ? o->crashed_strikes : 0 };
+    gsize len = 0;
+    g_autofree char *json = jet_position_to_json(&p, &len);
+    natsStatus s = kvStore_Put(NULL, checkpoint_kv(e), o->checkpoint_key, json, (int)len);
+    if (s != NATS_OK && !o->checkpoint_failing)
+        jet_log(JET_LOG_WARNING, e->b->name, "checkpoint-failed",
+                "cannot write the checkpoint %s: %s; a restart may handle messages again", o->checkpoint_key,
+                natsStatus_GetText(s));
+    else if (s == NATS_OK && o->checkpoint_failing)
+        jet_log(JET_LOG_INFO, e->b->name, "checkpoint", "the checkpoint is written again");
+    o->checkpoint_failing = s != NATS_OK;
+}
+
+/* The ledger learns the strikes of a message that killed a host, so that
+ * the executor's crash attribution sees them (poison at crash_limit). */
+static gboolean set_strikes(JetLedgerRecord *rec, gpointer data)
+{
+    guint32 strikes = *(const guint32 *)data;
+    rec->strikes = MAX(rec->strikes, strikes);
+    return TRUE;
+}
+
+static void record_strikes(JetEngine *e, guint64 seq, guint32 strikes)
+{
+    if (e->ledger == NULL)
+        return;
+    g_autoptr(GError) err = NULL;
+    if (jet_ledger_update(e->ledger, e->b->stream, e->b->name, seq, set_strikes, &strikes, NULL, &err) !=
+        JET_LEDGER_WRITTEN)
+        jet_log(JET_LOG_WARNING, e->b->name, "ledger-fallback", "stream seq %" G_GUINT64_FORMAT
+                ": cannot record its strike: %s", seq, err != NULL ? err->message : "no answer");
+}
+
 /* --- one message, in place ------------------------------------------------- */
+
+static JetOrdered *o_of(Worker *w)
+{
+    return w->ordered;
+}
 
 /* Handles the delivery until it is settled for good: a RETRY or a POSTPONE
  * waits its delay here and the message is handled again; nothing else is
@@ -268,7 +380,13 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
     g_auto(JetHdrParse) hdrs = { 0 };
     g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
     natsMsg *m = it->msg;
-    for (guint32 attempt = 1;; attempt++) {
+    checkpoint_write(e, o_of(w), meta->stream_seq);
+    /* A message a host died with counts those deaths as deliveries, and
+     * its ledger record holds them as strikes (executor.h: attribution). */
+    guint32 strikes = meta->stream_seq == o_of(w)->crashed ? o_of(w)->crashed_strikes : 0;
+    if (strikes > 0)
+        record_strikes(e, meta->stream_seq, strikes);
+    for (guint32 attempt = 1 + strikes;; attempt++) {
         /* The binding's name stands for the consumer: the ledger's records
          * and the dead-letter record's id must outlive each re-creation. */
         JetDelivery d = {
@@ -346,6 +464,11 @@ gpointer jet__ordered_main(gpointer data)
     const gint64 hb_us = (gint64)e->b->idle_heartbeat_ms * 1000;
     o->backoff_ms = 100;
     const char *why = "start";
+    if (e->b->checkpoint == JET_CHECKPOINT_KV && checkpoint_kv(e) != NULL) {
+        o->checkpoint_key = jet_position_key(e->b->name);
+        if (!checkpoint_load(e, o))
+            return NULL;
+    }
     w->generation = jet_conn_generation(e->conn);
     while (!stopping(e)) {
         guint gen = jet_conn_generation(e->conn);
@@ -408,5 +531,7 @@ gpointer jet__ordered_main(gpointer data)
     }
     natsSubscription_Unsubscribe(w->sub);
     drop_consumer(e, o);
+    /* Stopped cleanly: nothing in the handler. */
+    checkpoint_write(e, o, 0);
     return NULL;
 }

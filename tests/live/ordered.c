@@ -5,6 +5,8 @@
  * idle; verdicts kept in place; where an unpositioned binding starts. */
 #include "rig.h"
 
+#include <signal.h>
+
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -294,6 +296,151 @@ static void test_deliver(void)
     rig_free(&r);
 }
 
+/* --- checkpoints: jethost as a subprocess, killed ------------------------------ */
+
+static GSubprocess *spawn_ordered(Rig *r, const char *name, const char *extra)
+{
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\nname = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\nkind = ordered\n"
+        "checkpoint = kv\nbatch = 10\nexpires = 2s\nidle_heartbeat = 500ms\noption.dir = %s\n%s",
+        jet_test_server_url(r->srv), name, plugin, r->dir, extra);
+    g_autofree char *file = g_strdup_printf("%s.conf", name);
+    g_autofree char *conf = jet_test_write_file(file, text);
+    g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), errfile, NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    return jet_test_jethost_spawn(errlog, args);
+}
+
+/* How often each stream seq 1..n was handled (index 0 unused). */
+static guint *handled_counts(Rig *r, guint n)
+{
+    g_autoptr(GArray) seqs = handled_seqs(r, NULL);
+    guint *count = g_new0(guint, n + 1);
+    guint64 last = 0;
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 s = g_array_index(seqs, guint64, i);
+        g_assert_cmpuint(s, >=, 1);
+        g_assert_cmpuint(s, <=, n);
+        /* In order, within each run: a restart goes back at most to the
+         * message that was in the handler. */
+        g_assert_cmpuint(s + 1, >=, last);
+        last = s;
+        count[s]++;
+    }
+    return count;
+}
+
+/* Killed while message k is in the handler, a host with checkpoint = kv
+ * resumes at k: k's handler runs again (the only duplicate: fx_gate logs a
+ * message when its handler returns, so the log shows each once), nothing
+ * before it does, nothing is skipped. */
+static void test_checkpoint_resume(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 60;
+    const guint64 k = (guint64)g_test_rand_int_range(2, 50);
+    g_test_message("killed with stream seq %" G_GUINT64_FORMAT " in the handler", k);
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *block = g_strdup_printf("option.block_seq = %" G_GUINT64_FORMAT "\n", k);
+    GSubprocess *a = spawn_ordered(&r, "ord-a", block);
+    rig_wait_inflight(&r, k);
+    g_subprocess_send_signal(a, SIGKILL);
+    g_assert_cmpint(jet_test_jethost_wait(a, 10000), ==, 128 + SIGKILL);
+    g_object_unref(a);
+
+    GSubprocess *b = spawn_ordered(&r, "ord-b", "");
+    wait_handled(&r, n, 30000);
+    g_subprocess_send_signal(b, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(b, 20000), ==, 0);
+    g_object_unref(b);
+    g_autofree guint *count = handled_counts(&r, n);
+    for (guint64 s = 1; s <= n; s++)
+        g_assert_cmpuint(count[s], ==, 1);
+
+    /* A clean stop leaves nothing in the handler: the next host handles
+     * nothing again. */
+    GSubprocess *c = spawn_ordered(&r, "ord-c", "");
+    g_usleep(1500 * 1000);
+    g_subprocess_send_signal(c, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(c, 20000), ==, 0);
+    g_object_unref(c);
+    g_autofree guint *again = handled_counts(&r, n);
+    for (guint64 s = 1; s <= n; s++)
+        g_assert_cmpuint(again[s], ==, count[s]);
+    rig_free(&r);
+}
+
+typedef struct {
+    GSubprocess *h;
+    Rig *r;
+    guint handled;
+} ExitOrHandled;
+
+static gboolean exited_or_handled(gpointer data)
+{
+    ExitOrHandled *eh = data;
+    return g_subprocess_get_identifier(eh->h) == NULL || handled_count(eh->r) >= eh->handled;
+}
+
+/* A message that kills the host every time: each restart strikes it, and
+ * at crash_limit it is dead-lettered as poison without running, so the
+ * binding goes on instead of dying on it for ever. */
+static void test_checkpoint_poison(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 20;
+    const guint64 k = (guint64)g_test_rand_int_range(2, 19);
+    g_test_message("abort() on stream seq %" G_GUINT64_FORMAT, k);
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *extra = g_strdup_printf("crash_limit = 2\noption.abort_seq = %" G_GUINT64_FORMAT "\n", k);
+    guint deaths = 0;
+    for (guint run = 0; run < 4; run++) {
+        g_autofree char *name = g_strdup_printf("poison-%u", run);
+        GSubprocess *h = spawn_ordered(&r, name, extra);
+        /* It dies on k, or gets past k and handles the rest (n - 1 others,
+         * and k once per death). */
+        ExitOrHandled eh = { h, &r, n - 1 + deaths };
+        if (!jet_test_wait_until(exited_or_handled, &eh, 60000)) {
+            g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
+            g_autofree char *errlog = g_build_filename(jet_test_private_dir(), errfile, NULL);
+            g_autofree char *text = NULL;
+            g_file_get_contents(errlog, &text, NULL, NULL);
+            g_error("run %u: neither exited nor handled %u (handled %u); its log:\n%s", run, eh.handled,
+                    handled_count(&r), text != NULL ? text : "");
+        }
+        gboolean alive = g_subprocess_get_identifier(h) != NULL;
+        if (alive)
+            g_subprocess_send_signal(h, SIGTERM);
+        int rc = jet_test_jethost_wait(h, 20000);
+        g_object_unref(h);
+        if (alive) {
+            g_assert_cmpint(rc, ==, 0);
+            break;
+        }
+        g_assert_cmpint(rc, ==, 128 + SIGABRT);
+        deaths++;
+    }
+    g_test_message("%u deaths", deaths);
+    g_assert_cmpuint(deaths, ==, 2);
+    g_autofree guint *count = handled_counts(&r, n);
+    for (guint64 s = 1; s <= n; s++)
+        g_assert_cmpuint(count[s], ==, s == k ? 2 : 1);
+    natsMsg *m = NULL;
+    g_assert_cmpint(js_GetMsg(&m, r.js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
+    const char *seq = NULL, *cause = NULL;
+    natsMsgHeader_Get(m, "Jethost-Origin-Seq", &seq);
+    natsMsgHeader_Get(m, "Jethost-Cause", &cause);
+    g_autofree char *kstr = g_strdup_printf("%" G_GUINT64_FORMAT, k);
+    g_assert_cmpstr(seq, ==, kstr);
+    g_assert_cmpstr(cause, ==, "poison");
+    natsMsg_Destroy(m);
+    rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -302,5 +449,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/idle-pulls", test_idle_pulls);
     g_test_add_func("/ordered/verdicts-in-place", test_verdicts_in_place);
     g_test_add_func("/ordered/deliver", test_deliver);
+    g_test_add_func("/ordered/checkpoint-resume", test_checkpoint_resume);
+    g_test_add_func("/ordered/checkpoint-poison", test_checkpoint_poison);
     return g_test_run();
 }

@@ -134,6 +134,10 @@ static const struct {
     { HOST ORD "max_deliver = 5\n", "[binding orders] max_deliver: not for kind = ordered" },
     { HOST ORD "ack_wait = 5s\n", "[binding orders] ack_wait: not for kind = ordered" },
     { HOST ORD "breaker = off\n", "[binding orders] breaker: not for kind = ordered" },
+    { HOST BIND "checkpoint = kv\n", "[binding orders] checkpoint: only for kind = ordered" },
+    { HOST ORD "checkpoint = file\n", "[binding orders] checkpoint: 'file' is not none or kv" },
+    { HOST ORD "checkpoint = kv\nledger = false\n",
+      "[binding orders] checkpoint: kv keeps the position in the attempt ledger's bucket, and ledger = false" },
     { HOST ORD "deliver = first\n",
       "[binding orders] deliver: 'first' is not all, new, last, last_per_subject, from_seq N or from_time T" },
     { HOST ORD "deliver = from_seq\n", "[binding orders] deliver: 'from_seq' is not all" },
@@ -978,7 +982,11 @@ static void test_ordered_keys(Fixture *fx, gconstpointer data)
         g_assert_cmpint(b->deliver, ==, cases[i].deliver);
         g_assert_cmpuint(b->deliver_seq, ==, cases[i].seq);
         g_assert_cmpint(b->deliver_time_ns, ==, cases[i].time_ns);
+        g_assert_cmpint(b->checkpoint, ==, JET_CHECKPOINT_NONE);
     }
+    write_main(fx, HOST ORD "checkpoint = kv\n");
+    g_autoptr(JetConfig) kv = load_ok(fx, NULL);
+    g_assert_cmpint(jet_config_binding(kv, "orders")->checkpoint, ==, JET_CHECKPOINT_KV);
     write_main(fx, HOST BIND);
     g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
     g_assert_cmpint(jet_config_binding(cfg, "orders")->kind, ==, JET_KIND_DURABLE);

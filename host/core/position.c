@@ -1,0 +1,72 @@
+#include "position.h"
+#include "ledger_record.h"
+
+#include <gio/gio.h>
+#include <string.h>
+#include <json-glib/json-glib.h>
+
+char *jet_position_key(const char *binding)
+{
+    g_autofree char *token = jet_ledger_encode_name(binding);
+    return g_strconcat("ordered.", token, NULL);
+}
+
+char *jet_position_to_json(const JetPosition *p, gsize *len)
+{
+    char *s = g_strdup_printf("{\"v\":%d,\"pos\":%" G_GUINT64_FORMAT ",\"in\":%" G_GUINT64_FORMAT ",\"s\":%u}",
+                              JET_POSITION_VERSION, p->pos, p->in, p->strikes);
+    if (len != NULL)
+        *len = strlen(s);
+    return s;
+}
+
+static gboolean bad(GError **error, const char *why)
+{
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "ordered checkpoint: %s", why);
+    return FALSE;
+}
+
+/* A non-negative integer member up to max; absent is 0. */
+static gboolean member(JsonObject *o, const char *key, guint64 max, guint64 *out, GError **error)
+{
+    *out = 0;
+    JsonNode *n = json_object_get_member(o, key);
+    if (n == NULL)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64)
+        return bad(error, "a count is not an integer");
+    gint64 v = json_node_get_int(n);
+    if (v < 0 || (guint64)v > max)
+        return bad(error, "a count is out of range");
+    *out = (guint64)v;
+    return TRUE;
+}
+
+gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (data == NULL || !json_parser_load_from_data(parser, data, (gssize)len, NULL))
+        return bad(error, "not JSON");
+    JsonNode *root = json_parser_get_root(parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+        return bad(error, "not an object");
+    JsonObject *o = json_node_get_object(root);
+    guint64 v = 0, pos = 0, in = 0, s = 0;
+    if (!member(o, "v", G_MAXINT64, &v, error) || !member(o, "pos", G_MAXINT64, &pos, error) ||
+        !member(o, "in", G_MAXINT64, &in, error) || !member(o, "s", G_MAXUINT32, &s, error))
+        return FALSE;
+    if (v != JET_POSITION_VERSION)
+        return bad(error, "another version");
+    if (in != 0 && in <= pos)
+        return bad(error, "the message in the handler is at or before the position");
+    out->pos = pos;
+    out->in = in;
+    out->strikes = (guint32)s;
+    return TRUE;
+}
+
+void jet_position_crashed(const JetPosition *p, guint64 *crashed, guint32 *strikes)
+{
+    *crashed = p->in;
+    *strikes = p->in != 0 && p->strikes < G_MAXUINT32 ? p->strikes + 1 : 0;
+}

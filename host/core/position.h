@@ -1,0 +1,43 @@
+/* An ordered binding's checkpoint (docs/ordered.md, "Checkpoints"): where it
+ * is in its stream, kept in the host's KV bucket so that a restarted host
+ * resumes after the last message handled, and which message was in the
+ * handler when it was written, so that a host killed by a message knows it
+ * at its next start.
+ *
+ * Written before each message is handed to the plugin:
+ *   {"v":1,"pos":41,"in":42,"s":1}
+ * pos: the last stream seq handled (0: none); in: the one going to the
+ * handler now (0: none, e.g. at a clean stop); s: how many hosts died with
+ * `in` in the handler before this one (its strikes). */
+#ifndef JET_POSITION_H
+#define JET_POSITION_H
+
+#include <glib.h>
+
+#define JET_POSITION_VERSION 1
+
+typedef struct {
+    guint64 pos;
+    guint64 in;
+    guint32 strikes;
+} JetPosition;
+
+/* The key in the bucket: "ordered.<binding, encoded as a ledger key token>"
+ * (two tokens: never a ledger record's key, which has three). */
+char *jet_position_key(const char *binding);
+
+/* Compact JSON (a new string); *len (may be NULL) gets its length. */
+char *jet_position_to_json(const JetPosition *p, gsize *len);
+
+/* Parses what to_json wrote; unknown keys are ignored.  FALSE with an error
+ * for anything else: not an object, another version, a count that is not an
+ * integer in range, `in` at or below `pos` but not 0. */
+gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, GError **error);
+
+/* What a host starting from the checkpoint p does with the message it
+ * finds in the handler: *crashed the stream seq that was in the handler of
+ * a host that did not finish it (0: none), *strikes the deaths it has caused
+ * counting that one. */
+void jet_position_crashed(const JetPosition *p, guint64 *crashed, guint32 *strikes);
+
+#endif

@@ -1,0 +1,102 @@
+/* An ordered binding's checkpoint record (host/core/position.c): its key,
+ * JSON both ways, what it refuses, and what a start makes of it.  No
+ * server. */
+#include "position.h"
+
+#include <string.h>
+
+static void test_round_trip(void)
+{
+    static const JetPosition cases[] = {
+        { 0, 0, 0 },
+        { 41, 42, 0 },
+        { 41, 42, 3 },
+        { 100, 0, 0 },
+        { G_MAXINT64 - 1, G_MAXINT64, G_MAXUINT32 },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        gsize len = 0;
+        g_autofree char *json = jet_position_to_json(&cases[i], &len);
+        g_assert_cmpuint(len, ==, strlen(json));
+        JetPosition back = { 7, 7, 7 };
+        g_autoptr(GError) err = NULL;
+        g_assert_true(jet_position_from_json(json, len, &back, &err));
+        g_assert_no_error(err);
+        g_assert_cmpuint(back.pos, ==, cases[i].pos);
+        g_assert_cmpuint(back.in, ==, cases[i].in);
+        g_assert_cmpuint(back.strikes, ==, cases[i].strikes);
+    }
+    g_autofree char *json = jet_position_to_json(&cases[2], NULL);
+    g_assert_cmpstr(json, ==, "{\"v\":1,\"pos\":41,\"in\":42,\"s\":3}");
+}
+
+static void test_refused(void)
+{
+    static const struct {
+        const char *json;
+        const char *why;
+    } cases[] = {
+        { "", "not an object" },
+        { "{", "not JSON" },
+        { "[1]", "not an object" },
+        { "{\"pos\":1}", "another version" },
+        { "{\"v\":2,\"pos\":1}", "another version" },
+        { "{\"v\":1,\"pos\":-1}", "out of range" },
+        { "{\"v\":1,\"pos\":\"5\"}", "not an integer" },
+        { "{\"v\":1,\"pos\":1.5}", "not an integer" },
+        { "{\"v\":1,\"s\":4294967296}", "out of range" },
+        { "{\"v\":1,\"pos\":5,\"in\":5}", "at or before the position" },
+        { "{\"v\":1,\"pos\":5,\"in\":4}", "at or before the position" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        JetPosition p = { 1, 2, 3 };
+        g_autoptr(GError) err = NULL;
+        g_assert_false(jet_position_from_json(cases[i].json, strlen(cases[i].json), &p, &err));
+        g_assert_nonnull(err);
+        if (strstr(err->message, cases[i].why) == NULL)
+            g_error("'%s': expected '%s' in: %s", cases[i].json, cases[i].why, err->message);
+        /* Refused: nothing written. */
+        g_assert_cmpuint(p.pos, ==, 1);
+    }
+    /* Unknown keys are ignored; absent counts are 0. */
+    JetPosition p = { 9, 9, 9 };
+    const char *ok = "{\"v\":1,\"later\":\"x\"}";
+    g_assert_true(jet_position_from_json(ok, strlen(ok), &p, NULL));
+    g_assert_cmpuint(p.pos, ==, 0);
+    g_assert_cmpuint(p.in, ==, 0);
+}
+
+static void test_crashed(void)
+{
+    guint64 crashed = 99;
+    guint32 strikes = 99;
+    JetPosition clean = { 10, 0, 0 };
+    jet_position_crashed(&clean, &crashed, &strikes);
+    g_assert_cmpuint(crashed, ==, 0);
+    g_assert_cmpuint(strikes, ==, 0);
+    JetPosition died = { 10, 11, 0 };
+    jet_position_crashed(&died, &crashed, &strikes);
+    g_assert_cmpuint(crashed, ==, 11);
+    g_assert_cmpuint(strikes, ==, 1);
+    JetPosition again = { 10, 11, 2 };
+    jet_position_crashed(&again, &crashed, &strikes);
+    g_assert_cmpuint(strikes, ==, 3);
+}
+
+static void test_key(void)
+{
+    g_autofree char *plain = jet_position_key("search-index");
+    g_assert_cmpstr(plain, ==, "ordered.search-index");
+    g_autofree char *odd = jet_position_key("a.b c");
+    g_assert_cmpstr(odd, ==, "ordered.a_2Eb_20c");
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/position/round-trip", test_round_trip);
+    g_test_add_func("/position/refused", test_refused);
+    g_test_add_func("/position/crashed", test_crashed);
+    g_test_add_func("/position/key", test_key);
+    return g_test_run();
+}
