@@ -33,9 +33,10 @@ void rig_engine(Rig *r, const char *extra)
 void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
 {
     g_autofree char *plugin = jet_test_plugin_copy(plugin_name);
-    g_autofree char *text = g_strdup_printf(
-        "[host]\nserver = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\n%s%s",
-        jet_test_server_url(r->srv), plugin, r->ordered ? "kind = ordered\n" : "consumer = c\n", extra);
+    g_autofree char *source = r->kv_bucket != NULL ? g_strdup_printf("kind = kv\nbucket = %s\n", r->kv_bucket)
+                              : g_strdup_printf("stream = ORDERS\n%s", r->ordered ? "kind = ordered\n" : "consumer = c\n");
+    g_autofree char *text = g_strdup_printf("[host]\nserver = %s\n\n[binding t]\nplugin = %s\n%s%s",
+                                            jet_test_server_url(r->srv), plugin, source, extra);
     g_autofree char *conf = jet_test_write_file("engine.conf", text);
     g_autoptr(GError) err = NULL;
     r->cfg = jet_config_load(conf, NULL, &err);
@@ -49,7 +50,7 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
     const char *urls[] = { jet_test_server_url(r->srv), NULL };
     r->conn = jet_conn_open(urls, &r->cfg->host, 3, &err);
     g_assert_no_error(err);
-    if (r->ordered)
+    if (r->ordered || r->kv_bucket != NULL)
         g_assert_true(jet_stream_ensure(jet_conn_js(r->conn), b, &err));
     else
         g_assert_true(jet_consumer_ensure(jet_conn_js(r->conn), b, 0, &r->facts, &err));
@@ -66,7 +67,7 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
         jet_ledger_set_cooldown(r->ledger, 2000);
     }
     r->bound = b->batch + b->threshold;
-    r->eng = jet_engine_new(r->conn, b, r->inst, r->ordered ? NULL : &r->facts);
+    r->eng = jet_engine_new(r->conn, b, r->inst, r->ordered || r->kv_bucket != NULL ? NULL : &r->facts);
     jet_engine_set_take_hook(r->eng, on_take, r);
     if (r->settle_hook != NULL)
         jet_engine_set_settle_hook(r->eng, r->settle_hook, r->settle_data);

@@ -28,6 +28,7 @@ typedef struct {
     gpointer settle_data;
     gint over_bound;       /* atomic: takes that found more held */
     gboolean ordered;      /* set before rig_engine*(): an ordered binding (no consumer "c") */
+    const char *kv_bucket; /* set before rig_engine*(): a kind = kv binding watching this bucket */
     JetEngineLossHook loss_hook;   /* set before rig_engine*(): installed on the engine */
     gpointer loss_data;
 } Rig;

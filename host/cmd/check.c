@@ -48,7 +48,7 @@ static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetSch
 static gboolean live_consumer_fits(JetConn *conn, const JetBindingConfig *b, GError **error)
 {
     jsConsumerInfo *ci = NULL;
-    if (b->kind == JET_KIND_ORDERED)
+    if (JET_KIND_IS_ORDERED(b->kind))
         return TRUE;   /* its consumer is the host's own */
     if (js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) != NATS_OK)
         return TRUE;   /* absent: managed mode creates it, bind mode says so when it runs */

@@ -289,7 +289,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         g_autoptr(GError) local = NULL;
         /* An ordered binding makes its own consumer as it runs; its stream
          * must be there (or be made) before. */
-        gboolean ok = bd->b->kind == JET_KIND_ORDERED
+        gboolean ok = JET_KIND_IS_ORDERED(bd->b->kind)
                           ? jet_stream_ensure(jet_conn_js(conn), bd->b, &local)
                           : jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &local);
         if (!ok) {

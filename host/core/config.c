@@ -66,7 +66,7 @@ static const char *const kind_names[] = {
     [K_MANAGE] = "create or bind",
     [K_BOOL] = "bool",
     [K_BREAKER] = "observe, enforce or off",
-    [K_KIND] = "durable or ordered",
+    [K_KIND] = "durable, ordered or kv",
     [K_DELIVER] = "start position",
     [K_CHECKPOINT] = "none or kv",
 };
@@ -134,8 +134,8 @@ static const KeyDef host_keys[] = {
 static const KeyDef binding_keys[] = {
     { "plugin", K_STRING, NULL, NULL, TRUE, NOB, B(plugin),
       "the plugin: an absolute path, or a bare name resolved against `plugin_dir`" },
-    { "stream", K_NAME, NULL, NULL, TRUE, NOB, B(stream),
-      "the stream" },
+    { "stream", K_NAME, NULL, NULL, FALSE, NOB, B(stream),
+      "the stream; required but for `kind = kv` (the bucket's stream)" },
     { "kind", K_KIND, "durable", NULL, FALSE, NOB, B(kind),
       "`durable`: a durable pull consumer, each message acked; `ordered`: the stream in order, "
       "one message at a time, through a consumer the host creates and re-creates itself "
@@ -145,6 +145,12 @@ static const KeyDef binding_keys[] = {
     { "deliver", K_DELIVER, NULL, "all", FALSE, NOB, B(deliver),
       "`kind = ordered`: where a binding without a position starts: `all`, `new`, `last`, "
       "`last_per_subject`, `from_seq N` or `from_time T` (RFC 3339)" },
+    { "bucket", K_NAME, NULL, NULL, FALSE, NOB, B(bucket),
+      "`kind = kv`: the KV bucket watched (required there, not allowed elsewhere)" },
+    { "keys", K_SUBJECT, ">", NULL, FALSE, NOB, B(keys),
+      "`kind = kv`: the keys watched, a key or a wildcard such as `config.*` or `>`" },
+    { "initial", K_BOOL, "true", NULL, FALSE, NOB, B(initial),
+      "`kind = kv`: `true`: every key's current value first, then the updates; `false`: updates only" },
     { "checkpoint", K_CHECKPOINT, "none", NULL, FALSE, NOB, B(checkpoint),
       "`kind = ordered`: `kv` keeps the position in the host's KV bucket (`[host] ledger_bucket`), so a "
       "restarted host resumes after the last message handled; `none`: a restart begins at `deliver`" },
@@ -741,8 +747,10 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
             *(JetBindingKind *)field = JET_KIND_DURABLE;
         } else if (strcmp(value, "ordered") == 0) {
             *(JetBindingKind *)field = JET_KIND_ORDERED;
+        } else if (strcmp(value, "kv") == 0) {
+            *(JetBindingKind *)field = JET_KIND_KV;
         } else {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key, "unknown kind '%s' (durable or ordered)",
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "unknown kind '%s' (durable, ordered or kv)",
                       value);
             return FALSE;
         }
@@ -917,18 +925,64 @@ static void binding_free(gpointer p)
     g_free(b->rungs_ms);
     g_free(b->dlq_stream);
     g_free(b->dlq_subject);
+    g_free(b->bucket);
+    g_free(b->keys);
     g_clear_pointer(&b->options, g_hash_table_unref);
     g_free(b);
 }
 
+
+/* A KV binding names a bucket and what it watches; the stream, its filter
+ * and where it starts follow from them (docs/kv.md). */
+static gboolean kv_keys_fit(const Section *sec, JetBindingConfig *b, GError **error)
+{
+    static const char *const derived[] = { "stream", "subjects", "filter_subject", "deliver" };
+    for (gsize i = 0; i < G_N_ELEMENTS(derived); i++) {
+        if (is_set(sec, derived[i])) {
+            key_error(error, JET_ERROR_INVALID, blame(sec, derived[i]), sec->group, derived[i],
+                      "not for kind = kv (the bucket gives the stream and its filter, and `initial` says where "
+                      "it starts)");
+            return FALSE;
+        }
+    }
+    if (b->bucket == NULL) {
+        key_error(error, JET_ERROR_INVALID, sec->file, sec->group, "bucket", "required key is missing (kind = kv)");
+        return FALSE;
+    }
+    for (const char *c = b->bucket; *c != '\0'; c++) {
+        if (!g_ascii_isalnum(*c) && *c != '_' && *c != '-') {
+            key_error(error, JET_ERROR_INVALID, blame(sec, "bucket"), sec->group, "bucket",
+                      "'%s' is not a KV bucket name (letters, digits, _ and -)", b->bucket);
+            return FALSE;
+        }
+    }
+    b->stream = g_strconcat("KV_", b->bucket, NULL);
+    b->filter_subject = g_strconcat("$KV.", b->bucket, ".", b->keys, NULL);
+    b->deliver = b->initial ? JET_DELIVER_LAST_PER_SUBJECT : JET_DELIVER_NEW;
+    return TRUE;
+}
 
 /* What a binding's kind allows (docs/ordered.md): a durable binding names
  * its consumer; an ordered one has none of its own (the host creates and
  * re-creates it), handles one message at a time, and retries in place, so
  * the durable consumer's keys mean nothing to it and are refused rather
  * than ignored. */
-static gboolean kind_keys_fit(const Section *sec, const JetBindingConfig *b, GError **error)
+static gboolean kind_keys_fit(const Section *sec, JetBindingConfig *b, GError **error)
 {
+    if (b->kind != JET_KIND_KV && b->stream == NULL) {
+        key_error(error, JET_ERROR_INVALID, sec->file, sec->group, "stream", "required key is missing");
+        return FALSE;
+    }
+    if (b->kind != JET_KIND_KV) {
+        static const char *const kv_only[] = { "bucket", "keys", "initial" };
+        for (gsize i = 0; i < G_N_ELEMENTS(kv_only); i++) {
+            if (is_set(sec, kv_only[i])) {
+                key_error(error, JET_ERROR_INVALID, blame(sec, kv_only[i]), sec->group, kv_only[i],
+                          "only for kind = kv");
+                return FALSE;
+            }
+        }
+    }
     if (b->kind == JET_KIND_DURABLE) {
         if (b->consumer == NULL) {
             key_error(error, JET_ERROR_INVALID, sec->file, sec->group, "consumer", "required key is missing");
@@ -956,6 +1010,8 @@ static gboolean kind_keys_fit(const Section *sec, const JetBindingConfig *b, GEr
             return FALSE;
         }
     }
+    if (b->kind == JET_KIND_KV && !kv_keys_fit(sec, b, error))
+        return FALSE;
     if (b->checkpoint == JET_CHECKPOINT_KV && !b->ledger) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "checkpoint"), sec->group, "checkpoint",
                   "kv keeps the position in the attempt ledger's bucket, and ledger = false; set ledger = true "

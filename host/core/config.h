@@ -29,7 +29,11 @@ typedef enum {
 typedef enum {
     JET_KIND_DURABLE = 0,    /* a durable pull consumer, acked per message */
     JET_KIND_ORDERED = 1,    /* the host's own ordered consumer: in stream order, one at a time */
+    JET_KIND_KV = 2,         /* a KV bucket watched: an ordered binding on the bucket's stream */
 } JetBindingKind;
+
+/* Ordered and KV bindings share the ordered engine (docs/ordered.md, docs/kv.md). */
+#define JET_KIND_IS_ORDERED(k) ((k) == JET_KIND_ORDERED || (k) == JET_KIND_KV)
 
 /* Where an ordered binding starts when it has no position of its own. */
 typedef enum {
@@ -79,6 +83,9 @@ typedef struct {
     guint64 deliver_seq;
     gint64 deliver_time_ns;
     JetCheckpoint checkpoint;   /* ordered: where the position is kept */
+    char *bucket;            /* kv: the bucket (stream KV_<bucket>) */
+    char *keys;              /* kv: the keys watched, a key or a wildcard (filter $KV.<bucket>.<keys>) */
+    gboolean initial;        /* kv: the current values first, then updates (else updates only) */
     JetManage manage;
     char **subjects;         /* NULL or NULL-terminated: the stream's subjects (managed) */
     char *filter_subject;    /* NULL: the whole stream */

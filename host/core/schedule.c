@@ -41,7 +41,7 @@ void jet_schedule_input_from_binding(const JetBindingConfig *b, JetScheduleInput
     in->floor_age_ms = b->floor_age_ms;
     in->min_deliveries = b->min_deliveries;
     in->ledger_off = !b->ledger;
-    if (b->kind == JET_KIND_ORDERED) {
+    if (JET_KIND_IS_ORDERED(b->kind)) {
         /* In place, one at a time (docs/ordered.md): no breaker, no floor
          * to stall, no crash attribution yet, no server redelivery. */
         in->breaker = JET_BREAKER_MODE_OFF;

@@ -42,6 +42,8 @@ typedef struct {
     guint64 stale_handles;     /* plugin errors: host calls on a jet_msg whose handle() had returned, refused */
     guint64 ordered_consumers; /* ordered: consumers created (the first one and every re-creation) */
     guint64 gaps;              /* ordered: consumer-sequence gaps seen (each re-creates) */
+    guint64 initial_values;    /* kv: current values handled before the watch caught up */
+    guint64 initial_done;      /* kv: 1 once the current values are all handled (an empty bucket too) */
 } JetStats;
 
 /* Adds n to a counter of s (any thread). */

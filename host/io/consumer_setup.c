@@ -31,6 +31,12 @@ gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error)
     }
     if (jerr != ERR_STREAM_NOT_FOUND && s != NATS_NOT_FOUND)
         return fail(error, b, "stream info", s, jerr);
+    if (b->kind == JET_KIND_KV) {
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                    "binding %s: KV bucket %s does not exist (its stream %s is missing); jethost never creates "
+                    "a watched bucket", b->name, b->bucket, b->stream);
+        return FALSE;
+    }
     if (b->subjects == NULL) {
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
                     "binding %s: stream %s does not exist (set subjects to let jethost create it)",

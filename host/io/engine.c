@@ -914,7 +914,7 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         e->facts.ack_wait_ms = (gint64)b->ack_wait_ms;
     e->observed_floor = e->facts.ack_floor_stream;
     jet_binding_settle_policy(b, e->facts.max_deliver, &e->policy);
-    gboolean ordered = b->kind == JET_KIND_ORDERED;
+    gboolean ordered = JET_KIND_IS_ORDERED(b->kind);
     if (!ordered)
         e->next_subject = g_strdup_printf("%s.CONSUMER.MSG.NEXT.%s.%s", jet_conn_api_prefix(conn), b->stream,
                                           b->consumer);
@@ -993,7 +993,7 @@ void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer d
 
 void jet_engine_start(JetEngine *e)
 {
-    gboolean ordered = e->b->kind == JET_KIND_ORDERED;
+    gboolean ordered = JET_KIND_IS_ORDERED(e->b->kind);
     if (ordered)
         jet__ordered_transport_init(&e->transport);
     else

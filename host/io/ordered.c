@@ -44,6 +44,9 @@ struct JetOrdered {
     guint64 crashed;
     guint32 crashed_strikes;
     gboolean checkpoint_failing;   /* the last write failed (logged once until one lands) */
+    /* kind = kv with initial values: they are being handled (the watch has
+     * not caught up with the bucket yet). */
+    gboolean initial_open;
 };
 
 JetOrdered *jet__ordered_new(void)
@@ -145,6 +148,18 @@ static void start_at(const JetBindingConfig *b, guint64 position, jsConsumerConf
     }
 }
 
+/* A KV watch's current values are all handled (docs/kv.md). */
+static void initial_done(JetEngine *e, JetOrdered *o)
+{
+    if (!o->initial_open)
+        return;
+    o->initial_open = FALSE;
+    JetStats *st = &e->workers[0].stats;
+    JET_STAT_ADD(st, initial_done, 1);
+    jet_log(JET_LOG_INFO, e->b->name, "kv-initial-done", "bucket %s: the current values are handled (%"
+            G_GUINT64_FORMAT "); updates follow", e->b->bucket, __atomic_load_n(&st->initial_values, __ATOMIC_RELAXED));
+}
+
 /* Creates the next consumer, at position + 1 (or at `deliver` when nothing
  * was handled yet).  FALSE when the server would not: tried again after the
  * backoff. */
@@ -178,6 +193,11 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why)
                 "cannot create the ordered consumer on stream %s (%s): %s (error %d); again in %" G_GUINT64_FORMAT
                 " ms", b->stream, why, natsStatus_GetText(s), (int)jerr, o->backoff_ms);
         return FALSE;
+    }
+    if (o->serial == 0 && b->kind == JET_KIND_KV && b->initial && o->position == 0) {
+        o->initial_open = TRUE;
+        if (ci->NumPending == 0)
+            initial_done(e, o);   /* an empty bucket: nothing to wait for */
     }
     jsConsumerInfo_Destroy(ci);
     o->serial++;
@@ -450,6 +470,11 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
     if (!handle_in_place(w, it, &meta))
         return TRUE;
     o->position = meta.stream_seq;
+    if (o->initial_open) {
+        JET_STAT_ADD(&w->stats, initial_values, 1);
+        if (meta.pending == 0)
+            initial_done(e, o);
+    }
     o->last_heard_us = now_us();   /* the handler's time is not the server's silence */
     return TRUE;
 }

@@ -296,6 +296,235 @@ static void test_deliver(void)
     rig_free(&r);
 }
 
+/* --- kind = kv ---------------------------------------------------------------- */
+
+static kvStore *kv_bucket(Rig *r, const char *name)
+{
+    kvConfig kc;
+    kvConfig_Init(&kc);
+    kc.Bucket = name;
+    kc.History = 1;
+    kvStore *kv = NULL;
+    g_assert_cmpint(js_CreateKeyValue(&kv, r->js, &kc), ==, NATS_OK);
+    return kv;
+}
+
+/* A KV watch: the current value of every key first (one each, in
+ * revision order), the watch says when they are done, then the updates and
+ * deletes as they happen, in revision order, nothing skipped. */
+static void test_kv_watch(void)
+{
+    Rig r = { 0 };
+    r.kv_bucket = "CFG";
+    rig_server(&r);
+    kvStore *kv = kv_bucket(&r, "CFG");
+    /* 40 keys, the first 10 written twice: 40 current values, revisions
+     * 11..50. */
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < (round == 0 ? 40 : 10); i++) {
+            g_autofree char *key = g_strdup_printf("app.k%02d", i);
+            g_assert_cmpint(kvStore_PutString(NULL, kv, key, round == 0 ? "v1" : "v2"), ==, NATS_OK);
+        }
+    rig_engine(&r, "batch = 16\n");
+    wait_handled(&r, 40, 20000);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.initial_done, ==, 1);
+    g_assert_cmpuint(st.initial_values, ==, 40);
+    /* Updates while it runs, and a delete. */
+    for (int i = 0; i < 5; i++) {
+        g_autofree char *key = g_strdup_printf("app.k%02d", 30 + i);
+        g_assert_cmpint(kvStore_PutString(NULL, kv, key, "v3"), ==, NATS_OK);
+    }
+    g_assert_cmpint(kvStore_Delete(kv, "app.k00"), ==, NATS_OK);
+    wait_handled(&r, 46, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    g_assert_cmpuint(seqs->len, ==, 46);
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 want = i < 40 ? 11 + i : 51 + (i - 40);
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, want);
+    }
+    kvStore_Destroy(kv);
+    rig_free(&r);
+}
+
+/* An empty bucket: the watch is caught up at once; updates only
+ * (initial = false) never hands over what was there. */
+static void test_kv_empty_and_updates_only(void)
+{
+    Rig r = { 0 };
+    r.kv_bucket = "EMPTY";
+    rig_server(&r);
+    kvStore *kv = kv_bucket(&r, "EMPTY");
+    rig_engine(&r, "");
+    g_assert_true(jet_test_wait_until(pulled, &r, 20000));
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.initial_done, ==, 1);
+    g_assert_cmpuint(st.initial_values, ==, 0);
+    rig_engine_end(&r);
+
+    g_assert_cmpint(kvStore_PutString(NULL, kv, "a", "1"), ==, NATS_OK);
+    rig_engine(&r, "initial = false\n");
+    g_assert_true(jet_test_wait_until(pulled, &r, 20000));
+    g_assert_cmpint(kvStore_PutString(NULL, kv, "b", "2"), ==, NATS_OK);
+    wait_handled(&r, 1, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    assert_once_in_order(&r, 2, 2);
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.initial_done, ==, 0);
+    kvStore_Destroy(kv);
+    rig_free(&r);
+}
+
+/* The stress bar: eight KV watches in one host, 1,500 keys each, updates
+ * written while they run, a 1 ms handler.  No drop, no consumer
+ * re-created, strict revision order per watch, and the pulls on the wire
+ * (counted by a subscriber of our own) within the batch budget. */
+typedef struct {
+    gint pulls;
+} PullCount;
+
+static void count_pull(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *data)
+{
+    (void)nc;
+    (void)sub;
+    g_atomic_int_inc(&((PullCount *)data)->pulls);
+    natsMsg_Destroy(m);
+}
+
+typedef struct {
+    char *logs[8];
+    guint64 want;
+} AllHandled;
+
+/* The last revision a watch handled (0: none yet). */
+static guint64 last_revision(const char *path)
+{
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return 0;
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    guint64 last = 0;
+    for (char **l = lines; *l != NULL && **l; l++)
+        last = g_ascii_strtoull(*l, NULL, 10);
+    return last;
+}
+
+static gboolean all_handled(gpointer data)
+{
+    AllHandled *a = data;
+    for (int i = 0; i < 8; i++)
+        if (last_revision(a->logs[i]) < a->want)
+            return FALSE;
+    return TRUE;
+}
+
+static void test_kv_stress(void)
+{
+    enum { WATCHES = 8, KEYS = 1500, UPDATES = 100, BATCH = 100 };
+    Rig r = { 0 };
+    rig_server(&r);
+    kvStore *kv[WATCHES];
+    for (int w = 0; w < WATCHES; w++) {
+        g_autofree char *name = g_strdup_printf("B%d", w);
+        kv[w] = kv_bucket(&r, name);
+        for (int k = 0; k < KEYS; k++) {
+            g_autofree char *key = g_strdup_printf("k.%04d", k);
+            g_assert_cmpint(kvStore_PutString(NULL, kv[w], key, "v1"), ==, NATS_OK);
+        }
+    }
+    PullCount pc = { 0 };
+    natsSubscription *sub = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&sub, r.nc, "$JS.API.CONSUMER.MSG.NEXT.>", count_pull, &pc), ==,
+                    NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
+
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autoptr(GString) text = g_string_new(NULL);
+    g_string_append_printf(text, "[host]\nserver = %s\nname = stress\n", jet_test_server_url(r.srv));
+    AllHandled ah = { .want = KEYS + UPDATES };   /* the last revision of each bucket */
+    for (int w = 0; w < WATCHES; w++) {
+        g_autofree char *dname = g_strdup_printf("watch-%d", w);
+        g_autofree char *dir = g_build_filename(jet_test_private_dir(), dname, NULL);
+        g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+        ah.logs[w] = g_build_filename(dir, "handled.log", NULL);
+        g_string_append_printf(text, "\n[binding w%d]\nplugin = %s\nkind = kv\nbucket = B%d\nbatch = %d\n"
+                               "expires = 5s\nidle_heartbeat = 1s\noption.dir = %s\noption.sleep = 1ms\n",
+                               w, plugin, w, BATCH, dir);
+    }
+    g_autofree char *conf = jet_test_write_file("stress.conf", text->str);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "stress.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    gint64 start = g_get_monotonic_time();
+    GSubprocess *host = jet_test_jethost_spawn(errlog, args);
+    /* Updates while the watches work through the current values. */
+    for (int u = 0; u < UPDATES; u++) {
+        for (int w = 0; w < WATCHES; w++) {
+            g_autofree char *key = g_strdup_printf("k.%04d", (u * 7) % KEYS);
+            g_assert_cmpint(kvStore_PutString(NULL, kv[w], key, "v2"), ==, NATS_OK);
+        }
+        g_usleep(10000);
+    }
+    g_assert_true(jet_test_wait_until(all_handled, &ah, 120000));
+    gint64 secs = (g_get_monotonic_time() - start) / G_USEC_PER_SEC + 1;
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+    g_object_unref(host);
+    g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
+
+    /* Per watch: strictly increasing revisions; every key's current
+     * value handled (a key written before the watch began shows once, with
+     * its latest value; one written after, once per write). */
+    for (int w = 0; w < WATCHES; w++) {
+        g_autofree char *log = NULL;
+        g_assert_true(g_file_get_contents(ah.logs[w], &log, NULL, NULL));
+        g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+        guint n = 0;
+        guint64 last = 0;
+        for (char **l = lines; *l != NULL && **l; l++, n++) {
+            guint64 rev = g_ascii_strtoull(*l, NULL, 10);
+            if (rev <= last)
+                g_error("watch %d: revision %" G_GUINT64_FORMAT " after %" G_GUINT64_FORMAT, w, rev, last);
+            last = rev;
+            g_hash_table_add(seen, GSIZE_TO_POINTER(rev));
+        }
+        g_assert_cmpuint(n, >=, KEYS);
+        g_assert_cmpuint(last, ==, KEYS + UPDATES);
+        for (int k = 0; k < KEYS; k++) {
+            g_autofree char *key = g_strdup_printf("k.%04d", k);
+            kvEntry *e = NULL;
+            g_assert_cmpint(kvStore_Get(&e, kv[w], key), ==, NATS_OK);
+            if (!g_hash_table_contains(seen, GSIZE_TO_POINTER(kvEntry_Revision(e))))
+                g_error("watch %d: key %s at revision %" G_GUINT64_FORMAT " never handled", w, key,
+                        kvEntry_Revision(e));
+            kvEntry_Destroy(e);
+        }
+    }
+    g_autofree char *err = NULL;
+    g_assert_true(g_file_get_contents(errlog, &err, NULL, NULL));
+    g_assert_cmpuint(jet_test_count_lines(err, "event=ordered-consumer"), ==, WATCHES);
+    g_assert_cmpuint(jet_test_count_lines(err, "event=kv-initial-done"), ==, WATCHES);
+    g_assert_cmpuint(jet_test_count_lines(err, "event=ordered-gap"), ==, 0);
+    g_assert_cmpuint(jet_test_count_lines(err, "event=missed-heartbeats"), ==, 0);
+    /* Each watch: a pull per batch of what it handled, plus at most one per
+     * expiry window it waited for an update. */
+    guint budget = WATCHES * ((KEYS + UPDATES + BATCH - 1) / BATCH + (guint)(secs / 5) + 2);
+    guint pulls = (guint)g_atomic_int_get(&pc.pulls);
+    g_test_message("%u pulls in %" G_GINT64_FORMAT " s (budget %u)", pulls, secs, budget);
+    g_assert_cmpuint(pulls, <=, budget);
+    natsSubscription_Destroy(sub);
+    for (int w = 0; w < WATCHES; w++) {
+        kvStore_Destroy(kv[w]);
+        g_free(ah.logs[w]);
+    }
+    rig_free(&r);
+}
+
 /* --- checkpoints: jethost as a subprocess, killed ------------------------------ */
 
 static GSubprocess *spawn_ordered(Rig *r, const char *name, const char *extra)
@@ -449,6 +678,9 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/idle-pulls", test_idle_pulls);
     g_test_add_func("/ordered/verdicts-in-place", test_verdicts_in_place);
     g_test_add_func("/ordered/deliver", test_deliver);
+    g_test_add_func("/ordered/kv-watch", test_kv_watch);
+    g_test_add_func("/ordered/kv-empty-and-updates-only", test_kv_empty_and_updates_only);
+    g_test_add_func("/ordered/kv-stress", test_kv_stress);
     g_test_add_func("/ordered/checkpoint-resume", test_checkpoint_resume);
     g_test_add_func("/ordered/checkpoint-poison", test_checkpoint_poison);
     return g_test_run();

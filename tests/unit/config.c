@@ -127,7 +127,7 @@ static const struct {
 #define ORD "[binding orders]\nplugin = orders\nstream = ORDERS\nkind = ordered\n"
     { HOST "[binding orders]\nplugin = orders\nstream = ORDERS\n",
       "[binding orders] consumer: required key is missing" },
-    { HOST BIND "kind = pull\n", "[binding orders] kind: unknown kind 'pull' (durable or ordered)" },
+    { HOST BIND "kind = pull\n", "[binding orders] kind: unknown kind 'pull' (durable, ordered or kv)" },
     { HOST BIND "deliver = all\n", "[binding orders] deliver: only for kind = ordered" },
     { HOST ORD "consumer = c\n", "[binding orders] consumer: not for kind = ordered" },
     { HOST ORD "workers = 2\n", "[binding orders] workers: not for kind = ordered" },
@@ -138,6 +138,18 @@ static const struct {
     { HOST ORD "checkpoint = file\n", "[binding orders] checkpoint: 'file' is not none or kv" },
     { HOST ORD "checkpoint = kv\nledger = false\n",
       "[binding orders] checkpoint: kv keeps the position in the attempt ledger's bucket, and ledger = false" },
+#define KV "[binding orders]\nplugin = orders\nkind = kv\n"
+    { HOST KV "bucket = CFG\nstream = S\n", "[binding orders] stream: not for kind = kv" },
+    { HOST KV "bucket = CFG\nfilter_subject = x\n", "[binding orders] filter_subject: not for kind = kv" },
+    { HOST KV "bucket = CFG\ndeliver = all\n", "[binding orders] deliver: not for kind = kv" },
+    { HOST KV "bucket = CFG\nworkers = 2\n", "[binding orders] workers: not for kind = ordered" },
+    { HOST KV "keys = >\n", "[binding orders] bucket: required key is missing (kind = kv)" },
+    { HOST KV "bucket = C.F\n", "[binding orders] bucket: " },
+    { HOST KV "bucket = C+F\n", "[binding orders] bucket: 'C+F' is not a KV bucket name" },
+    { HOST KV "bucket = CFG\nkeys = a..b\n", "[binding orders] keys: " },
+    { HOST BIND "bucket = CFG\n", "[binding orders] bucket: only for kind = kv" },
+    { HOST ORD "initial = false\n", "[binding orders] initial: only for kind = kv" },
+    { HOST "[binding orders]\nplugin = orders\nkind = ordered\n", "[binding orders] stream: required key is missing" },
     { HOST ORD "deliver = first\n",
       "[binding orders] deliver: 'first' is not all, new, last, last_per_subject, from_seq N or from_time T" },
     { HOST ORD "deliver = from_seq\n", "[binding orders] deliver: 'from_seq' is not all" },
@@ -984,6 +996,17 @@ static void test_ordered_keys(Fixture *fx, gconstpointer data)
         g_assert_cmpint(b->deliver_time_ns, ==, cases[i].time_ns);
         g_assert_cmpint(b->checkpoint, ==, JET_CHECKPOINT_NONE);
     }
+    write_main(fx, HOST KV "bucket = CFG\nkeys = app.*\n");
+    g_autoptr(JetConfig) w = load_ok(fx, NULL);
+    const JetBindingConfig *wb = jet_config_binding(w, "orders");
+    g_assert_cmpint(wb->kind, ==, JET_KIND_KV);
+    g_assert_cmpstr(wb->stream, ==, "KV_CFG");
+    g_assert_cmpstr(wb->filter_subject, ==, "$KV.CFG.app.*");
+    g_assert_cmpint(wb->deliver, ==, JET_DELIVER_LAST_PER_SUBJECT);
+    write_main(fx, HOST KV "bucket = CFG\ninitial = false\n");
+    g_autoptr(JetConfig) w2 = load_ok(fx, NULL);
+    g_assert_cmpstr(jet_config_binding(w2, "orders")->filter_subject, ==, "$KV.CFG.>");
+    g_assert_cmpint(jet_config_binding(w2, "orders")->deliver, ==, JET_DELIVER_NEW);
     write_main(fx, HOST ORD "checkpoint = kv\n");
     g_autoptr(JetConfig) kv = load_ok(fx, NULL);
     g_assert_cmpint(jet_config_binding(kv, "orders")->checkpoint, ==, JET_CHECKPOINT_KV);
