@@ -5,6 +5,7 @@
  * its help.  docs/configuration.md lists the same rows (tests/unit/config.c
  * checks that). */
 #include "config.h"
+#include "json_out.h"
 #include "duration.h"
 #include "errors.h"
 
@@ -588,8 +589,9 @@ static gboolean parse_deliver(const KeyDef *d, const char *value, gpointer base,
     if (n == 2 && strcmp(w[0], "from_seq") == 0) {
         guint64 seq = 0;
         if (!g_ascii_string_to_unsigned(w[1], 10, 1, G_MAXUINT64, &seq, NULL)) {
+            g_autofree char *shown = jet_text_escape(w[1], strlen(w[1]), FALSE);
             key_error(error, JET_ERROR_INVALID, file, group, d->key,
-                      "from_seq needs a stream sequence of at least 1, not '%s'", w[1]);
+                      "from_seq needs a stream sequence of at least 1, not '%s'", shown);
             return FALSE;
         }
         b->deliver = JET_DELIVER_FROM_SEQ;
@@ -599,18 +601,28 @@ static gboolean parse_deliver(const KeyDef *d, const char *value, gpointer base,
     if (n == 2 && strcmp(w[0], "from_time") == 0) {
         g_autoptr(GDateTime) t = g_date_time_new_from_iso8601(w[1], NULL);
         if (t == NULL) {
+            g_autofree char *shown = jet_text_escape(w[1], strlen(w[1]), FALSE);
             key_error(error, JET_ERROR_INVALID, file, group, d->key,
                       "from_time needs an RFC 3339 time with its zone (like 2024-01-01T00:00:00Z), not '%s'",
-                      w[1]);
+                      shown);
+            return FALSE;
+        }
+        /* Nanoseconds since 1970 in a gint64, as the server takes them:
+         * 1970 to 2262. */
+        gint64 unix_s = g_date_time_to_unix(t);
+        if (unix_s < 0 || unix_s > G_MAXINT64 / G_GINT64_CONSTANT(1000000000) - 1) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key,
+                      "from_time %s is outside what the server can take (1970 to 2262)", w[1]);
             return FALSE;
         }
         b->deliver = JET_DELIVER_FROM_TIME;
-        b->deliver_time_ns = g_date_time_to_unix(t) * G_GINT64_CONSTANT(1000000000) +
-                             (gint64)g_date_time_get_microsecond(t) * 1000;
+        b->deliver_time_ns = unix_s * G_GINT64_CONSTANT(1000000000) + (gint64)g_date_time_get_microsecond(t) * 1000;
         return TRUE;
     }
+    /* Shown escaped: a control byte in a value must not reach a terminal. */
+    g_autofree char *shown = jet_text_escape(value, strlen(value), FALSE);
     key_error(error, JET_ERROR_INVALID, file, group, d->key,
-              "'%s' is not all, new, last, last_per_subject, from_seq N or from_time T", value);
+              "'%s' is not all, new, last, last_per_subject, from_seq N or from_time T", shown);
     return FALSE;
 }
 
@@ -955,6 +967,18 @@ static gboolean kv_keys_fit(const Section *sec, JetBindingConfig *b, GError **er
                       "'%s' is not a KV bucket name (letters, digits, _ and -)", b->bucket);
             return FALSE;
         }
+    }
+    /* What the server will be asked for must fit its limits, or check would
+     * approve a binding the server refuses. */
+    if (strlen(b->bucket) + strlen("KV_") > JET_NAME_MAX) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "bucket"), sec->group, "bucket",
+                  "at most %d bytes (its stream is KV_<bucket>, at most %d)", JET_NAME_MAX - 3, JET_NAME_MAX);
+        return FALSE;
+    }
+    if (strlen("$KV.") + strlen(b->bucket) + 1 + strlen(b->keys) > JET_SUBJECT_MAX) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "keys"), sec->group, "keys",
+                  "the filter $KV.<bucket>.<keys> would be longer than %d bytes", JET_SUBJECT_MAX);
+        return FALSE;
     }
     b->stream = g_strconcat("KV_", b->bucket, NULL);
     b->filter_subject = g_strconcat("$KV.", b->bucket, ".", b->keys, NULL);

@@ -5,6 +5,13 @@
 #include <string.h>
 #include <json-glib/json-glib.h>
 
+char *jet_ordered_consumer_name(const char *binding, guint32 run_id, guint serial)
+{
+    /* "jethost_ord_" 12 + "_" + 8 + "_" + at most 10 digits = 32. */
+    const int room = 255 - 32;
+    return g_strdup_printf("jethost_ord_%.*s_%08x_%u", room, binding, run_id, serial);
+}
+
 char *jet_position_key(const char *binding)
 {
     g_autofree char *token = jet_ledger_encode_name(binding);
@@ -44,8 +51,15 @@ static gboolean member(JsonObject *o, const char *key, guint64 max, guint64 *out
 
 gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, GError **error)
 {
+    /* Anyone who can write the bucket can write this key: a record is a
+     * few dozen bytes, so anything longer (however it nests) is refused
+     * unparsed, and so is a NUL inside it. */
+    if (data == NULL || len > JET_POSITION_MAX_BYTES)
+        return bad(error, "longer than a checkpoint can be");
+    if (memchr(data, '\0', len) != NULL)
+        return bad(error, "holds a NUL byte");
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (data == NULL || !json_parser_load_from_data(parser, data, (gssize)len, NULL))
+    if (!json_parser_load_from_data(parser, data, (gssize)len, NULL))
         return bad(error, "not JSON");
     JsonNode *root = json_parser_get_root(parser);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))

@@ -1,4 +1,5 @@
-/* An ordered binding's checkpoint (docs/ordered.md, "Checkpoints"): where it
+/* An ordered binding on the server: its consumers' names, and its checkpoint
+ * (docs/ordered.md, "Checkpoints"): where it
  * is in its stream, kept in the host's KV bucket so that a restarted host
  * resumes after the last message handled, and which message was in the
  * handler when it was written, so that a host killed by a message knows it
@@ -15,12 +16,20 @@
 #include <glib.h>
 
 #define JET_POSITION_VERSION 1
+/* A record is refused unread past this many bytes (it needs under 100). */
+#define JET_POSITION_MAX_BYTES 512
 
 typedef struct {
     guint64 pos;
     guint64 in;
     guint32 strikes;
 } JetPosition;
+
+/* The name of an ordered binding's consumer number serial of this run:
+ * jethost_ord_<binding>_<run id, 8 hex digits>_<serial>, the binding's name
+ * cut to keep the whole within the server's 255 bytes (the run id keeps it
+ * unique).  A new string. */
+char *jet_ordered_consumer_name(const char *binding, guint32 run_id, guint serial);
 
 /* The key in the bucket: "ordered.<binding, encoded as a ledger key token>"
  * (two tokens: never a ledger record's key, which has three). */
@@ -30,7 +39,8 @@ char *jet_position_key(const char *binding);
 char *jet_position_to_json(const JetPosition *p, gsize *len);
 
 /* Parses what to_json wrote; unknown keys are ignored.  FALSE with an error
- * for anything else: not an object, another version, a count that is not an
+ * for anything else: more than JET_POSITION_MAX_BYTES, a NUL, not JSON (or
+ * not UTF-8), not an object, another version, a count that is not an
  * integer in range, `in` at or below `pos` but not 0. */
 gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, GError **error);
 

@@ -154,8 +154,11 @@ typedef struct {
     guint64 invalid_backoff_ms;
     gint hung;                 /* atomic: its handler is past handler_timeout */
     struct JetOrdered *ordered;   /* an ordered binding's position and consumer (ordered.c); NULL: durable */
-    /* Its own counters (stats.h): the hot path shares no lock. */
-    JetStats stats __attribute__((aligned(64)));
+    /* Its own counters (stats.h): the hot path shares no lock.  The pad
+     * keeps them off the cache line of the fields before them (an
+     * alignment attribute would be wrong here: workers are g_new0'd). */
+    guint64 stats_pad[8];
+    JetStats stats;
 } Worker;
 
 struct JetEngine {
@@ -170,7 +173,8 @@ struct JetEngine {
     gint stopping;             /* atomic */
 
     /* Counters of threads that are not a worker (stats.h). */
-    JetStats shared_stats __attribute__((aligned(64)));
+    guint64 shared_stats_pad[8];
+    JetStats shared_stats;
     /* The settlement sequence (executor.h), on jet__engine_transport (or
      * an ordered binding's, kept in transport). */
     JetExecutor *executor;

@@ -172,7 +172,7 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why)
      * would return it as it is, past where this run starts. */
     if (o->run_id == 0)
         o->run_id = g_random_int() | 1u;
-    g_autofree char *name = g_strdup_printf("jethost_ord_%s_%08x_%u", b->name, o->run_id, o->serial + 1);
+    g_autofree char *name = jet_ordered_consumer_name(b->name, o->run_id, o->serial + 1);
     jsConsumerConfig cc;
     jsConsumerConfig_Init(&cc);
     cc.Name = name;

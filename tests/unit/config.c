@@ -139,6 +139,10 @@ static const struct {
     { HOST ORD "checkpoint = kv\nledger = false\n",
       "[binding orders] checkpoint: kv keeps the position in the attempt ledger's bucket, and ledger = false" },
 #define KV "[binding orders]\nplugin = orders\nkind = kv\n"
+#define X10 "xxxxxxxxxx"
+#define X100 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10
+#define BUCKET253 X100 X100 X10 X10 X10 X10 X10 "xxx"
+#define KEYS1021 X100 X100 X100 X100 X100 X100 X100 X100 X100 X100 X10 X10 "x"
     { HOST KV "bucket = CFG\nstream = S\n", "[binding orders] stream: not for kind = kv" },
     { HOST KV "bucket = CFG\nfilter_subject = x\n", "[binding orders] filter_subject: not for kind = kv" },
     { HOST KV "bucket = CFG\ndeliver = all\n", "[binding orders] deliver: not for kind = kv" },
@@ -148,6 +152,16 @@ static const struct {
     { HOST KV "bucket = C+F\n", "[binding orders] bucket: 'C+F' is not a KV bucket name" },
     { HOST KV "bucket = CFG\nkeys = a..b\n", "[binding orders] keys: " },
     { HOST BIND "bucket = CFG\n", "[binding orders] bucket: only for kind = kv" },
+    { HOST ORD "deliver = from_time 1969-12-31T23:59:59Z\n",
+      "[binding orders] deliver: from_time 1969-12-31T23:59:59Z is outside what the server can take" },
+    { HOST ORD "deliver = from_time 9999-12-31T23:59:59Z\n",
+      "[binding orders] deliver: from_time 9999-12-31T23:59:59Z is outside what the server can take" },
+    { HOST ORD "deliver = from_time 2024-01-01T00:00:00Z\rx\n", "[binding orders] deliver: " },
+    { HOST ORD "deliver = from_seq 5\rfrom_seq 6\n", "[binding orders] deliver: 'from_seq 5\\x0dfrom_seq 6' is not" },
+    { HOST ORD "deliver = from_seq 5\x01\n", "[binding orders] deliver: " },
+    { HOST ORD "deliver = \xff\xfe\n", "" },
+    { HOST KV "bucket = " BUCKET253 "\n", "[binding orders] bucket: at most 252 bytes" },
+    { HOST KV "bucket = CFG\nkeys = " KEYS1021 "\n", "[binding orders] keys: the filter $KV.<bucket>.<keys> would be longer than 1024 bytes" },
     { HOST ORD "initial = false\n", "[binding orders] initial: only for kind = kv" },
     { HOST "[binding orders]\nplugin = orders\nkind = ordered\n", "[binding orders] stream: required key is missing" },
     { HOST ORD "deliver = first\n",

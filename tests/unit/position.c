@@ -58,6 +58,31 @@ static void test_refused(void)
         /* Refused: nothing written. */
         g_assert_cmpuint(p.pos, ==, 1);
     }
+    /* The worst bytes a writer of the bucket could leave there. */
+    g_autofree char *deep = g_strnfill(100000, '[');
+    g_autofree char *long_ok = g_strdup_printf("{\"v\":1,\"pad\":\"%0600d\"}", 0);
+    struct {
+        const char *data;
+        gsize len;
+        const char *why;
+    } bytes[] = {
+        { deep, strlen(deep), "longer than a checkpoint can be" },
+        { long_ok, strlen(long_ok), "longer than a checkpoint can be" },
+        { "{\"v\":1,\0\"pos\":1}", 16, "NUL" },
+        { "{\"v\":1,\"x\":\"\xff\xfe\"}", 0, "not JSON" },
+        { "{\"v\":1,\"pos\":1\r\n", 0, "not JSON" },
+        { "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]", 0, "not" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bytes); i++) {
+        JetPosition q = { 1, 2, 3 };
+        g_autoptr(GError) err = NULL;
+        gsize len = bytes[i].len != 0 ? bytes[i].len : strlen(bytes[i].data);
+        g_assert_false(jet_position_from_json(bytes[i].data, len, &q, &err));
+        if (strstr(err->message, bytes[i].why) == NULL)
+            g_error("case %zu: expected '%s' in: %s", i, bytes[i].why, err->message);
+        g_assert_cmpuint(q.pos, ==, 1);
+    }
+
     /* Unknown keys are ignored; absent counts are 0. */
     JetPosition p = { 9, 9, 9 };
     const char *ok = "{\"v\":1,\"later\":\"x\"}";
@@ -91,6 +116,18 @@ static void test_key(void)
     g_assert_cmpstr(odd, ==, "ordered.a_2Eb_20c");
 }
 
+/* The longest binding name still gives a name the server takes. */
+static void test_consumer_name(void)
+{
+    g_autofree char *plain = jet_ordered_consumer_name("idx", 0xabcdef01u, 3);
+    g_assert_cmpstr(plain, ==, "jethost_ord_idx_abcdef01_3");
+    g_autofree char *longest = g_strnfill(255, 'b');
+    g_autofree char *name = jet_ordered_consumer_name(longest, G_MAXUINT32, G_MAXUINT);
+    g_assert_cmpuint(strlen(name), <=, 255);
+    g_assert_true(g_str_has_suffix(name, "_ffffffff_4294967295"));
+    g_assert_null(strpbrk(name, ". *>\t"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -98,5 +135,6 @@ int main(int argc, char **argv)
     g_test_add_func("/position/refused", test_refused);
     g_test_add_func("/position/crashed", test_crashed);
     g_test_add_func("/position/key", test_key);
+    g_test_add_func("/position/consumer-name", test_consumer_name);
     return g_test_run();
 }
