@@ -63,7 +63,7 @@ CONF
 
 echo "1..18"
 expect 0 "--help lists the commands" "check" -- --help
-expect 0 "--version names the plugin ABI" "plugin ABI 1.0" -- --version
+expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
 expect 2 "check without -c is a usage error" "-c FILE" -- check
 expect 0 "check accepts a good config" "OK (1 binding)" -- check -c "$tmp/good.conf"

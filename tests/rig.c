@@ -46,6 +46,7 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
     g_assert_no_error(err);
     r->inst = jet_instance_new(p, b->name, b->options, &err);
     g_assert_no_error(err);
+    jet_instance_set_kind(r->inst, (int)b->kind);
     g_assert_true(jet_instance_start(r->inst, &err));
     const char *urls[] = { jet_test_server_url(r->srv), NULL };
     r->conn = jet_conn_open(urls, &r->cfg->host, 3, &err);

@@ -197,7 +197,7 @@ static gboolean base64_ok(const char *text, GError **error)
 static const char *const known_fields[] = {
     "subject", "data", "data_b64", "headers", "stream_seq", "consumer_seq", "deliveries",
     "enqueued", "failures", "postpones", "first_failure", "strikes", "breaker", "advance_ms",
-    "clock", NULL
+    "clock", "key", "op", NULL
 };
 
 static gboolean add_headers(jet_mock_msg *b, JsonNode *n, GError **error)
@@ -243,13 +243,35 @@ static jet_mock_msg *message_from_line(jet_mock *m, JsonObject *o, GError **erro
             return NULL;
         }
     }
-    const char *subject = NULL;
-    if (!json_object_has_member(o, "subject")) {
-        g_set_error(error, CLI_ERROR, 0, "subject: missing");
+    const char *subject = NULL, *key = NULL, *op_text = NULL;
+    gboolean is_kv = json_object_has_member(o, "key");
+    if (is_kv == json_object_has_member(o, "subject")) {
+        g_set_error(error, CLI_ERROR, 0, is_kv ? "subject and key: give one of them (a KV entry's subject is "
+                                                 "$KV.<bucket>.<key>)"
+                                               : "subject: missing (or key, for a KV entry)");
         return NULL;
     }
-    if (!member_string(o, "subject", &subject, error))
+    if (!is_kv && json_object_has_member(o, "op")) {
+        g_set_error(error, CLI_ERROR, 0, "op: only with key (a KV entry)");
         return NULL;
+    }
+    if (!member_string(o, is_kv ? "key" : "subject", is_kv ? &key : &subject, error))
+        return NULL;
+    jet_kv_op op = JET_KV_PUT;
+    if (is_kv && json_object_has_member(o, "op")) {
+        if (!member_string(o, "op", &op_text, error))
+            return NULL;
+        if (strcmp(op_text, "put") == 0) {
+            op = JET_KV_PUT;
+        } else if (strcmp(op_text, "delete") == 0) {
+            op = JET_KV_DELETE;
+        } else if (strcmp(op_text, "purge") == 0) {
+            op = JET_KV_PURGE;
+        } else {
+            g_set_error(error, CLI_ERROR, 0, "op: expected put, delete or purge");
+            return NULL;
+        }
+    }
     if (json_object_has_member(o, "data") && json_object_has_member(o, "data_b64")) {
         g_set_error(error, CLI_ERROR, 0, "data and data_b64: give one of them");
         return NULL;
@@ -274,7 +296,11 @@ static jet_mock_msg *message_from_line(jet_mock *m, JsonObject *o, GError **erro
         jet_mock_clock_advance_ms(m, u);
     }
 
-    jet_mock_msg *b = jet_mock_msg_new(m, subject);
+    jet_mock_msg *b = is_kv ? jet_mock_msg_new_kv(m, key, op) : jet_mock_msg_new(m, subject);
+    if (b == NULL) {
+        g_set_error(error, CLI_ERROR, 0, "key: %s", jet_mock_error(m));
+        return NULL;
+    }
     gboolean ok = TRUE;
     const char *text = NULL;
     if (ok && json_object_has_member(o, "data")) {
@@ -448,6 +474,32 @@ static void print_event(const jet_mock *m, const char *event, size_t violations_
     print_node(root);
 }
 
+/* A line {"event": "kv_initial_done"}: what the daemon signals once a KV
+ * watch caught up, at the place in the input the test puts it. */
+enum { EVENT_NONE, EVENT_DONE, EVENT_VIOLATION, EVENT_FAILED };
+
+static int event_line(jet_mock *m, guint line_no, JsonObject *o)
+{
+    if (!json_object_has_member(o, "event"))
+        return EVENT_NONE;
+    JsonNode *n = json_object_get_member(o, "event");
+    const char *what = JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING
+                           ? json_node_get_string(n) : NULL;
+    if (json_object_get_size(o) != 1 || g_strcmp0(what, "kv_initial_done") != 0) {
+        fprintf(stderr, "jethost mock: stdin:%u: an event line is exactly {\"event\": \"kv_initial_done\"}\n",
+                line_no);
+        return EVENT_FAILED;
+    }
+    size_t before = jet_mock_violation_count(m);
+    int rc = jet_mock_kv_initial_done(m);
+    if (rc < 0) {
+        fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no, jet_mock_error(m));
+        return EVENT_FAILED;
+    }
+    print_event(m, what, before);
+    return rc == JET_MOCK_VIOLATION ? EVENT_VIOLATION : EVENT_DONE;
+}
+
 /* --- the command ------------------------------------------------------------ */
 
 static gboolean split_kv(const char *arg, const char *what, char **k, char **v)
@@ -479,8 +531,8 @@ int jet_mock_cli_main(int argc, char **argv)
         { "plugin", 'p', 0, G_OPTION_ARG_FILENAME, &plugin, "the plugin shared object", "FILE.so" },
         { "option", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &options, "a plugin option (repeatable)", "NAME=VALUE" },
         { "policy", 0, 0, G_OPTION_ARG_STRING_ARRAY, &policy,
-          "a settlement setting, as in the config: rungs, max_attempts, postpone_horizon, "
-          "max_postpone_delay, max_deliver, capture_reserve, crash_limit (repeatable)", "KEY=VALUE" },
+          "a binding setting, as in the config: rungs, max_attempts, postpone_horizon, "
+          "max_postpone_delay, max_deliver, capture_reserve, crash_limit, kind, bucket (repeatable)", "KEY=VALUE" },
         { "binding", 'b', 0, G_OPTION_ARG_STRING, &binding, "the binding's name (default: mock)", "NAME" },
         { "clock", 0, 0, G_OPTION_ARG_STRING, &clock,
           "the clock at start: RFC 3339 or unix ns (default: 2024-01-01T00:00:00Z)", "TIME" },
@@ -577,6 +629,14 @@ int jet_mock_cli_main(int argc, char **argv)
         if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
             fprintf(stderr, "jethost mock: stdin:%u: expected one JSON object per line\n", line_no);
             return JET_EXIT_USAGE;
+        }
+        int ev = event_line(m, line_no, json_node_get_object(root));
+        if (ev == EVENT_FAILED)
+            return JET_EXIT_USAGE;
+        if (ev != EVENT_NONE) {
+            if (ev == EVENT_VIOLATION)
+                exit_code = JET_EXIT_FAILURE;
+            continue;
         }
         jet_mock_msg *b = message_from_line(m, json_node_get_object(root), &err);
         if (b == NULL) {

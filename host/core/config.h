@@ -11,6 +11,7 @@
 
 #include <glib.h>
 
+#include <jethost/plugin.h>
 #include "settle.h"
 
 typedef enum {
@@ -33,6 +34,10 @@ typedef enum {
 } JetBindingKind;
 
 /* Ordered and KV bindings share the ordered engine (docs/ordered.md, docs/kv.md). */
+/* The ABI's jet_binding_kind numbers the kinds the same way. */
+G_STATIC_ASSERT((int)JET_KIND_DURABLE == (int)JET_BINDING_DURABLE);
+G_STATIC_ASSERT((int)JET_KIND_ORDERED == (int)JET_BINDING_ORDERED);
+G_STATIC_ASSERT((int)JET_KIND_KV == (int)JET_BINDING_KV);
 #define JET_KIND_IS_ORDERED(k) ((k) == JET_KIND_ORDERED || (k) == JET_KIND_KV)
 
 /* Where an ordered binding starts when it has no position of its own. */

@@ -126,6 +126,12 @@ static void provenance(GPtrArray *hs, const JetCaptureFacts *f)
     add(hs, JET_HDR_PLUGIN_VERSION, f->plugin_version);
     add(hs, JET_HDR_HOST, f->host);
     add(hs, JET_HDR_BINDING, f->binding);
+    if (f->kv_key != NULL) {
+        add(hs, JET_HDR_KV_KEY, f->kv_key);
+        add(hs, JET_HDR_KV_OPERATION, f->kv_op);
+        if (f->stream_seq > 0)
+            add_uint(hs, JET_HDR_KV_REVISION, f->stream_seq);
+    }
 }
 
 char *jet_capture_msg_id(const JetCaptureFacts *f)

@@ -35,6 +35,9 @@
 #define JET_HDR_HOST             JET_PROV_HOST             /* "Jethost-Host" */
 #define JET_HDR_BINDING          JET_PROV_BINDING          /* "Jethost-Binding" */
 #define JET_HDR_DROPPED_HEADERS  "Jethost-Dropped-Headers"
+#define JET_HDR_KV_KEY           "Jethost-KV-Key"          /* kind = kv only */
+#define JET_HDR_KV_OPERATION     "Jethost-KV-Operation"
+#define JET_HDR_KV_REVISION      "Jethost-KV-Revision"
 
 /* An original header named Nats-<rest> travels as Jethost-Orig-Nats_<rest>
  * (the '-' after "Nats" becomes '_', so no server-read name survives even as
@@ -87,6 +90,9 @@ typedef struct {
     const char *plugin_version;
     const char *host;              /* JetHostConfig.name */
     const char *binding;
+    const char *kv_key;            /* kind = kv: the entry's key and operation ("put", ...);
+                                      NULL otherwise (the revision is stream_seq) */
+    const char *kv_op;
     guint64 msg_id_after;          /* 0; else the DLQ seq of a record another message's capture
                                       holds under this id: the id becomes distinct (":after-N") */
 } JetCaptureFacts;

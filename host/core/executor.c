@@ -4,6 +4,7 @@
 #include "executor.h"
 #include "errors.h"
 #include "jet_msg.h"
+#include "kv_entry.h"
 #include "log.h"
 
 #include <stdarg.h>
@@ -177,6 +178,7 @@ typedef struct {
     gboolean handled;
     gboolean stale;
     gint64 settled_ns;
+    char *not_kv;              /* kind = kv: why the delivery is no KV entry, or NULL */
 } Run;
 
 /* Step 1: the ledger, on redeliveries only. */
@@ -255,6 +257,7 @@ static void decide(JetExecutor *x, Run *r)
         .suspect = r->alone,
         .breaker_claim = breaker_claims(x, r),
         .malformed_headers = r->d->malformed,
+        .malformed_entry = r->not_kv,
     };
     x->t->enter(x->td, r->d, r->alone);
     if (jet_settle_before_handle(x->policy, &r->f, &r->a))
@@ -491,6 +494,8 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
         .plugin_version = desc->version,
         .host = x->host_name,
         .binding = x->b->name,
+        .kv_key = r->jm.kv_key,
+        .kv_op = r->jm.kv_key != NULL ? jet_kv_op_name((jet_kv_op)r->jm.kv_op) : NULL,
     };
     jet_capture_facts_settled(&facts, &r->a, r->jm.failures, r->jm.has_first_failure, r->jm.first_failure_ns,
                               r->settled_ns);
@@ -508,8 +513,9 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
 
 /* --- one delivery ---------------------------------------------------------- */
 
-static void show_delivery(const JetDelivery *d, jet_msg *jm)
+static void show_delivery(const JetExecutor *x, const JetDelivery *d, Run *r)
 {
+    jet_msg *jm = &r->jm;
     memset(jm, 0, sizeof *jm);
     jm->headers = d->hdrs != NULL ? d->hdrs->headers : NULL;
     jm->subject = d->subject;
@@ -522,6 +528,15 @@ static void show_delivery(const JetDelivery *d, jet_msg *jm)
     jm->deliveries = d->deliveries;
     jm->has_enqueued = d->enqueued_ns > 0;
     jm->enqueued_ns = d->enqueued_ns;
+    jm->kind = (int)x->b->kind;
+    if (x->b->kind == JET_KIND_KV && d->malformed == NULL) {
+        JetKvEntry e;
+        if (jet_kv_entry_read(x->b->bucket, d->subject, jm->headers, &e, &r->not_kv)) {
+            jm->kv_key = e.key;
+            jm->kv_op = (int)e.op;
+            jm->kv_revision = d->stream_seq;
+        }
+    }
     jet_msg_reset_verdict(jm);
 }
 
@@ -534,7 +549,7 @@ void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out
     Run r;
     memset(&r, 0, sizeof r);
     r.d = d;
-    show_delivery(d, &r.jm);
+    show_delivery(x, d, &r);
 
     read_ledger(x, &r);
     attribute(x, &r);
@@ -567,4 +582,6 @@ void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out
     out->verdict = r.handled ? r.f.verdict : -1;
     out->stale = r.stale;
     out->suspect = r.alone;
+    out->facts.malformed_entry = NULL;   /* freed below: the reason holds it */
+    g_free(r.not_kv);
 }

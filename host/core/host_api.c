@@ -325,6 +325,10 @@ MSG_FIELD(uint64_t, msg_consumer_seq, consumer_seq, 0)
 MSG_FIELD(uint32_t, msg_deliveries, deliveries, 0)
 MSG_FIELD(uint32_t, msg_failures, failures, 0)
 MSG_FIELD(uint32_t, msg_postpones, postpones, 0)
+MSG_FIELD(int, msg_kind, kind, JET_EINVAL)
+MSG_FIELD(const char *, msg_kv_key, kv_key, NULL)
+MSG_FIELD(int, msg_kv_op, kv_op, JET_KV_NONE)
+MSG_FIELD(uint64_t, msg_kv_revision, kv_revision, 0)
 
 static int msg_enqueued_ns(const jet_msg *h, int64_t *unix_ns)
 {
@@ -472,6 +476,12 @@ static int ctx_stopping(const jet_ctx *c)
     return jet__ctx_stopping(c);
 }
 
+static int ctx_kind(const jet_ctx *c)
+{
+    CTX_GUARD(c, "ctx_kind", NULL);
+    return jet__ctx_kind(c);
+}
+
 static const jet_host_api table = {
     .struct_size = sizeof(jet_host_api),
     .abi_major = JET_ABI_MAJOR,
@@ -499,6 +509,11 @@ static const jet_host_api table = {
     .ctx_log = ctx_log,
     .ctx_now_ns = ctx_now_ns,
     .ctx_stopping = ctx_stopping,
+    .ctx_kind = ctx_kind,
+    .msg_kind = msg_kind,
+    .msg_kv_key = msg_kv_key,
+    .msg_kv_op = msg_kv_op,
+    .msg_kv_revision = msg_kv_revision,
 };
 
 const jet_host_api *jet_host_api_table(void)

@@ -17,6 +17,7 @@ struct jet_ctx {
     JetClockFn clock;
     gpointer clock_data;
     gint stopping;             /* atomic */
+    int kind;                  /* a jet_binding_kind */
     gint fork_noted;           /* atomic: the plugin guard logged a fork at warning */
 };
 
@@ -191,6 +192,17 @@ int jet_instance_handle(JetInstance *inst, jet_msg *m)
     return verdict;
 }
 
+void jet_instance_kv_initial_done(JetInstance *inst)
+{
+    if (!inst->started || inst->desc->kv_initial_done == NULL)
+        return;
+    jet_guard_enter(inst->binding, inst->desc->name, 0, &inst->fork_noted);
+    inst->desc->kv_initial_done(inst->state);
+    jet_guard_leave();
+}
+
+void jet_instance_set_kind(JetInstance *inst, int kind) { inst->kind = kind; }
+
 const jet_plugin *jet_instance_descriptor(const JetInstance *inst) { return inst->desc; }
 JetPlugin *jet_instance_plugin(const JetInstance *inst) { return inst->plugin; }
 const char *jet_instance_binding(const JetInstance *inst) { return inst->binding; }
@@ -215,6 +227,11 @@ int jet__ctx_option_typed(const jet_ctx *c, const char *name, jet_option_type ty
         return JET_EINVAL;
     *value = g_hash_table_lookup(c->values, name);
     return *value != NULL ? JET_OK : JET_ENOTFOUND;
+}
+
+int jet__ctx_kind(const jet_ctx *c)
+{
+    return c != NULL ? c->kind : JET_EINVAL;
 }
 
 int jet__ctx_stopping(const jet_ctx *c)

@@ -29,6 +29,15 @@ void jet_instance_set_clock(JetInstance *inst, JetClockFn fn, gpointer data);
 /* Marks the host as stopping; plugins read it with ctx_stopping(). */
 void jet_instance_set_stopping(JetInstance *inst);
 
+/* The binding's kind, a jet_binding_kind (ctx_kind(), msg_kind());
+ * JET_BINDING_DURABLE until set.  Set it before jet_instance_start(). */
+void jet_instance_set_kind(JetInstance *inst, int kind);
+
+/* Tells the plugin a KV watch caught up (the descriptor's kv_initial_done,
+ * when it has one), inside the plugin guard like handle().  Call it on the
+ * thread that calls handle(), between two calls. */
+void jet_instance_kv_initial_done(JetInstance *inst);
+
 /* Calls handle() and returns what it returned, unchecked; inside the plugin
  * guard (plugin_guard.h) once the daemon has installed it. */
 int jet_instance_handle(JetInstance *inst, jet_msg *m);
@@ -47,5 +56,6 @@ const char *jet__ctx_option(const jet_ctx *c, const char *name);
 int jet__ctx_option_typed(const jet_ctx *c, const char *name, jet_option_type type,
                           const char **value);
 int jet__ctx_stopping(const jet_ctx *c);
+int jet__ctx_kind(const jet_ctx *c);
 
 #endif

@@ -24,6 +24,14 @@ struct jet_msg {
     gboolean has_enqueued;
     gint64 enqueued_ns;
 
+    /* The binding's kind (a jet_binding_kind) and, for kind = kv, the
+     * entry: key borrowed from subject, op a jet_kv_op, revision the
+     * stream seq (kv_entry.h). */
+    int kind;
+    const char *kv_key;
+    int kv_op;
+    uint64_t kv_revision;
+
     /* From the attempt ledger (zero on a first delivery). */
     uint32_t failures, postpones;
     gboolean has_first_failure;

@@ -190,6 +190,11 @@ gboolean jet_settle_before_handle(const JetSettlePolicy *policy, const JetSettle
         reason_printf(out, "header block: %s", facts->malformed_headers);
         return TRUE;
     }
+    if (facts->malformed_entry != NULL) {
+        capture(out, JET_CAUSE_MALFORMED);
+        reason_printf(out, "%s", facts->malformed_entry);
+        return TRUE;
+    }
     /* Rules 2 and 3; REJECT (rule 1) needs a verdict, which does not exist
      * yet: the handler must not run again for these. */
     if (policy->crash_limit >= 1 && facts->strikes >= policy->crash_limit) {

@@ -65,6 +65,8 @@ typedef struct {
     gboolean breaker_claim;        /* an enforcing breaker claimed this message */
     const char *malformed_headers; /* NULL; else what makes its header block unreadable: it is
                                       captured without the handler, never handled half-read */
+    const char *malformed_entry;   /* NULL; else why a kind = kv delivery is no KV entry
+                                      (kv_entry.h): captured, cause malformed, unhandled */
 } JetSettleFacts;
 
 typedef struct {

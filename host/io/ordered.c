@@ -158,6 +158,8 @@ static void initial_done(JetEngine *e, JetOrdered *o)
     JET_STAT_ADD(st, initial_done, 1);
     jet_log(JET_LOG_INFO, e->b->name, "kv-initial-done", "bucket %s: the current values are handled (%"
             G_GUINT64_FORMAT "); updates follow", e->b->bucket, __atomic_load_n(&st->initial_values, __ATOMIC_RELAXED));
+    /* Only ever called on the worker, between two handle() calls. */
+    jet_instance_kv_initial_done(e->inst);
 }
 
 /* Creates the next consumer, at position + 1 (or at `deliver` when nothing
@@ -194,7 +196,9 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why)
                 " ms", b->stream, why, natsStatus_GetText(s), (int)jerr, o->backoff_ms);
         return FALSE;
     }
-    if (o->serial == 0 && b->kind == JET_KIND_KV && b->initial && o->position == 0) {
+    /* A watch catches up once per start: the current values, or what
+     * happened since the checkpoint; with initial = false at once. */
+    if (o->serial == 0 && b->kind == JET_KIND_KV) {
         o->initial_open = TRUE;
         if (ci->NumPending == 0)
             initial_done(e, o);   /* an empty bucket: nothing to wait for */

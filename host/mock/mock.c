@@ -415,7 +415,7 @@ static void lent_free(gpointer p)
  * drift from what a binding in a file gets. */
 static const char *const policy_keys[] = {
     "rungs", "max_attempts", "postpone_horizon", "max_postpone_delay", "max_deliver", "capture_reserve",
-    "crash_limit", NULL,
+    "crash_limit", "kind", "bucket", NULL,
 };
 
 int jet_mock_set_policy(jet_mock *m, const char *key, const char *value)
@@ -448,13 +448,27 @@ static int build_binding(jet_mock *m)
     while (g_hash_table_iter_next(&it, &k, &v))
         g_hash_table_insert(pairs, k, v);
     g_hash_table_insert(pairs, "plugin", (gpointer)m->desc->name);
-    g_hash_table_insert(pairs, "stream", m->stream);
-    g_hash_table_insert(pairs, "consumer", m->consumer);
+    /* What each kind names as the daemon's config would: a KV watch its
+     * bucket (the stream follows), an ordered binding no consumer. */
+    const char *kind = g_hash_table_lookup(m->settings, "kind");
+    gboolean kv = g_strcmp0(kind, "kv") == 0, ordered = kv || g_strcmp0(kind, "ordered") == 0;
+    if (!kv)
+        g_hash_table_insert(pairs, "stream", m->stream);
+    if (!ordered)
+        g_hash_table_insert(pairs, "consumer", m->consumer);
     g_autoptr(GError) err = NULL;
     m->config = jet_config_binding_from_pairs("jet_mock_set_policy", m->binding, pairs, &err);
     if (m->config == NULL)
         return jet__mock_fail(m, JET_MOCK_EINVAL, "%s", err->message);
     jet_binding_settle_policy(m->config, 0, &m->policy);
+    if (JET_KIND_IS_ORDERED(m->config->kind)) {
+        /* The daemon's ordered consumers change names; its deliveries
+         * carry the binding's name instead (docs/ordered.md). */
+        g_free(m->stream);
+        m->stream = g_strdup(m->config->stream);
+        g_free(m->consumer);
+        m->consumer = g_strdup(m->binding);
+    }
     return JET_MOCK_OK;
 }
 
@@ -629,6 +643,7 @@ int jet_mock_start(jet_mock *m)
         return jet__mock_fail(m, JET_MOCK_EOPTION, "%s", err->message);
     }
     jet_instance_set_clock(m->inst, mock_clock, m);
+    jet_instance_set_kind(m->inst, (int)m->config->kind);
     m->executor = jet_executor_new(m->config, &m->policy, m->inst, MOCK_HOST_NAME, "mock",
                                    &jet__mock_transport, m);
     registry_add(m->inst, m);
@@ -733,6 +748,44 @@ jet_mock_msg *jet_mock_msg_new(jet_mock *m, const char *subject)
     b->has_enqueued = TRUE;
     b->enqueued_ns = jet_mock_clock_ns(m);
     return b;
+}
+
+jet_mock_msg *jet_mock_msg_new_kv(jet_mock *m, const char *key, jet_kv_op op)
+{
+    g_return_val_if_fail(m != NULL && key != NULL, NULL);
+    const char *kind = g_hash_table_lookup(m->settings, "kind");
+    const char *bucket = g_hash_table_lookup(m->settings, "bucket");
+    if (g_strcmp0(kind, "kv") != 0 || bucket == NULL) {
+        jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_msg_new_kv: set the policy's kind = kv and bucket first");
+        return NULL;
+    }
+    const char *op_header = NULL;
+    switch (op) {
+    case JET_KV_PUT: break;
+    case JET_KV_DELETE: op_header = "DEL"; break;
+    case JET_KV_PURGE: op_header = "PURGE"; break;
+    default:
+        jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_msg_new_kv: op %d is not JET_KV_PUT, _DELETE or _PURGE", (int)op);
+        return NULL;
+    }
+    g_autofree char *subject = g_strdup_printf("$KV.%s.%s", bucket, key);
+    jet_mock_msg *b = jet_mock_msg_new(m, subject);
+    if (op_header != NULL)
+        jet_mock_msg_add_header(b, "KV-Operation", op_header);
+    return b;
+}
+
+int jet_mock_kv_initial_done(jet_mock *m)
+{
+    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    if (m->state != MOCK_STARTED)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_kv_initial_done: not started");
+    if (m->config->kind != JET_KIND_KV)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_kv_initial_done: the binding is not kind = kv");
+    size_t before = jet_mock_violation_count(m);
+    m->owner = g_thread_self();
+    jet_instance_kv_initial_done(m->inst);
+    return jet_mock_violation_count(m) > before ? JET_MOCK_VIOLATION : JET_MOCK_OK;
 }
 
 void jet_mock_msg_free(jet_mock_msg *b)

@@ -106,6 +106,13 @@ JET_MOCK_API int jet_mock_set_option(jet_mock *m, const char *name, const char *
  *   max_deliver         "-1"                     the consumer's MaxDeliver
  *   capture_reserve     "1"
  *   crash_limit         "3"
+ *   kind                "durable"                or "ordered", "kv" (1.1): what msg_kind()
+ *                                                and ctx_kind() say, and how the record
+ *                                                names the origin
+ *   bucket              (none)                   kind = kv: the bucket (required there)
+ * An ordered or KV binding's deliveries name the binding as their consumer
+ * (the daemon's consumer names change), and a KV binding's stream is
+ * KV_<bucket>, whatever jet_mock_set_binding() says.
  * Returns JET_MOCK_EINVAL for an unknown key or a bad value (see
  * jet_mock_error()). */
 JET_MOCK_API int jet_mock_set_policy(jet_mock *m, const char *key, const char *value);
@@ -135,6 +142,14 @@ JET_MOCK_API int jet_mock_start(jet_mock *m);
  * JET_MOCK_VIOLATION when fini() broke a rule (e.g. used a kept jet_msg). */
 JET_MOCK_API int jet_mock_stop(jet_mock *m);
 
+/* kind = kv: tells the plugin the watch caught up, as the daemon does once
+ * per start (the descriptor's kv_initial_done, when it has one).  Call it
+ * where the daemon would: after the last current value's delivery, or right
+ * after jet_mock_start() for an empty bucket.  JET_MOCK_ESTATE when not
+ * started or not kind = kv; JET_MOCK_VIOLATION when the callback broke a
+ * rule. */
+JET_MOCK_API int jet_mock_kv_initial_done(jet_mock *m);
+
 /* Makes ctx_stopping() return non-zero from now on. */
 JET_MOCK_API void jet_mock_set_stopping(jet_mock *m);
 
@@ -160,6 +175,14 @@ JET_MOCK_API int64_t jet_mock_clock_ns(const jet_mock *m);
 typedef struct jet_mock_msg jet_mock_msg;
 
 JET_MOCK_API jet_mock_msg *jet_mock_msg_new(jet_mock *m, const char *subject);
+/* kind = kv (set with jet_mock_set_policy first): the entry of key `key`
+ * as the server stores it: subject $KV.<bucket>.<key>, and for a delete or
+ * a purge the KV-Operation header (DEL, PURGE) the plugin never needs to
+ * read (msg_kv_op()).  Its revision is its stream seq.  NULL, with
+ * jet_mock_error() saying why, on another kind or a bad op.  The key is
+ * not checked here: an entry no KV client could write reaches the
+ * settlement as the daemon would see it (dead-lettered, cause malformed). */
+JET_MOCK_API jet_mock_msg *jet_mock_msg_new_kv(jet_mock *m, const char *key, jet_kv_op op);
 JET_MOCK_API void jet_mock_msg_free(jet_mock_msg *b);
 
 /* The payload (copied). */

@@ -1,5 +1,5 @@
 /*
- * jethost plugin ABI, version 1.0.
+ * jethost plugin ABI, version 1.1.
  *
  * A plugin is a shared object that handles messages the host pulls from a
  * NATS JetStream consumer.  It exports exactly one symbol, jet_plugin_entry(),
@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define JET_ABI_MAJOR 1
-#define JET_ABI_MINOR 0
+#define JET_ABI_MINOR 1
 
 /* Longest reason a plugin may attach to a verdict, in bytes, without the NUL. */
 #define JET_REASON_MAX 256
@@ -69,6 +69,31 @@ typedef enum jet_verdict {
     /* Permanent failure.  The host dead-letters the message now. */
     JET_REJECT = 3
 } jet_verdict;
+
+/* ------------------------------------------------------------------------ */
+/* Binding kinds and KV operations (1.1)                                    */
+/* ------------------------------------------------------------------------ */
+
+/* What a binding consumes (docs/configuration.md, `kind`). */
+typedef enum jet_binding_kind {
+    /* A durable consumer: each message acked on its own, several at once
+     * when the binding has workers > 1. */
+    JET_BINDING_DURABLE = 0,
+    /* The host's ordered consumer: a stream in order, one message at a
+     * time; a RETRY or a POSTPONE waits in place (docs/ordered.md). */
+    JET_BINDING_ORDERED = 1,
+    /* A KV bucket watched: an ordered binding whose messages are the
+     * bucket's entries (docs/kv.md). */
+    JET_BINDING_KV = 2
+} jet_binding_kind;
+
+/* What a KV entry records. */
+typedef enum jet_kv_op {
+    JET_KV_NONE = 0,    /* not a KV entry (the binding is not kind = kv) */
+    JET_KV_PUT = 1,     /* a value was written */
+    JET_KV_DELETE = 2,  /* the key was deleted; the payload is empty */
+    JET_KV_PURGE = 3    /* the key and its history were purged; the payload is empty */
+} jet_kv_op;
 
 /* ------------------------------------------------------------------------ */
 /* Return codes of host functions                                           */
@@ -204,6 +229,24 @@ typedef struct jet_host_api {
     /* Non-zero once the host is stopping: a long handler should finish soon.
      * The message in hand will still be settled. */
     int (*ctx_stopping)(const jet_ctx *c);
+
+    /* --- 1.1 and later: check JET_HOST_HAS(host, member) before calling --- */
+
+    /* The kind of the binding, a jet_binding_kind: from init() on, so a
+     * plugin can refuse a kind it was not written for. */
+    int (*ctx_kind)(const jet_ctx *c);
+    /* The kind of the binding m came from, a jet_binding_kind. */
+    int (*msg_kind)(const jet_msg *m);
+    /* kind = kv: the entry's key (the subject without `$KV.<bucket>.`),
+     * NULL on other kinds.  Valid during handle(). */
+    const char *(*msg_kv_key)(const jet_msg *m);
+    /* kind = kv: what the entry records, a jet_kv_op; JET_KV_NONE on other
+     * kinds.  An entry whose operation the host cannot read never reaches
+     * handle(): it is dead-lettered (docs/kv.md). */
+    int (*msg_kv_op)(const jet_msg *m);
+    /* kind = kv: the entry's revision (its stream sequence), 0 on other
+     * kinds.  Revisions of one watch only ever increase. */
+    uint64_t (*msg_kv_revision)(const jet_msg *m);
 } jet_host_api;
 
 /* True when the host table has member `member` (for members added after 1.0). */
@@ -241,6 +284,15 @@ typedef struct jet_plugin {
 
     /* Called once, after the last handle() of the binding.  May be NULL. */
     void (*fini)(void *state);
+
+    /* --- 1.1 and later --- */
+
+    /* kind = kv: called once per start of the binding, when the watch has
+     * caught up: after the handle() of the last value that was current when
+     * it started (at once for an empty bucket, or with initial = false);
+     * what follows are updates.  On the thread that calls handle(), never
+     * during one.  May be NULL; never called on other kinds. */
+    void (*kv_initial_done)(void *state);
 } jet_plugin;
 
 /* Fills struct_size and the ABI version; start every descriptor with it:

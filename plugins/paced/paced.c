@@ -438,6 +438,15 @@ static bool format_line(struct buf *b, jet_msg *m)
         buf_str(b, ",\"payload_b64\":");
         base64(b, data, len);
     }
+    /* A KV watch's entry (ABI 1.1; a 1.0 host has no such members). */
+    if (JET_HOST_HAS(host, msg_kv_revision) && host->msg_kv_op(m) != JET_KV_NONE) {
+        static const char *const ops[] = { "none", "put", "delete", "purge" };
+        int op = host->msg_kv_op(m);
+        buf_str(b, ",\"kv\":{\"key\":");
+        json_cstring(b, host->msg_kv_key(m));
+        buf_printf(b, ",\"op\":\"%s\",\"revision\":%llu}", op > 0 && op <= 3 ? ops[op] : "none",
+                   (unsigned long long)host->msg_kv_revision(m));
+    }
     buf_str(b, "}\n");
 
     bool ok = !h.failed && !b->failed;
@@ -642,15 +651,23 @@ static void paced_fini(void *state)
     free(st);
 }
 
+/* Said in the host's log, not in the file: the file holds messages only. */
+static void paced_kv_initial_done(void *state)
+{
+    struct paced_state *st = state;
+    host->ctx_log(st->ctx, JET_LOG_INFO, "the bucket's current values are written; updates follow");
+}
+
 static const jet_plugin plugin = {
     JET_PLUGIN_HEADER,
     .name = "paced",
-    .version = "1.0.0",
+    .version = "1.1.0",
     .flags = JET_PLUGIN_THREAD_SAFE,   /* writes and pacing slots are taken under st->lock */
     .options = options,
     .init = paced_init,
     .handle = paced_handle,
     .fini = paced_fini,
+    .kv_initial_done = paced_kv_initial_done,
 };
 
 JET_PLUGIN_EXPORT const jet_plugin *jet_plugin_entry(const jet_host_api *h)

@@ -309,6 +309,17 @@ static kvStore *kv_bucket(Rig *r, const char *name)
     return kv;
 }
 
+/* The lines of DIR/kv.log: what fx_gate read through the 1.1 members. */
+static GStrv kv_log(Rig *r)
+{
+    g_autofree char *path = g_build_filename(r->dir, "kv.log", NULL);
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return g_new0(char *, 1);
+    g_strchomp(text);
+    return text[0] != '\0' ? g_strsplit(text, "\n", -1) : g_new0(char *, 1);
+}
+
 /* A KV watch: the current value of every key first (one each, in
  * revision order), the watch says when they are done, then the updates and
  * deletes as they happen, in revision order, nothing skipped. */
@@ -346,6 +357,23 @@ static void test_kv_watch(void)
         guint64 want = i < 40 ? 11 + i : 51 + (i - 40);
         g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, want);
     }
+    /* What the plugin was told (ABI 1.1): kind, key, operation and
+     * revision of each entry, and the initial-done signal right after the
+     * last current value. */
+    g_auto(GStrv) lines = kv_log(&r);
+    g_assert_cmpuint(g_strv_length(lines), ==, 47);
+    for (guint i = 0; i < 40; i++) {
+        /* Revision 11 + i: k10..k39 as first written, then k00..k09 again. */
+        g_autofree char *want = g_strdup_printf("%u app.k%02u put 2", 11 + i, i < 30 ? 10 + i : i - 30);
+        g_assert_cmpstr(lines[i], ==, want);
+    }
+    g_assert_cmpstr(lines[40], ==, "initial-done 40");
+    g_assert_cmpstr(lines[41], ==, "51 app.k30 put 2");
+    g_assert_cmpstr(lines[46], ==, "56 app.k00 delete 2");
+    g_autofree char *kind_path = g_build_filename(r.dir, "kind", NULL);
+    g_autofree char *kind = NULL;
+    g_assert_true(g_file_get_contents(kind_path, &kind, NULL, NULL));
+    g_assert_cmpstr(kind, ==, "2\n");
     kvStore_Destroy(kv);
     rig_free(&r);
 }
@@ -375,7 +403,81 @@ static void test_kv_empty_and_updates_only(void)
     rig_stop(&r);
     assert_once_in_order(&r, 2, 2);
     jet_engine_stats(r.eng, &st);
-    g_assert_cmpuint(st.initial_done, ==, 0);
+    /* Updates only: caught up at once, before the first update. */
+    g_assert_cmpuint(st.initial_done, ==, 1);
+    g_auto(GStrv) lines = kv_log(&r);
+    g_assert_cmpuint(g_strv_length(lines), ==, 3);
+    g_assert_cmpstr(lines[0], ==, "initial-done 0");   /* the empty bucket's run */
+    g_assert_cmpstr(lines[1], ==, "initial-done 0");
+    g_assert_cmpstr(lines[2], ==, "2 b put 2");
+    kvStore_Destroy(kv);
+    rig_free(&r);
+}
+
+/* Verdicts on a KV watch wait in place; the dead-letter records say which
+ * entry (key, operation, revision); an entry no KV client would write (an
+ * unknown KV-Operation, published raw) is dead-lettered as malformed
+ * without reaching the plugin, and the watch goes on. */
+static void test_kv_verdicts(void)
+{
+    Rig r = { 0 };
+    r.kv_bucket = "V";
+    rig_server(&r);
+    kvStore *kv = kv_bucket(&r, "V");
+    for (int i = 1; i <= 5; i++) {
+        g_autofree char *key = g_strdup_printf("k%d", i);
+        g_assert_cmpint(kvStore_PutString(NULL, kv, key, "v"), ==, NATS_OK);
+    }
+    natsMsg *raw = NULL;
+    g_assert_cmpint(natsMsg_Create(&raw, "$KV.V.k6", NULL, "x", 1), ==, NATS_OK);
+    g_assert_cmpint(natsMsgHeader_Set(raw, "KV-Operation", "ERASE"), ==, NATS_OK);
+    g_assert_cmpint(js_PublishMsg(NULL, r.js, raw, NULL, NULL), ==, NATS_OK);
+    natsMsg_Destroy(raw);
+    g_assert_cmpint(kvStore_Delete(kv, "k1"), ==, NATS_OK);
+    /* The current values: 2..5, 6 (never handled) and 7, the delete that
+     * is k1's last entry.  2: rejected; 3: retried to the end of a
+     * two-attempt ladder; the others acked. */
+    rig_engine(&r, "rungs = 100ms\nmax_attempts = 2\n"
+                   "option.seq_verdicts = 2=reject,3=retry\n");
+    wait_handled(&r, 6, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    static const guint64 want_seq[] = { 2, 3, 3, 4, 5, 7 };
+    g_assert_cmpuint(seqs->len, ==, G_N_ELEMENTS(want_seq));
+    for (guint i = 0; i < seqs->len; i++)
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, want_seq[i]);
+    static const struct {
+        const char *cause, *key, *op, *rev;
+    } want[] = {
+        { "rejected", "k2", "put", "2" },
+        { "exhausted", "k3", "put", "3" },
+        { "malformed", NULL, NULL, "6" },
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        natsMsg *rec = NULL;
+        g_assert_cmpint(js_GetMsg(&rec, r.js, "JETHOST_DLQ", i + 1, NULL, NULL), ==, NATS_OK);
+        const char *cause = NULL, *key = NULL, *op = NULL, *rev = NULL, *seq = NULL, *reason = NULL;
+        natsMsgHeader_Get(rec, "Jethost-Cause", &cause);
+        natsMsgHeader_Get(rec, "Jethost-KV-Key", &key);
+        natsMsgHeader_Get(rec, "Jethost-KV-Operation", &op);
+        natsMsgHeader_Get(rec, "Jethost-KV-Revision", &rev);
+        natsMsgHeader_Get(rec, "Jethost-Origin-Seq", &seq);
+        natsMsgHeader_Get(rec, "Jethost-Reason", &reason);
+        g_test_message("record %u: %s %s", i + 1, cause, reason != NULL ? reason : "");
+        g_assert_cmpstr(cause, ==, want[i].cause);
+        g_assert_cmpstr(key, ==, want[i].key);
+        g_assert_cmpstr(op, ==, want[i].op);
+        g_assert_cmpstr(seq, ==, want[i].rev);
+        if (want[i].key != NULL)
+            g_assert_cmpstr(rev, ==, want[i].rev);
+        else
+            g_assert_nonnull(strstr(reason, "KV-Operation 'ERASE'"));
+        natsMsg_Destroy(rec);
+    }
+    g_auto(GStrv) lines = kv_log(&r);
+    g_assert_cmpstr(lines[g_strv_length(lines) - 2], ==, "7 k1 delete 2");
+    g_assert_cmpstr(lines[g_strv_length(lines) - 1], ==, "initial-done 6");
     kvStore_Destroy(kv);
     rig_free(&r);
 }
@@ -680,6 +782,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/deliver", test_deliver);
     g_test_add_func("/ordered/kv-watch", test_kv_watch);
     g_test_add_func("/ordered/kv-empty-and-updates-only", test_kv_empty_and_updates_only);
+    g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
     g_test_add_func("/ordered/kv-stress", test_kv_stress);
     g_test_add_func("/ordered/checkpoint-resume", test_checkpoint_resume);
     g_test_add_func("/ordered/checkpoint-poison", test_checkpoint_poison);

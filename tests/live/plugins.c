@@ -253,6 +253,27 @@ static void paced_compare(JsonObject *o, natsMsg *m, guint64 seq)
     free((void *)names);
 }
 
+/* The file is the stream: one line per message, in stream order, no KV
+ * entry in any. */
+static void paced_file_is_stream(jsCtx *js, const char *path)
+{
+    g_autofree char *lines_text = read_text(path);
+    g_assert_true(g_str_has_suffix(lines_text, "}\n"));
+    g_auto(GStrv) lines = g_strsplit(lines_text, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, PACED_N + 1);
+    g_assert_cmpstr(lines[PACED_N], ==, "");
+    for (guint64 seq = 1; seq <= PACED_N; seq++) {
+        g_autoptr(JsonParser) p = json_parser_new();
+        g_autoptr(GError) err = NULL;
+        if (!json_parser_load_from_data(p, lines[seq - 1], -1, &err))
+            g_error("line %" G_GUINT64_FORMAT " is not JSON (%s): %s", seq, err->message, lines[seq - 1]);
+        natsMsg *m = get_msg(js, "ORDERS", seq);
+        paced_compare(json_node_get_object(json_parser_get_root(p)), m, seq);
+        natsMsg_Destroy(m);
+        g_assert_null(strstr(lines[seq - 1], "\"kv\":"));
+    }
+}
+
 static void test_paced_matches_stream(void)
 {
     g_autoptr(JetTestServer) srv = jet_test_server_start();
@@ -278,24 +299,88 @@ static void test_paced_matches_stream(void)
     g_assert_cmpint(took_ms, >=, 1900);
     g_assert_cmpint(took_ms, <, 15000);
 
-    /* The file is the stream: one line per message, in stream order. */
-    g_autofree char *lines_text = read_text(out);
-    g_assert_true(g_str_has_suffix(lines_text, "}\n"));
-    g_auto(GStrv) lines = g_strsplit(lines_text, "\n", -1);
-    g_assert_cmpuint(g_strv_length(lines), ==, PACED_N + 1);
-    g_assert_cmpstr(lines[PACED_N], ==, "");
-    for (guint64 seq = 1; seq <= PACED_N; seq++) {
-        g_autoptr(JsonParser) p = json_parser_new();
-        g_autoptr(GError) err = NULL;
-        if (!json_parser_load_from_data(p, lines[seq - 1], -1, &err))
-            g_error("line %" G_GUINT64_FORMAT " is not JSON (%s): %s", seq, err->message, lines[seq - 1]);
-        natsMsg *m = get_msg(js, "ORDERS", seq);
-        paced_compare(json_node_get_object(json_parser_get_root(p)), m, seq);
-        natsMsg_Destroy(m);
-    }
+    paced_file_is_stream(js, out);
     jsConsumerInfo *ci = jet_test_consumer_info(js, "ORDERS", "audit");
     g_assert_cmpint(ci->NumRedelivered, ==, 0);
     jsConsumerInfo_Destroy(ci);
+    jet_test_js_close(nc, js);
+}
+
+/* Lines of a file once it has n of them. */
+typedef struct {
+    const char *path;
+    guint n;
+} LinesWait;
+
+static gboolean has_lines(gpointer data)
+{
+    LinesWait *w = data;
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(w->path, &text, NULL, NULL))
+        return FALSE;
+    guint n = 0;
+    for (const char *p = text; *p != '\0'; p++)
+        n += *p == '\n';
+    return n >= w->n;
+}
+
+/* paced on the other kinds, in one host: an ordered binding's file is the
+ * stream in order; a KV watch's has each entry's key, operation and
+ * revision, and the host's log says when the current values were done. */
+static void test_paced_every_kind(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    paced_publish(js);
+    kvConfig kc;
+    kvConfig_Init(&kc);
+    kc.Bucket = "CFG";
+    kvStore *kv = NULL;
+    g_assert_cmpint(js_CreateKeyValue(&kv, js, &kc), ==, NATS_OK);
+    g_assert_cmpint(kvStore_PutString(NULL, kv, "app.a", "1"), ==, NATS_OK);
+    g_assert_cmpint(kvStore_PutString(NULL, kv, "app.b", "2"), ==, NATS_OK);
+
+    g_autofree char *ord_out = g_build_filename(jet_test_private_dir(), "paced-ordered.jsonl", NULL);
+    g_autofree char *kv_out = g_build_filename(jet_test_private_dir(), "paced-kv.jsonl", NULL);
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "state-kinds", NULL);
+    g_autofree char *plugin = jet_test_plugin_copy("paced");
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n"
+        "[binding ord]\nplugin = %s\nkind = ordered\nstream = ORDERS\nexpires = 2s\nidle_heartbeat = 1s\n"
+        "option.path = %s\noption.rate = 1000\n\n"
+        "[binding cfg]\nplugin = %s\nkind = kv\nbucket = CFG\nexpires = 2s\nidle_heartbeat = 1s\n"
+        "option.path = %s\n",
+        jet_test_server_url(srv), state, plugin, ord_out, plugin, kv_out);
+    g_autofree char *errlog = NULL;
+    g_autoptr(GSubprocess) host = run_host("paced-kinds", text, &errlog);
+    LinesWait kw = { kv_out, 2 };
+    g_assert_true(jet_test_wait_until(has_lines, &kw, 30000));
+    g_assert_cmpint(kvStore_Delete(kv, "app.a"), ==, NATS_OK);
+    kw.n = 3;
+    g_assert_true(jet_test_wait_until(has_lines, &kw, 30000));
+    LinesWait ow = { ord_out, PACED_N };
+    g_assert_true(jet_test_wait_until(has_lines, &ow, 30000));
+    stop_host(host, errlog);
+
+    paced_file_is_stream(js, ord_out);
+    g_autofree char *kv_text = read_text(kv_out);
+    g_auto(GStrv) kv_lines = g_strsplit(kv_text, "\n", -1);
+    g_assert_cmpuint(g_strv_length(kv_lines), ==, 4);
+    static const char *const want[] = {
+        "\"payload\":\"1\",\"kv\":{\"key\":\"app.a\",\"op\":\"put\",\"revision\":1}}",
+        "\"payload\":\"2\",\"kv\":{\"key\":\"app.b\",\"op\":\"put\",\"revision\":2}}",
+        "\"payload\":\"\",\"kv\":{\"key\":\"app.a\",\"op\":\"delete\",\"revision\":3}}",
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_test_message("%s", kv_lines[i]);
+        g_assert_true(g_str_has_suffix(kv_lines[i], want[i]));
+        g_assert_true(g_str_has_prefix(kv_lines[i], "{\"subject\":\"$KV.CFG.app."));
+    }
+    g_autofree char *log = read_text(errlog);
+    g_assert_nonnull(strstr(log, "binding=cfg event=plugin msg=\"the bucket's current values are written; updates follow\""));
+    kvStore_Destroy(kv);
     jet_test_js_close(nc, js);
 }
 
@@ -518,6 +603,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_setenv("JETHOST_LOG_LEVEL", "info", TRUE);
     g_test_add_func("/plugins-live/paced/matches-stream", test_paced_matches_stream);
+    g_test_add_func("/plugins-live/paced/every-kind", test_paced_every_kind);
     g_test_add_func("/plugins-live/retry/outcomes", test_retry_outcomes);
     g_test_add_func("/plugins-live/exec/exit-codes", test_exec_exit_codes);
     int rc = g_test_run();

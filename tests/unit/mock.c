@@ -10,6 +10,7 @@
 #include <jethost/plugin.h>
 
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <glib.h>
 #include <string.h>
 
@@ -929,7 +930,7 @@ static void test_abi_newer_minor_refused(void)
     char err[512] = "";
     g_assert_null(jet_mock_new_from_path(path, err, sizeof err));
     assert_contains(err, path);
-    assert_contains(err, "built for plugin ABI 1.9; this host speaks 1.0");
+    assert_contains(err, "built for plugin ABI 1.9; this host speaks 1.1");
 }
 
 /* --- recording ---------------------------------------------------------------------- */
@@ -985,6 +986,67 @@ static int run_cli(const char *input, char **out, char **err, ...)
     g_assert_no_error(e);
     g_test_message("stdout: %s\nstderr: %s", *out, *err);
     return g_subprocess_get_exit_status(p);
+}
+
+/* KV entries and the initial-done signal in JSONL: {"key", "op"} lines and
+ * an {"event": "kv_initial_done"} line, with --policy kind=kv. */
+static void test_cli_kv(void)
+{
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *dir = g_build_filename(jet_test_private_dir(), "cli-kv", NULL);
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_autofree char *dir_opt = g_strdup_printf("dir=%s", dir);
+    const char *input =
+        "{\"key\": \"app.a\", \"data\": \"1\"}\n"
+        "{\"key\": \"app.b\", \"op\": \"delete\"}\n"
+        "{\"event\": \"kv_initial_done\"}\n"
+        "{\"key\": \"app.c\", \"op\": \"purge\", \"stream_seq\": 40}\n"
+        "{\"key\": \"app c\"}\n";
+    g_autofree char *out = NULL, *err = NULL;
+    int status = run_cli(input, &out, &err, "--plugin", plugin, "--option", dir_opt, "--policy", "kind=kv",
+                         "--policy", "bucket=CFG", "--binding", "cache", "--quiet", NULL);
+    g_assert_cmpint(status, ==, 0);
+    g_auto(GStrv) lines = g_strsplit(g_strchomp(out), "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 5);
+    assert_contains(lines[0], "\"stream_seq\":1,\"deliveries\":1,\"action\":\"ack\"");
+    assert_contains(lines[2], "{\"event\":\"kv_initial_done\"}");
+    assert_contains(lines[3], "\"stream_seq\":40,");
+    assert_contains(lines[4], "\"cause\":\"malformed\"");
+    assert_contains(lines[4], "is not a valid KV key");
+    g_autofree char *kv_path = g_build_filename(dir, "kv.log", NULL);
+    g_autofree char *kv = NULL;
+    g_assert_true(g_file_get_contents(kv_path, &kv, NULL, NULL));
+    g_assert_cmpstr(kv, ==, "1 app.a put 2\n2 app.b delete 2\ninitial-done 2\n40 app.c purge 2\n");
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+
+    /* What a KV line may not be. */
+    static const struct {
+        const char *line, *why;
+        gboolean kv;
+    } bad[] = {
+        { "{\"key\": \"a\", \"subject\": \"$KV.CFG.a\"}", "subject and key: give one of them", TRUE },
+        { "{\"key\": \"a\", \"op\": \"del\"}", "op: expected put, delete or purge", TRUE },
+        { "{\"key\": 7}", "key", TRUE },
+        { "{\"subject\": \"x\", \"op\": \"put\"}", "op: only with key", TRUE },
+        { "{\"event\": \"kv_initial_done\", \"key\": \"a\"}", "an event line is exactly", TRUE },
+        { "{\"event\": \"start\"}", "an event line is exactly", TRUE },
+        { "{\"key\": \"a\"}", "set the policy's kind = kv", FALSE },
+        { "{\"event\": \"kv_initial_done\"}", "not kind = kv", FALSE },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *in = g_strdup_printf("%s\n", bad[i].line);
+        if (bad[i].kv)
+            status = run_cli(in, &out, &err, "--plugin", plugin, "--option", dir_opt, "--policy", "kind=kv",
+                             "--policy", "bucket=CFG", "--quiet", NULL);
+        else
+            status = run_cli(in, &out, &err, "--plugin", plugin, "--option", dir_opt, "--quiet", NULL);
+        g_assert_cmpint(status, ==, 2);
+        assert_contains(err, "stdin:1: ");
+        assert_contains(err, bad[i].why);
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+    }
 }
 
 static void test_cli(void)
@@ -1139,6 +1201,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mock/dlq-provenance", test_dlq_provenance);
     g_test_add_func("/mock/dlq-daemon-rules", test_dlq_daemon_rules);
     g_test_add_func("/mock/abi-1.0-works", test_abi10_works);
+    g_test_add_func("/mock/cli-kv", test_cli_kv);
     g_test_add_func("/mock/abi-newer-minor-refused", test_abi_newer_minor_refused);
     g_test_add_func("/mock/calls-and-log", test_calls_and_log);
     g_test_add_func("/mock/cli", test_cli);

@@ -71,13 +71,13 @@ static void test_no_entry(void)
 static void test_abi_major(void)
 {
     g_autofree char *path = jet_test_plugin_copy("fx_abi_major");
-    assert_refused(path, &policy, "built for plugin ABI 2.0; this host speaks 1.0");
+    assert_refused(path, &policy, "built for plugin ABI 2.0; this host speaks 1.1");
 }
 
 static void test_abi_minor_newer(void)
 {
     g_autofree char *path = jet_test_plugin_copy("fx_abi_minor");
-    assert_refused(path, &policy, "built for plugin ABI 1.9; this host speaks 1.0");
+    assert_refused(path, &policy, "built for plugin ABI 1.9; this host speaks 1.1");
 }
 
 static void test_abi_frozen_10(void)
