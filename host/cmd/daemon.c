@@ -197,6 +197,22 @@ static void start_schedule(Binding *bd, JetLedger *ledger, StartFailures *f)
     start_failed(f, bd, bd->b->name, TRUE, why->str, msg);
 }
 
+/* The plugin's own metrics (docs/plugin-metrics.md), one line: name=value
+ * in declaration order. */
+static void log_plugin_metrics(Binding *bd)
+{
+    guint n = jet_instance_metric_count(bd->inst);
+    if (n == 0)
+        return;
+    g_autoptr(GString) line = g_string_new(NULL);
+    for (guint i = 0; i < n; i++) {
+        gint64 v = 0;
+        const JetMetric *mt = jet_instance_metric(bd->inst, i, &v);
+        g_string_append_printf(line, "%s%s=%" G_GINT64_FORMAT, i > 0 ? " " : "", mt->name, v);
+    }
+    jet_log(JET_LOG_INFO, bd->b->name, "plugin-metrics", "%s", line->str);
+}
+
 static gboolean on_signal(gpointer data)
 {
     Daemon *d = data;
@@ -393,6 +409,11 @@ refused:
                 " plugin calls on a message after its handle() returned (refused)",
                 st.messages, st.acked, st.retried, st.postponed, st.released, st.dead_lettered, st.stranded,
                 st.uncertain, st.pulls, st.acks_grouped, st.stale_handles);
+        if (st.published > 0 || st.publish_failures > 0)
+            jet_log(JET_LOG_INFO, bd->b->name, "publishes-stopped",
+                    "plugin publishes: %" G_GUINT64_FORMAT " sent with their pub-ack, %" G_GUINT64_FORMAT " failed",
+                    st.published, st.publish_failures);
+        log_plugin_metrics(bd);
         JetAdvisoryStats as;
         jet_advisory_stats(bd->advisory, &as);
         jet_log(JET_LOG_INFO, bd->b->name, "advisories-stopped",

@@ -194,10 +194,13 @@ static gboolean base64_ok(const char *text, GError **error)
 
 /* --- one input line -------------------------------------------------------- */
 
+/* More publishes than any delivery may make (forward.h). */
+#define JET_PUBLISH_LINE_MAX 100000u
+
 static const char *const known_fields[] = {
     "subject", "data", "data_b64", "headers", "stream_seq", "consumer_seq", "deliveries",
     "enqueued", "failures", "postpones", "first_failure", "strikes", "breaker", "advance_ms",
-    "clock", "key", "op", NULL
+    "clock", "key", "op", "publish_error", NULL
 };
 
 static gboolean add_headers(jet_mock_msg *b, JsonNode *n, GError **error)
@@ -369,6 +372,14 @@ static jet_mock_msg *message_from_line(jet_mock *m, JsonObject *o, GError **erro
             jet_mock_msg_set_breaker_claim(b, json_node_get_boolean(n));
         }
     }
+    if (ok && json_object_has_member(o, "publish_error")) {
+        /* Every publish of this delivery fails with this reason. */
+        ok = member_string(o, "publish_error", &text, error);
+        if (ok)
+            jet_mock_fail_publishes(m, text, JET_PUBLISH_LINE_MAX);
+    } else if (ok) {
+        jet_mock_fail_publishes(m, NULL, 0);
+    }
     if (!ok) {
         jet_mock_msg_free(b);
         return NULL;
@@ -377,6 +388,21 @@ static jet_mock_msg *message_from_line(jet_mock *m, JsonObject *o, GError **erro
 }
 
 /* --- one output line --------------------------------------------------------- */
+
+/* A payload as the input would give it: "data" when it is UTF-8 text
+ * without NUL, else "data_b64". */
+static void add_payload(JsonBuilder *jb, const void *data, size_t len)
+{
+    if (len == 0 || (g_utf8_validate(data, (gssize)len, NULL) && memchr(data, 0, len) == NULL)) {
+        g_autofree char *text = g_strndup(len > 0 ? data : "", len);
+        json_builder_set_member_name(jb, "data");
+        json_builder_add_string_value(jb, text);
+    } else {
+        g_autofree char *b64 = g_base64_encode(data, len);
+        json_builder_set_member_name(jb, "data_b64");
+        json_builder_add_string_value(jb, b64);
+    }
+}
 
 static void print_node(JsonNode *root)
 {
@@ -454,6 +480,30 @@ static void print_settlement(const jet_mock *m, guint line, const jet_mock_settl
         }
         json_builder_end_array(jb);
         json_builder_end_object(jb);
+    }
+    if (s->n_publishes > 0) {
+        json_builder_set_member_name(jb, "publishes");
+        json_builder_begin_array(jb);
+        for (size_t i = 0; i < s->n_publishes; i++) {
+            const jet_mock_publish *p = &s->publishes[i];
+            json_builder_begin_object(jb);
+            json_builder_set_member_name(jb, "subject");
+            json_builder_add_string_value(jb, p->subject);
+            json_builder_set_member_name(jb, "headers");
+            json_builder_begin_array(jb);
+            for (size_t h = 0; h < p->n_headers; h++) {
+                json_builder_begin_array(jb);
+                json_builder_add_string_value(jb, p->headers[h].name);
+                json_builder_add_string_value(jb, p->headers[h].value);
+                json_builder_end_array(jb);
+            }
+            json_builder_end_array(jb);
+            add_payload(jb, p->data, p->len);
+            json_builder_set_member_name(jb, "result");
+            json_builder_add_string_value(jb, p->result);
+            json_builder_end_object(jb);
+        }
+        json_builder_end_array(jb);
     }
     add_violations(jb, m, violations_before);
     json_builder_end_object(jb);

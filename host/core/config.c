@@ -217,6 +217,9 @@ static const KeyDef binding_keys[] = {
     { "ledger", K_BOOL, "true", NULL, FALSE, NOB, B(ledger),
       "keep the attempt ledger (failures, first-failure time, strikes) in KV; `false`: the "
       "host falls back to the delivery count" },
+    { "publish_reserved", K_BOOL, "false", NULL, FALSE, NOB, B(publish_reserved),
+      "let the plugin's publishes (msg_publish) go to the server's namespaces ($JS., $KV., $SYS., ...); "
+      "`false`: refused as a plugin error" },
     { "floor_age", K_DURATION, "2m", NULL, FALSE, 0, DURATION_MAX_MS, B(floor_age_ms),
       "an ack floor that has not moved for this long while the consumer has delivered past it "
       "is stalled; 0 = the floor monitor and the breaker are off" },

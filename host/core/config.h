@@ -123,6 +123,7 @@ typedef struct {
     char *dlq_stream;
     char *dlq_subject;
     gboolean ledger;         /* the attempt ledger (KV); default TRUE */
+    gboolean publish_reserved;   /* msg_publish may reach $JS., $KV., ... (docs/forwarding.md) */
 
     /* Floor monitor and breaker */
     guint64 floor_age_ms;    /* stalled at this age; 0 = monitor (and breaker) off */

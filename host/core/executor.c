@@ -179,6 +179,7 @@ typedef struct {
     gboolean stale;
     gint64 settled_ns;
     char *not_kv;              /* kind = kv: why the delivery is no KV entry, or NULL */
+    char *publish_failed;      /* the first queued publish that failed, why */
 } Run;
 
 /* Step 1: the ledger, on redeliveries only. */
@@ -242,6 +243,38 @@ static void isolate(JetExecutor *x, Run *r)
     ledger_write(&iso);
 }
 
+/* Step 4b: an ACK with publishes queued is an ACK only once every one of
+ * them has its pub-ack (docs/forwarding.md); they go in order, and the
+ * first failure stops the rest (the redelivery sends them all again, each
+ * under the same Nats-Msg-Id). */
+static void send_publishes(JetExecutor *x, Run *r)
+{
+    GPtrArray *items = r->jm.publishes.items;
+    if (r->f.verdict != JET_ACK || r->f.reason_too_long || r->jm.publishes.refused != NULL || items == NULL)
+        return;
+    /* Part of every publish's id: without it a redelivery could not give
+     * the same ids, so nothing is sent. */
+    gint64 created = x->t->stream_created(x->td);
+    if (created <= 0) {
+        r->publish_failed = g_strdup("the origin stream's creation time cannot be read (it is part of each "
+                                     "publish's Nats-Msg-Id); nothing was sent");
+        JET_STAT_ADD(r->d->stats, publish_failures, 1);
+        return;
+    }
+    for (guint i = 0; i < items->len; i++) {
+        g_autofree char *id = jet_publish_msg_id(r->d->stream, r->d->consumer, r->d->stream_seq, created, i);
+        g_autoptr(GError) err = NULL;
+        if (!x->t->publish(x->td, r->d, g_ptr_array_index(items, i), id, &err)) {
+            r->publish_failed = g_strdup_printf("publish %u of %u to %s: %s", i + 1, items->len,
+                                                ((JetPublish *)g_ptr_array_index(items, i))->subject,
+                                                err != NULL ? err->message : "no answer");
+            JET_STAT_ADD(r->d->stats, publish_failures, 1);
+            return;
+        }
+        JET_STAT_ADD(r->d->stats, published, 1);
+    }
+}
+
 /* Step 4: the decision before the handler, the plugin, the decision after. */
 static void decide(JetExecutor *x, Run *r)
 {
@@ -270,6 +303,9 @@ static void decide(JetExecutor *x, Run *r)
     r->f.delay_ms = r->jm.delay_ms;
     r->f.reason_too_long = r->jm.reason_too_long;
     r->f.reason = r->jm.has_reason ? r->jm.reason : NULL;
+    r->f.publish_refused = r->jm.publishes.refused;
+    send_publishes(x, r);
+    r->f.publish_failed = r->publish_failed;
     r->f.now_ns = now_ns(x);
     jet_settle_decide(x->policy, &r->f, &r->a);
 }
@@ -529,6 +565,8 @@ static void show_delivery(const JetExecutor *x, const JetDelivery *d, Run *r)
     jm->has_enqueued = d->enqueued_ns > 0;
     jm->enqueued_ns = d->enqueued_ns;
     jm->kind = (int)x->b->kind;
+    jm->ctx = x->inst;
+    jm->publish_reserved = x->b->publish_reserved;
     if (x->b->kind == JET_KIND_KV && d->malformed == NULL) {
         JetKvEntry e;
         if (jet_kv_entry_read(x->b->bucket, d->subject, jm->headers, &e, &r->not_kv)) {
@@ -582,6 +620,12 @@ void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out
     out->verdict = r.handled ? r.f.verdict : -1;
     out->stale = r.stale;
     out->suspect = r.alone;
-    out->facts.malformed_entry = NULL;   /* freed below: the reason holds it */
+    /* Freed below: the reason holds what the settlement needs of them. */
+    out->facts.malformed_entry = NULL;
+    out->publish_refused = r.jm.publishes.refused != NULL && r.handled;
+    out->facts.publish_refused = NULL;
+    out->facts.publish_failed = NULL;
     g_free(r.not_kv);
+    g_free(r.publish_failed);
+    jet_publish_queue_clear(&r.jm.publishes);
 }

@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "dlq_record.h"
+#include "forward.h"
 #include "hdr_block.h"
 #include "instance.h"
 #include "ledger_record.h"
@@ -93,6 +94,12 @@ typedef struct {
     /* After the settlement: undoes enter. */
     void (*leave)(gpointer t, const JetDelivery *d, gboolean alone);
 
+    /* --- publishes queued by the plugin (forward.h) --- */
+    /* Publishes p with Nats-Msg-Id msg_id and waits for its pub-ack; FALSE
+     * with the server's reason when it failed or was refused (a duplicate
+     * is a success: an earlier delivery's publish got there). */
+    gboolean (*publish)(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id, GError **error);
+
     /* --- settling with the server --- */
     void (*ack)(gpointer t, const JetDelivery *d, JetAckTiming timing);
     void (*nak)(gpointer t, const JetDelivery *d, guint64 delay_ms);
@@ -138,6 +145,7 @@ typedef struct {
     gboolean stale;                /* the lease lapsed: nothing was released or written */
     gboolean suspect;              /* handled alone (crash attribution) */
     gboolean captured;             /* CAPTURE: the record is stored and the original acked */
+    gboolean publish_refused;      /* a msg_publish() call was refused (a plugin error) */
     JetCaptureOutcome capture;     /* CAPTURE: what the transport answered */
 } JetExecuted;
 

@@ -40,6 +40,8 @@ void jet_msg_reset_verdict(jet_msg *m)
     m->reason_too_long = FALSE;
     m->delay_ms = 0;
     m->has_delay = FALSE;
+    /* Not freed: a copy (the mock's lent one) shares the original's. */
+    memset(&m->publishes, 0, sizeof m->publishes);
 }
 
 /* --- lent handles (jet_msg.h) ------------------------------------------------
@@ -329,6 +331,18 @@ MSG_FIELD(int, msg_kind, kind, JET_EINVAL)
 MSG_FIELD(const char *, msg_kv_key, kv_key, NULL)
 MSG_FIELD(int, msg_kv_op, kv_op, JET_KV_NONE)
 MSG_FIELD(uint64_t, msg_kv_revision, kv_revision, 0)
+MSG_FIELD(jet_ctx *, msg_ctx, ctx, NULL)
+
+static int msg_publish(jet_msg *h, const char *subject, const char *const *headers, const void *data, size_t len)
+{
+    Slot *pin;
+    jet_msg *m = msg_enter(h, "msg_publish", &pin);
+    if (m == NULL)
+        return JET_EINVAL;
+    int rc = jet_publish_queue_add(&m->publishes, subject, headers, data, len, m->publish_reserved);
+    msg_leave(pin);
+    return rc;
+}
 
 static int msg_enqueued_ns(const jet_msg *h, int64_t *unix_ns)
 {
@@ -482,6 +496,24 @@ static int ctx_kind(const jet_ctx *c)
     return jet__ctx_kind(c);
 }
 
+static int ctx_metric_declare(jet_ctx *c, const char *name, int type, const char *help)
+{
+    CTX_GUARD(c, "ctx_metric_declare", name);
+    return jet__ctx_metric_declare(c, name, type, help);
+}
+
+static int ctx_metric_add(jet_ctx *c, int id, uint64_t n)
+{
+    CTX_GUARD(c, "ctx_metric_add", NULL);
+    return jet__ctx_metric_update(c, id, JET_METRIC_COUNTER, (gint64)MIN(n, (uint64_t)G_MAXINT64));
+}
+
+static int ctx_metric_set(jet_ctx *c, int id, int64_t value)
+{
+    CTX_GUARD(c, "ctx_metric_set", NULL);
+    return jet__ctx_metric_update(c, id, JET_METRIC_GAUGE, value);
+}
+
 static const jet_host_api table = {
     .struct_size = sizeof(jet_host_api),
     .abi_major = JET_ABI_MAJOR,
@@ -514,6 +546,11 @@ static const jet_host_api table = {
     .msg_kv_key = msg_kv_key,
     .msg_kv_op = msg_kv_op,
     .msg_kv_revision = msg_kv_revision,
+    .msg_ctx = msg_ctx,
+    .msg_publish = msg_publish,
+    .ctx_metric_declare = ctx_metric_declare,
+    .ctx_metric_add = ctx_metric_add,
+    .ctx_metric_set = ctx_metric_set,
 };
 
 const jet_host_api *jet_host_api_table(void)

@@ -18,6 +18,9 @@ struct jet_ctx {
     gpointer clock_data;
     gint stopping;             /* atomic */
     int kind;                  /* a jet_binding_kind */
+    gboolean in_init;          /* metrics are declared only now */
+    JetMetric metrics[JET_METRICS_MAX];
+    gint n_metrics;            /* atomic: declared, in order; never shrinks */
     gint fork_noted;           /* atomic: the plugin guard logged a fork at warning */
 };
 
@@ -149,7 +152,9 @@ gboolean jet_instance_start(JetInstance *inst, GError **error)
 {
     char err[512] = "";
     void *state = NULL;
+    inst->in_init = TRUE;
     int rc = inst->desc->init(inst, &state, err, sizeof err);
+    inst->in_init = FALSE;
     if (rc != 0) {
         err[sizeof err - 1] = '\0';
         g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "plugin %s: init failed: %s",
@@ -161,6 +166,67 @@ gboolean jet_instance_start(JetInstance *inst, GError **error)
     return TRUE;
 }
 
+/* --- plugin metrics (docs/plugin-metrics.md) --- */
+
+static gboolean metric_name_valid(const char *name)
+{
+    if (name == NULL || name[0] == '\0' || strlen(name) > JET_METRIC_NAME_MAX || g_ascii_isdigit(name[0]))
+        return FALSE;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || g_ascii_isdigit(*p) || *p == '_'))
+            return FALSE;
+    return TRUE;
+}
+
+int jet__ctx_metric_declare(jet_ctx *c, const char *name, int type, const char *help)
+{
+    if (c == NULL || !metric_name_valid(name) || (type != JET_METRIC_COUNTER && type != JET_METRIC_GAUGE))
+        return JET_EINVAL;
+    if (!c->in_init)
+        return JET_ESTATE;
+    gint n = g_atomic_int_get(&c->n_metrics);
+    for (gint i = 0; i < n; i++)
+        if (strcmp(c->metrics[i].name, name) == 0)
+            return JET_EINVAL;
+    if (n >= JET_METRICS_MAX)
+        return JET_ELIMIT;
+    JetMetric *mt = &c->metrics[n];
+    g_strlcpy(mt->name, name, sizeof mt->name);
+    mt->type = type;
+    /* One line, bounded: it goes into exposition formats. */
+    g_autofree char *h = g_strndup(help != NULL ? help : "", 200);
+    g_strdelimit(h, "\r\n\t", ' ');
+    mt->help = g_steal_pointer(&h);
+    mt->value = 0;
+    g_atomic_int_set(&c->n_metrics, n + 1);
+    return n;
+}
+
+int jet__ctx_metric_update(jet_ctx *c, int id, int type, gint64 value)
+{
+    if (c == NULL || id < 0 || id >= g_atomic_int_get(&c->n_metrics) || c->metrics[id].type != type)
+        return JET_EINVAL;
+    if (type == JET_METRIC_COUNTER)
+        __atomic_add_fetch(&c->metrics[id].value, value, __ATOMIC_RELAXED);
+    else
+        __atomic_store_n(&c->metrics[id].value, value, __ATOMIC_RELAXED);
+    return JET_OK;
+}
+
+guint jet_instance_metric_count(const JetInstance *inst)
+{
+    return (guint)g_atomic_int_get(&((JetInstance *)inst)->n_metrics);
+}
+
+const JetMetric *jet_instance_metric(const JetInstance *inst, guint i, gint64 *value)
+{
+    if (i >= jet_instance_metric_count(inst))
+        return NULL;
+    if (value != NULL)
+        *value = __atomic_load_n(&inst->metrics[i].value, __ATOMIC_RELAXED);
+    return &inst->metrics[i];
+}
+
 void jet_instance_free(JetInstance *inst)
 {
     if (inst == NULL)
@@ -168,6 +234,8 @@ void jet_instance_free(JetInstance *inst)
     if (inst->started && inst->desc->fini != NULL)
         inst->desc->fini(inst->state);
     g_hash_table_unref(inst->values);
+    for (gint i = 0; i < inst->n_metrics; i++)
+        g_free(inst->metrics[i].help);
     g_free(inst->binding);
     g_free(inst);
 }

@@ -9,6 +9,16 @@
 
 typedef struct jet_ctx JetInstance;
 
+/* A metric a plugin declared (plugin.h, ctx_metric_declare). */
+#define JET_METRICS_MAX 64
+#define JET_METRIC_NAME_MAX 64
+typedef struct {
+    char name[JET_METRIC_NAME_MAX + 1];
+    int type;                  /* jet_metric_type */
+    char *help;                /* one line, at most 200 bytes */
+    gint64 value;              /* atomic */
+} JetMetric;
+
 typedef gint64 (*JetClockFn)(gpointer data);
 
 /* Validates options (name -> value as written; may be NULL) against the
@@ -38,6 +48,11 @@ void jet_instance_set_kind(JetInstance *inst, int kind);
  * thread that calls handle(), between two calls. */
 void jet_instance_kv_initial_done(JetInstance *inst);
 
+/* The metrics the plugin declared, in order; value (may be NULL) gets the
+ * current value.  NULL past the last. */
+guint jet_instance_metric_count(const JetInstance *inst);
+const JetMetric *jet_instance_metric(const JetInstance *inst, guint i, gint64 *value);
+
 /* Calls handle() and returns what it returned, unchecked; inside the plugin
  * guard (plugin_guard.h) once the daemon has installed it. */
 int jet_instance_handle(JetInstance *inst, jet_msg *m);
@@ -57,5 +72,7 @@ int jet__ctx_option_typed(const jet_ctx *c, const char *name, jet_option_type ty
                           const char **value);
 int jet__ctx_stopping(const jet_ctx *c);
 int jet__ctx_kind(const jet_ctx *c);
+int jet__ctx_metric_declare(jet_ctx *c, const char *name, int type, const char *help);
+int jet__ctx_metric_update(jet_ctx *c, int id, int type, gint64 value);
 
 #endif

@@ -7,6 +7,8 @@
 #include <glib.h>
 #include <jethost/plugin.h>
 
+#include "forward.h"
+
 struct JetMsgStrict;
 
 struct jet_msg {
@@ -32,6 +34,11 @@ struct jet_msg {
     int kv_op;
     uint64_t kv_revision;
 
+    /* The binding's context (msg_ctx()), and whether its publishes may go
+     * to the server's namespaces (publish_reserved). */
+    jet_ctx *ctx;
+    gboolean publish_reserved;
+
     /* From the attempt ledger (zero on a first delivery). */
     uint32_t failures, postpones;
     gboolean has_first_failure;
@@ -43,6 +50,7 @@ struct jet_msg {
     gboolean reason_too_long;
     guint64 delay_ms;
     gboolean has_delay;
+    JetPublishQueue publishes;     /* msg_publish(); owned, cleared by whoever settles */
 
     /* Set by the mock host when handle() returned: any further call through
      * this handle is a use after the borrow ended. */

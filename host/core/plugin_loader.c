@@ -274,6 +274,59 @@ static gboolean name_valid(const char *name)
     return TRUE;
 }
 
+/* A plugin's option table read with its own entry size (the descriptor's
+ * option_size): entries of this host's size are used as they are; larger
+ * ones (a newer header) are copied into this host's layout once, their
+ * extra bytes required to be zero, and kept for the life of the process,
+ * like the plugin itself (plugins are never unloaded). */
+#define JET_OPTIONS_MAX 256u
+#define JET_OPTION_SIZE_MAX 256u
+
+static const jet_option *options_normalised(const jet_plugin *d, GError **error)
+{
+    size_t size = d->option_size == 0 ? sizeof(jet_option) : d->option_size;
+    if (d->options == NULL)
+        return NULL;
+    if (size < sizeof(jet_option) || size > JET_OPTION_SIZE_MAX) {
+        g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN,
+                    "its option entries are %u bytes; this host reads %zu up to %u", d->option_size,
+                    sizeof(jet_option), JET_OPTION_SIZE_MAX);
+        return NULL;
+    }
+    const unsigned char *base = (const unsigned char *)d->options;
+    guint n = 0;
+    while (((const jet_option *)(const void *)(base + (size_t)n * size))->name != NULL) {
+        if (++n > JET_OPTIONS_MAX) {
+            g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "its option table has more than %u entries "
+                        "(or no NULL name ending it)", JET_OPTIONS_MAX);
+            return NULL;
+        }
+    }
+    if (size == sizeof(jet_option))
+        return d->options;
+    for (guint i = 0; i < n; i++)
+        for (size_t b = sizeof(jet_option); b < size; b++)
+            if (base[(size_t)i * size + b] != 0) {
+                g_set_error(error, JET_ERROR, JET_ERROR_PLUGIN, "its option entry %u sets members this host "
+                            "does not know (byte %zu of %zu)", i, b, size);
+                return NULL;
+            }
+    static GMutex lock;
+    static GHashTable *copies;   /* options pointer -> normalised array; never freed */
+    g_mutex_lock(&lock);
+    if (copies == NULL)
+        copies = g_hash_table_new(g_direct_hash, g_direct_equal);
+    jet_option *copy = g_hash_table_lookup(copies, d->options);
+    if (copy == NULL) {
+        copy = g_new0(jet_option, n + 1);
+        for (guint i = 0; i < n; i++)
+            memcpy(&copy[i], base + (size_t)i * size, sizeof(jet_option));
+        g_hash_table_insert(copies, (gpointer)d->options, copy);
+    }
+    g_mutex_unlock(&lock);
+    return copy;
+}
+
 gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GError **error)
 {
     memset(out, 0, sizeof *out);
@@ -330,6 +383,16 @@ gboolean jet_plugin_descriptor_check(const jet_plugin *desc, jet_plugin *out, GE
                     "its name '%s%s' is not 1 to %d characters of [a-z0-9_-]", esc,
                     len > JET_PLUGIN_NAME_MAX ? "..." : "", JET_PLUGIN_NAME_MAX);
         return FALSE;
+    }
+    if (out->options != NULL) {
+        g_autoptr(GError) local = NULL;
+        const jet_option *opts = options_normalised(out, &local);
+        if (opts == NULL) {
+            g_propagate_error(error, g_steal_pointer(&local));
+            return FALSE;
+        }
+        out->options = opts;
+        out->option_size = sizeof(jet_option);
     }
     for (const jet_option *o = out->options; o != NULL && o->name != NULL; o++) {
         if ((unsigned)o->type > JET_OPT_DURATION) {

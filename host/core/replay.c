@@ -21,6 +21,11 @@ static const char *const reserved[] = {
 
 const char *jet_subject_refusal(const char *subject)
 {
+    return jet_subject_check(subject, FALSE);
+}
+
+const char *jet_subject_check(const char *subject, gboolean allow_reserved)
+{
     if (subject == NULL || *subject == '\0')
         return "is empty";
     if (!g_utf8_validate(subject, -1, NULL))
@@ -35,7 +40,7 @@ const char *jet_subject_refusal(const char *subject)
     gsize len = strlen(subject);
     if (subject[0] == '.' || subject[len - 1] == '.' || strstr(subject, "..") != NULL)
         return "has an empty token";
-    for (gsize i = 0; i < G_N_ELEMENTS(reserved); i++)
+    for (gsize i = 0; i < G_N_ELEMENTS(reserved) && !allow_reserved; i++)
         if (has_prefix_ci(subject, reserved[i]))
             return "is in a namespace reserved for the server ($JS., $JSC., $KV., $O., $SYS., $NRG., $MQTT., "
                    "_INBOX.)";

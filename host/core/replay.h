@@ -21,6 +21,9 @@
  * (publishing there is an API call or a reply, never an application
  * message). */
 const char *jet_subject_refusal(const char *subject);
+/* The same rules, with the server's namespaces allowed when allow_reserved
+ * (a binding with publish_reserved = true: docs/forwarding.md). */
+const char *jet_subject_check(const char *subject, gboolean allow_reserved);
 
 /* NULL when name can be a JetStream stream name, else a static reason:
  * printable ASCII without '.', '*', '>', '/', '\\', at most 255 bytes.  A

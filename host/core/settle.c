@@ -244,6 +244,10 @@ static gboolean plugin_error(const JetSettlePolicy *p, const JetSettleFacts *f,
         reason_printf(out, "plugin error: reason longer than %d bytes", JET_REASON_MAX);
         return TRUE;
     }
+    if (v == JET_ACK && f->publish_refused != NULL) {
+        reason_printf(out, "plugin error: %s", f->publish_refused);
+        return TRUE;
+    }
     if (v == JET_POSTPONE && (!f->has_delay || f->delay_ms == 0)) {
         reason_copy(out->reason, sizeof out->reason,
                     "plugin error: POSTPONE without a positive delay");
@@ -294,6 +298,10 @@ void jet_settle_decide(const JetSettlePolicy *policy, const JetSettleFacts *fact
     if (plugin_error(policy, facts, out)) {
         out->plugin_error = TRUE;
         failure = TRUE;
+    } else if (facts->verdict == JET_ACK && facts->publish_failed != NULL) {
+        /* The forward did not happen: the message must come back. */
+        failure = TRUE;
+        reason_printf(out, "publish failed: %s", facts->publish_failed);
     } else if (facts->verdict == JET_ACK) {
         out->kind = JET_ACTION_ACK;
         reason_copy(out->reason, sizeof out->reason, facts->reason);

@@ -67,6 +67,11 @@ typedef struct {
                                       captured without the handler, never handled half-read */
     const char *malformed_entry;   /* NULL; else why a kind = kv delivery is no KV entry
                                       (kv_entry.h): captured, cause malformed, unhandled */
+
+    /* Publishes queued with an ACK (forward.h): a call the host refused (a
+     * plugin error), or the publishes sent and one failed (a failure). */
+    const char *publish_refused;
+    const char *publish_failed;
 } JetSettleFacts;
 
 typedef struct {

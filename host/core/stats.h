@@ -44,6 +44,8 @@ typedef struct {
     guint64 gaps;              /* ordered: consumer-sequence gaps seen (each re-creates) */
     guint64 initial_values;    /* kv: current values handled before the watch caught up */
     guint64 initial_done;      /* kv: 1 once the current values are all handled (an empty bucket too) */
+    guint64 published;         /* plugin publishes that got their pub-ack (forward.h) */
+    guint64 publish_failures;  /* plugin publishes that failed: the delivery became a retry */
 } JetStats;
 
 /* Adds n to a counter of s (any thread). */

@@ -284,6 +284,46 @@ static gboolean t_ack_confirmed(gpointer t, const JetDelivery *d, GError **error
     return jet_ack_confirmed(jet_conn_nats(e->conn), reply_of(d), CAPTURE_TIMEOUT_MS, error);
 }
 
+/* One plugin publish, its block written by the host (the Msg-Id first, so
+ * the server reads it), sent with no publish options (nats_raw.h). */
+static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id, GError **error)
+{
+    JetEngine *e = t;
+    (void)d;
+    g_autoptr(GPtrArray) hdrs = g_ptr_array_new();
+    g_ptr_array_add(hdrs, (gpointer) "Nats-Msg-Id");
+    g_ptr_array_add(hdrs, (gpointer)msg_id);
+    for (guint i = 0; i < p->headers->len; i++)
+        g_ptr_array_add(hdrs, g_ptr_array_index(p->headers, i));
+    gsize block_len = 0;
+    g_autofree char *block = jet_hdr_write(hdrs, &block_len, error);
+    if (block == NULL)
+        return FALSE;
+    gsize len = 0;
+    const void *data = g_bytes_get_data(p->data, &len);
+    natsMsg *m = jet_nats_msg_new_raw(p->subject, block, block_len, data, len, error);
+    if (m == NULL)
+        return FALSE;
+    jsPubAck *pa = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_PublishMsg(&pa, jet_conn_js(e->conn), m, NULL, &jerr);
+    natsMsg_Destroy(m);
+    if (s != NATS_OK) {
+        g_autofree char *why = jet_nats_error(s);
+        if (jerr != 0)
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s (JetStream error %d)", why, (int)jerr);
+        else
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s%s", why,
+                        s == NATS_NO_RESPONDERS ? " (no stream captures this subject)" : "");
+        return FALSE;
+    }
+    gboolean ok = pa != NULL && pa->Stream != NULL && *pa->Stream != '\0';
+    jsPubAck_Destroy(pa);
+    if (!ok)
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "the reply is not a JetStream pub-ack (it names no stream)");
+    return ok;
+}
+
 const JetTransport jet__engine_transport = {
     .ledger_get = t_ledger_get,
     .ledger_update = t_ledger_update,
@@ -299,6 +339,7 @@ const JetTransport jet__engine_transport = {
     .stream_created = t_stream_created,
     .capture = t_capture,
     .ack_confirmed = t_ack_confirmed,
+    .publish = t_publish,
 };
 
 /* --- off the wire ------------------------------------------------------------ */

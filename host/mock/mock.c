@@ -373,6 +373,8 @@ Lent *jet__mock_lent_new(jet_mock *m, const jet_msg *src)
     jet_msg *jm = &l->msg;
     *jm = *src;
     jm->subject = l->subject;
+    if (src->kv_key != NULL && src->subject != NULL)
+        jm->kv_key = l->subject + (src->kv_key - src->subject);   /* poisoned with the subject */
     jm->data = l->data;
     jm->headers = l->headers;
     jet_msg_reset_verdict(jm);
@@ -508,6 +510,9 @@ static jet_mock *mock_new(JetPlugin *p)
     m->calls = g_ptr_array_new_with_free_func(g_free);
     m->lent = g_ptr_array_new_with_free_func(lent_free);
     m->dlq_strings = g_ptr_array_new_with_free_func(g_free);
+    m->pub_strings = g_ptr_array_new_with_free_func(g_free);
+    m->publishes = g_array_new(FALSE, TRUE, sizeof(jet_mock_publish));
+    m->pub_headers = g_array_new(FALSE, TRUE, sizeof(jet_mock_header));
     m->settings = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return m;
 }
@@ -695,6 +700,10 @@ void jet_mock_free(jet_mock *m)
     g_ptr_array_unref(m->log);
     g_ptr_array_unref(m->calls);
     g_ptr_array_unref(m->dlq_strings);
+    g_ptr_array_unref(m->pub_strings);
+    g_array_unref(m->publishes);
+    g_array_unref(m->pub_headers);
+    g_free(m->pub_fail_reason);
     g_free(m->dlq_headers);
     g_free(m->error);
     g_mutex_clear(&m->lock);
@@ -773,6 +782,32 @@ jet_mock_msg *jet_mock_msg_new_kv(jet_mock *m, const char *key, jet_kv_op op)
     if (op_header != NULL)
         jet_mock_msg_add_header(b, "KV-Operation", op_header);
     return b;
+}
+
+int jet_mock_fail_publishes(jet_mock *m, const char *reason, unsigned count)
+{
+    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    g_free(m->pub_fail_reason);
+    m->pub_fail_reason = g_strdup(reason != NULL && *reason ? reason : "publish failed (jet_mock_fail_publishes)");
+    m->pub_fail_count = count;
+    return JET_MOCK_OK;
+}
+
+int64_t jet_mock_metric(const jet_mock *m, const char *name, int *found)
+{
+    if (found != NULL)
+        *found = 0;
+    g_return_val_if_fail(m != NULL && name != NULL, 0);
+    for (guint i = 0; m->inst != NULL && i < jet_instance_metric_count(m->inst); i++) {
+        gint64 v = 0;
+        const JetMetric *mt = jet_instance_metric(m->inst, i, &v);
+        if (strcmp(mt->name, name) == 0) {
+            if (found != NULL)
+                *found = 1;
+            return v;
+        }
+    }
+    return 0;
 }
 
 int jet_mock_kv_initial_done(jet_mock *m)

@@ -89,6 +89,8 @@ static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
     jm->reason_too_long = l->msg.reason_too_long;
     jm->delay_ms = l->msg.delay_ms;
     jm->has_delay = l->msg.has_delay;
+    jm->publishes = l->msg.publishes;
+    memset(&l->msg.publishes, 0, sizeof l->msg.publishes);
     return verdict;
 }
 
@@ -162,6 +164,48 @@ static void t_log(gpointer t, jet_log_level level, const char *event, const char
         fprintf(stderr, "[mock host %s] %s: %s\n", m->binding, event, text);
 }
 
+/* A publish as the daemon would send it, recorded; it fails when the test
+ * asked (jet_mock_fail_publishes). */
+static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id, GError **error)
+{
+    (void)d;
+    jet_mock *m = t;
+    jet_mock_publish rec = { 0 };
+    rec.subject = g_strdup(p->subject);
+    g_ptr_array_add(m->pub_strings, (gpointer)rec.subject);
+    gsize len = 0;
+    const void *data = g_bytes_get_data(p->data, &len);
+    rec.data = len > 0 ? g_memdup2(data, len) : NULL;
+    if (rec.data != NULL)
+        g_ptr_array_add(m->pub_strings, (gpointer)rec.data);
+    rec.len = len;
+    /* Headers are appended to one array; the pointer is fixed up when the
+     * settlement is filled (the array may move until then). */
+    rec.n_headers = 1 + p->headers->len / 2;
+    jet_mock_header id = { g_strdup("Nats-Msg-Id"), g_strdup(msg_id) };
+    g_ptr_array_add(m->pub_strings, (gpointer)id.name);
+    g_ptr_array_add(m->pub_strings, (gpointer)id.value);
+    g_array_append_val(m->pub_headers, id);
+    for (guint i = 0; i + 1 < p->headers->len; i += 2) {
+        jet_mock_header h = { g_strdup(g_ptr_array_index(p->headers, i)), g_strdup(g_ptr_array_index(p->headers, i + 1)) };
+        g_ptr_array_add(m->pub_strings, (gpointer)h.name);
+        g_ptr_array_add(m->pub_strings, (gpointer)h.value);
+        g_array_append_val(m->pub_headers, h);
+    }
+    gboolean ok = TRUE;
+    if (m->pub_fail_count > 0) {
+        m->pub_fail_count--;
+        ok = FALSE;
+        g_set_error(error, g_quark_from_static_string("jet-mock"), 0, "%s", m->pub_fail_reason);
+        rec.result = g_strdup(m->pub_fail_reason);
+    } else {
+        rec.result = g_strdup("published");
+    }
+    g_ptr_array_add(m->pub_strings, (gpointer)rec.result);
+    g_array_append_val(m->publishes, rec);
+    return ok;
+}
+
 const JetTransport jet__mock_transport = {
     .ledger_get = t_ledger_get,
     .ledger_update = t_ledger_update,
@@ -177,6 +221,7 @@ const JetTransport jet__mock_transport = {
     .stream_created = t_stream_created,
     .capture = t_capture,
     .ack_confirmed = t_ack_confirmed,
+    .publish = t_publish,
     .log = t_log,
     .log_enabled = t_log_enabled,
 };
@@ -245,9 +290,12 @@ static const char *outcome_name(JetActionKind k)
 }
 
 /* Which rule a plugin error broke, in the order settle.c weighs them. */
-static const char *plugin_error_rule(const JetSettlePolicy *p, const JetSettleFacts *f)
+static const char *plugin_error_rule(const JetSettlePolicy *p, const JetExecuted *x)
 {
+    const JetSettleFacts *f = &x->facts;
     int v = f->verdict;
+    if (x->publish_refused && v == JET_ACK)
+        return RULE_PUBLISH;
     if (v != JET_ACK && v != JET_RETRY && v != JET_POSTPONE && v != JET_REJECT)
         return RULE_VERDICT;
     if (f->reason_too_long || (f->reason != NULL && strlen(f->reason) > JET_REASON_MAX))
@@ -307,6 +355,9 @@ int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *ou
         return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver: the mock is not started (jet_mock_start)");
     g_ptr_array_set_size(m->dlq_strings, 0);
     g_clear_pointer(&m->dlq_headers, g_free);
+    g_ptr_array_set_size(m->pub_strings, 0);
+    g_array_set_size(m->publishes, 0);
+    g_array_set_size(m->pub_headers, 0);
     ((jet_mock_msg *)b)->has_written = FALSE;
 
     size_t before = jet_mock_violation_count(m);
@@ -350,10 +401,18 @@ int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *ou
     out->deliveries = b->deliveries;
     if (a->kind == JET_ACTION_CAPTURE && x.captured)
         show_dlq(m, out);
+    jet_mock_header *h = (jet_mock_header *)(void *)m->pub_headers->data;
+    for (guint i = 0; i < m->publishes->len; i++) {
+        jet_mock_publish *p = &g_array_index(m->publishes, jet_mock_publish, i);
+        p->headers = h;
+        h += p->n_headers;
+    }
+    out->n_publishes = m->publishes->len;
+    out->publishes = m->publishes->len > 0 ? (const jet_mock_publish *)(void *)m->publishes->data : NULL;
 
     if (a->plugin_error) {
         g_autofree char *what = describe(a);
-        jet__mock_violation(m, plugin_error_rule(&m->policy, &x.facts),
+        jet__mock_violation(m, plugin_error_rule(&m->policy, &x),
                             "handle() of stream seq %" G_GUINT64_FORMAT ": %s; the daemon counts it as a "
                             "failed attempt (%s), never as an ack", b->stream_seq, a->reason, what);
     }

@@ -29,6 +29,7 @@
 #define RULE_OPT_UNDECLARED "option-undeclared"
 #define RULE_OPT_TYPE       "option-type"
 #define RULE_OPT_REQUIRED   "option-required"
+#define RULE_PUBLISH        "publish"
 
 typedef enum { MOCK_NEW, MOCK_STARTED, MOCK_STOPPED, MOCK_FAILED } MockState;
 
@@ -89,6 +90,14 @@ struct jet_mock {
     /* The last settlement's dead-letter record. */
     GPtrArray *dlq_strings;
     jet_mock_header *dlq_headers;
+
+    /* The last settlement's publishes (forward.h), and the failures asked
+     * for the next ones (jet_mock_fail_publishes). */
+    GPtrArray *pub_strings;        /* char*: what publishes[] and pub_headers point into */
+    GArray *publishes;             /* jet_mock_publish */
+    GArray *pub_headers;           /* jet_mock_header, every publish's in a row */
+    char *pub_fail_reason;
+    guint pub_fail_count;
 };
 
 struct jet_mock_msg {

@@ -236,6 +236,8 @@ typedef struct jet_mock_header {
 /* What the daemon would do with one delivery.  Pointers are owned by the
  * mock and stay valid until the next jet_mock_deliver() on it, or its free.
  * Members are only ever added at the end. */
+typedef struct jet_mock_publish jet_mock_publish;
+
 typedef struct jet_mock_settlement {
     jet_mock_action action;
     const char *action_name;      /* "ack", "retry", "postpone", "capture" */
@@ -266,7 +268,32 @@ typedef struct jet_mock_settlement {
                                             jethost:<stream>.<consumer>:<seq> and the
                                             provenance; unknown values left out
                                             (docs/dead-letters.md) */
+    /* The publishes the plugin queued with msg_publish() as the daemon
+     * sends them: only with an ACK, in order, until one fails (that one
+     * included).  NULL and 0 when none was sent. */
+    size_t n_publishes;
+    const jet_mock_publish *publishes;
 } jet_mock_settlement;
+
+/* One publish sent.  Owned by the mock, valid as the settlement is. */
+struct jet_mock_publish {
+    const char *subject;
+    size_t n_headers;
+    const jet_mock_header *headers;   /* Nats-Msg-Id first (jethost-pub:<stream>.<consumer>:
+                                         <seq>:<stream created ns>:<index>), then the plugin's */
+    const void *data;
+    size_t len;
+    const char *result;               /* "published", or why it failed */
+};
+
+/* The next count publishes fail with reason (as a refusing or unreachable
+ * server would make them): the delivery's ACK becomes a retry. */
+JET_MOCK_API int jet_mock_fail_publishes(jet_mock *m, const char *reason, unsigned count);
+
+/* A plugin metric's value (ctx_metric_declare); *found (may be NULL) is 1
+ * when the plugin declared it.  Valid while started (after stop the
+ * instance and its metrics are gone: 0, not found). */
+JET_MOCK_API int64_t jet_mock_metric(const jet_mock *m, const char *name, int *found);
 
 /* Delivers b to the plugin's handle() (unless the host would capture it
  * before: poison, breaker) and fills *out with the settlement.  Returns
@@ -302,6 +329,8 @@ JET_MOCK_API const char *jet_mock_settlement_header(const jet_mock_settlement *s
  *   "option-type"        an option value of the wrong type, or a typed read
  *                        (ctx_option_int, ...) of an option declared with another type
  *   "option-required"    a required option left unset
+ *   "publish"            a msg_publish() the host refused (a bad subject or
+ *                        header, a Nats-* header, over a limit) with an ACK
  * The first four are plugin errors the daemon settles as failures (never as
  * an ACK): the settlement shows that, and the violation says why. */
 

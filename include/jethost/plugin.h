@@ -95,6 +95,12 @@ typedef enum jet_kv_op {
     JET_KV_PURGE = 3    /* the key and its history were purged; the payload is empty */
 } jet_kv_op;
 
+/* Plugin metrics (1.1): what ctx_metric_declare() declares. */
+typedef enum jet_metric_type {
+    JET_METRIC_COUNTER = 0,  /* only ever grows: ctx_metric_add() */
+    JET_METRIC_GAUGE = 1     /* a value that goes up and down: ctx_metric_set() */
+} jet_metric_type;
+
 /* ------------------------------------------------------------------------ */
 /* Return codes of host functions                                           */
 /* ------------------------------------------------------------------------ */
@@ -103,6 +109,8 @@ typedef enum jet_kv_op {
 #define JET_EINVAL     (-1)  /* an argument is NULL or out of range */
 #define JET_ETOOLONG   (-2)  /* a reason longer than JET_REASON_MAX */
 #define JET_ENOTFOUND  (-3)  /* no such header, option or value */
+#define JET_ESTATE     (-4)  /* not allowed now (1.1: e.g. declaring a metric after init()) */
+#define JET_ELIMIT     (-5)  /* over a documented limit (1.1: publishes, metrics) */
 
 /* ------------------------------------------------------------------------ */
 /* Log levels for ctx_log()                                                 */
@@ -169,7 +177,11 @@ typedef struct jet_host_api {
      * a repeated name once per line; a value may be empty ("") and is not
      * always UTF-8.  A message whose block the host cannot read faithfully
      * never reaches handle() (docs/headers.md).  The strings are valid
-     * during the call. */
+     * during the call.
+     * Changed in 1.1, for 1.0 hosts too: 1.0 said "every header value, in
+     * order" without saying which order, and its first hosts gave nats.c's
+     * (by name, not as sent); every host since gives the block's order, the
+     * only one a plugin can rely on.  tests/abi-1.0 keeps the 1.0 words. */
     int (*msg_headers_each)(const jet_msg *m,
                             int (*fn)(void *ud, const char *name, const char *value),
                             void *ud);
@@ -247,6 +259,44 @@ typedef struct jet_host_api {
     /* kind = kv: the entry's revision (its stream sequence), 0 on other
      * kinds.  Revisions of one watch only ever increase. */
     uint64_t (*msg_kv_revision)(const jet_msg *m);
+
+    /* The context of m's binding, the jet_ctx its init() got: no need to
+     * keep it in the plugin's state.  Valid during handle(). */
+    jet_ctx *(*msg_ctx)(const jet_msg *m);
+
+    /* Queues a JetStream publish as part of handling m (docs/forwarding.md).
+     * Nothing is sent during handle(): when handle() returns JET_ACK the
+     * host publishes every queued message, in order, waits for each
+     * pub-ack, and only then acks m.  A publish that fails or that the
+     * server refuses turns the verdict into a JET_RETRY with the server's
+     * reason; with any other verdict the queue is dropped.  Each publish
+     * carries a Nats-Msg-Id made from m (its stream, consumer, sequence and
+     * the publish's index), so a redelivery of m after a crash publishes
+     * nothing twice within the target stream's duplicate window.
+     *   subject: a plain subject; no wildcards, and no $JS., $KV. or $SYS.
+     *            subject unless the binding sets publish_reserved = true.
+     *   headers: NULL, or name, value, name, value, ..., NULL; the host's
+     *            header rules apply, and Nats-* names are the host's.
+     *   data:    len bytes (data may be NULL when len is 0).
+     * Everything is copied.  Returns JET_OK, or JET_EINVAL / JET_ELIMIT for
+     * a publish the host refuses: that is a plugin error, and the delivery
+     * is a failure whatever handle() returns (never an ack without the
+     * forward).  At most 256 publishes of at most 8 MiB in all per
+     * delivery. */
+    int (*msg_publish)(jet_msg *m, const char *subject, const char *const *headers,
+                       const void *data, size_t len);
+
+    /* Declares a metric of this binding, during init() only: name is
+     * [a-z_][a-z0-9_]* (at most 64 bytes), help one line.  Returns its id
+     * (>= 0) for the calls below, or JET_EINVAL (a bad or repeated name),
+     * JET_ESTATE (after init()), JET_ELIMIT (more than 64 metrics).  The
+     * host shows them with its own figures, labelled with the binding
+     * (docs/plugin-metrics.md). */
+    int (*ctx_metric_declare)(jet_ctx *c, const char *name, int type, const char *help);
+    /* Adds n to a counter; from any thread. */
+    int (*ctx_metric_add)(jet_ctx *c, int id, uint64_t n);
+    /* Sets a gauge; from any thread. */
+    int (*ctx_metric_set)(jet_ctx *c, int id, int64_t value);
 } jet_host_api;
 
 /* True when the host table has member `member` (for members added after 1.0). */
@@ -293,12 +343,25 @@ typedef struct jet_plugin {
      * what follows are updates.  On the thread that calls handle(), never
      * during one.  May be NULL; never called on other kinds. */
     void (*kv_initial_done)(void *state);
+
+    /* sizeof(jet_option) as the plugin was built, so the option entry can
+     * grow in a later release; 0 means 1.0's layout.  JET_PLUGIN_HEADER
+     * sets it. */
+    uint32_t option_size;
 } jet_plugin;
 
 /* Fills struct_size and the ABI version; start every descriptor with it:
  *     static const jet_plugin plugin = { JET_PLUGIN_HEADER, .name = "x", ... }; */
 #define JET_PLUGIN_HEADER \
-    .struct_size = sizeof(jet_plugin), .abi_major = JET_ABI_MAJOR, .abi_minor = JET_ABI_MINOR
+    .struct_size = sizeof(jet_plugin), .abi_major = JET_ABI_MAJOR, .abi_minor = JET_ABI_MINOR, \
+    .option_size = sizeof(jet_option)
+
+/* The host table in a plugin, without writing it by hand (1.1):
+ *     JET_HOST_DEFINE;                       at file scope: `jet_host`
+ *     ... jet_plugin_entry(const jet_host_api *h) { JET_HOST_INIT(h); ... }
+ * then jet_host->msg_subject(m) and so on. */
+#define JET_HOST_DEFINE static const jet_host_api *jet_host
+#define JET_HOST_INIT(h) (jet_host = (h))
 
 #if defined(__GNUC__)
 #define JET_PLUGIN_EXPORT __attribute__((visibility("default")))

@@ -40,7 +40,9 @@ static void test_appended_11(void)
     static const JetAbiRow host_11[] = {
         JET_ABI_ROW(jet_host_api, ctx_kind), JET_ABI_ROW(jet_host_api, msg_kind),
         JET_ABI_ROW(jet_host_api, msg_kv_key), JET_ABI_ROW(jet_host_api, msg_kv_op),
-        JET_ABI_ROW(jet_host_api, msg_kv_revision),
+        JET_ABI_ROW(jet_host_api, msg_kv_revision), JET_ABI_ROW(jet_host_api, msg_ctx),
+        JET_ABI_ROW(jet_host_api, msg_publish), JET_ABI_ROW(jet_host_api, ctx_metric_declare),
+        JET_ABI_ROW(jet_host_api, ctx_metric_add), JET_ABI_ROW(jet_host_api, ctx_metric_set),
     };
     size_t at = host_10_end;
     for (gsize i = 0; i < G_N_ELEMENTS(host_11); i++) {
@@ -50,6 +52,7 @@ static void test_appended_11(void)
     g_assert_cmpuint(sizeof(jet_host_api), >=, at);
     size_t plugin_10_end = offsetof(jet_plugin, fini) + sizeof(((jet_plugin *)0)->fini);
     g_assert_cmpuint(offsetof(jet_plugin, kv_initial_done), >=, plugin_10_end);
+    g_assert_cmpuint(offsetof(jet_plugin, option_size), >, offsetof(jet_plugin, kv_initial_done));
     /* The enums keep their numbers. */
     g_assert_cmpint(JET_ACK, ==, 0);
     g_assert_cmpint(JET_REJECT, ==, 3);
@@ -60,6 +63,10 @@ static void test_appended_11(void)
     g_assert_cmpint(JET_KV_PUT, ==, 1);
     g_assert_cmpint(JET_KV_DELETE, ==, 2);
     g_assert_cmpint(JET_KV_PURGE, ==, 3);
+    g_assert_cmpint(JET_METRIC_COUNTER, ==, 0);
+    g_assert_cmpint(JET_METRIC_GAUGE, ==, 1);
+    g_assert_cmpint(JET_ESTATE, ==, -4);
+    g_assert_cmpint(JET_ELIMIT, ==, -5);
 }
 
 /* The whole layout on LP64 (x86_64, aarch64): sizes of the structs and
@@ -71,11 +78,14 @@ static void test_lp64(void)
     g_assert_cmpuint(offsetof(jet_host_api, ctx_stopping), ==, 8 + 22 * 8);
     g_assert_cmpuint(offsetof(jet_host_api, ctx_kind), ==, 8 + 23 * 8);
     g_assert_cmpuint(offsetof(jet_host_api, msg_kv_revision), ==, 8 + 27 * 8);
-    g_assert_cmpuint(sizeof(jet_host_api), ==, 8 + 28 * 8);
+    g_assert_cmpuint(offsetof(jet_host_api, msg_ctx), ==, 8 + 28 * 8);
+    g_assert_cmpuint(offsetof(jet_host_api, ctx_metric_set), ==, 8 + 32 * 8);
+    g_assert_cmpuint(sizeof(jet_host_api), ==, 8 + 33 * 8);
     g_assert_cmpuint(offsetof(jet_plugin, name), ==, 8);
     g_assert_cmpuint(offsetof(jet_plugin, fini), ==, 56);
     g_assert_cmpuint(offsetof(jet_plugin, kv_initial_done), ==, 64);
-    g_assert_cmpuint(sizeof(jet_plugin), ==, 72);
+    g_assert_cmpuint(offsetof(jet_plugin, option_size), ==, 72);
+    g_assert_cmpuint(sizeof(jet_plugin), ==, 80);
     g_assert_cmpuint(sizeof(jet_option), ==, 40);
 #else
     g_test_skip("not an LP64 build");

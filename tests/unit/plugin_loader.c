@@ -127,6 +127,67 @@ static void test_descriptor_rules(void)
     g_assert_false(jet_plugin_descriptor_check(NULL, &out, &err));
 }
 
+/* Option entries read with the descriptor's option_size: 0 is 1.0's
+ * layout; a larger entry (a newer header) is copied into this host's when
+ * its extra bytes are zero; a smaller or absurd one is refused. */
+typedef struct {
+    jet_option o;
+    uint64_t extra;
+} WideOption;
+
+static void test_option_size(void)
+{
+    static const jet_option plain[] = {
+        { .name = "a", .type = JET_OPT_INT, .default_value = "1" },
+        { .name = "b", .type = JET_OPT_BOOL },
+        { .name = NULL },
+    };
+    jet_plugin d = { JET_PLUGIN_HEADER, .name = "x", .handle = (int (*)(void *, jet_msg *))1,
+                     .init = (int (*)(jet_ctx *, void **, char *, size_t))1, .options = plain };
+    jet_plugin out;
+    g_autoptr(GError) err = NULL;
+    g_assert_true(jet_plugin_descriptor_check(&d, &out, &err));
+    g_assert_true(out.options == plain);
+    d.option_size = 0;   /* a 1.0 plugin */
+    g_assert_true(jet_plugin_descriptor_check(&d, &out, &err));
+    g_assert_true(out.options == plain);
+
+    static WideOption wide[3];
+    memset(wide, 0, sizeof wide);
+    wide[0].o = (jet_option){ .name = "a", .type = JET_OPT_INT, .default_value = "1" };
+    wide[1].o = (jet_option){ .name = "b", .type = JET_OPT_DURATION };
+    d.options = &wide[0].o;
+    d.option_size = sizeof(WideOption);
+    g_assert_true(jet_plugin_descriptor_check(&d, &out, &err));
+    g_assert_true(out.options != &wide[0].o);
+    g_assert_cmpstr(out.options[1].name, ==, "b");
+    g_assert_cmpint(out.options[1].type, ==, JET_OPT_DURATION);
+    g_assert_null(out.options[2].name);
+    g_assert_cmpuint(out.option_size, ==, sizeof(jet_option));
+    wide[1].extra = 1;
+    g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+    g_assert_nonnull(strstr(err->message, "option entry 1 sets members this host does not know"));
+    g_clear_error(&err);
+
+    d.options = plain;
+    d.option_size = sizeof(jet_option) - 8;
+    g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+    g_assert_nonnull(strstr(err->message, "option entries are"));
+    g_clear_error(&err);
+    d.option_size = 100000;
+    g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+    g_clear_error(&err);
+
+    /* A table with no end is refused at a bound, not read for ever. */
+    static jet_option endless[300];
+    for (guint i = 0; i < G_N_ELEMENTS(endless); i++)
+        endless[i] = (jet_option){ .name = "n", .type = JET_OPT_STRING };
+    d.options = endless;
+    d.option_size = sizeof(jet_option);
+    g_assert_false(jet_plugin_descriptor_check(&d, &out, &err));
+    g_assert_nonnull(strstr(err->message, "more than 256 entries"));
+}
+
 
 /* Writes the first len bytes of contents, or all of it patched, as a plugin
  * file in the private directory. */
@@ -874,6 +935,7 @@ int main(int argc, char **argv)
     g_test_add_func("/loader/abi-major", test_abi_major);
     g_test_add_func("/loader/abi-minor-newer", test_abi_minor_newer);
     g_test_add_func("/loader/abi-frozen-1.0", test_abi_frozen_10);
+    g_test_add_func("/loader/option-size", test_option_size);
     g_test_add_func("/loader/descriptor-rules", test_descriptor_rules);
     g_test_add_func("/loader/elf-truncated", test_elf_truncated);
     g_test_add_func("/loader/elf-header", test_elf_header);

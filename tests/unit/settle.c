@@ -132,6 +132,61 @@ static void test_ack(void)
     assert_ack(decide(&p, &f));
 }
 
+/* An ACK whose publishes did not all go out is no ACK: a refused call is a
+ * plugin error, a failed publish a plain failure; both walk the ladder and
+ * end in the budget or max_attempts like any failure.  Other verdicts
+ * ignore the publish facts (nothing was sent). */
+static void test_publish_facts(void)
+{
+    JetSettlePolicy p = policy();
+    JetSettleFacts f = facts(JET_ACK);
+    f.publish_refused = "publish 0: subject \"a.*\" holds a wildcard";
+    JetSettleAction a = decide(&p, &f);
+    g_assert_cmpint(a.kind, ==, JET_ACTION_RETRY);
+    g_assert_true(a.plugin_error);
+    g_assert_true(a.is_failure);
+    g_assert_cmpstr(a.reason, ==, "plugin error: publish 0: subject \"a.*\" holds a wildcard");
+
+    f = facts(JET_ACK);
+    f.reason = "forwarded";
+    f.publish_failed = "publish 1 of 1 to x: no responders";
+    a = decide(&p, &f);
+    g_assert_cmpint(a.kind, ==, JET_ACTION_RETRY);
+    g_assert_false(a.plugin_error);
+    g_assert_true(a.is_failure);
+    g_assert_cmpuint(a.failure_number, ==, 1);
+    g_assert_cmpuint(a.delay_ms, ==, ladder[0]);
+    g_assert_cmpstr(a.reason, ==, "publish failed: publish 1 of 1 to x: no responders");
+
+    /* At max_attempts: dead-lettered, the reason kept. */
+    p.max_attempts = 2;
+    f.failures = 1;
+    f.deliveries = 2;
+    a = decide(&p, &f);
+    g_assert_cmpint(a.kind, ==, JET_ACTION_CAPTURE);
+    g_assert_cmpint(a.cause, ==, JET_CAUSE_EXHAUSTED);
+    g_assert_cmpstr(a.reason, ==, "publish failed: publish 1 of 1 to x: no responders");
+
+    /* At the budget line. */
+    p = policy();
+    p.max_deliver = 3;
+    f = facts(JET_ACK);
+    f.publish_failed = "x";
+    f.deliveries = 2;
+    a = decide(&p, &f);
+    g_assert_cmpint(a.kind, ==, JET_ACTION_CAPTURE);
+    g_assert_cmpint(a.cause, ==, JET_CAUSE_BUDGET);
+
+    /* Not an ACK: the facts change nothing. */
+    p = policy();
+    f = facts(JET_REJECT);
+    f.publish_refused = "r";
+    f.publish_failed = "x";
+    a = decide(&p, &f);
+    g_assert_cmpint(a.cause, ==, JET_CAUSE_REJECTED);
+    g_assert_false(a.plugin_error);
+}
+
 /* --- the retry ladder ------------------------------------------------------- */
 
 static void test_ladder_each_rung(void)
@@ -1156,6 +1211,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/settle/names", test_names);
     g_test_add_func("/settle/ack", test_ack);
+    g_test_add_func("/settle/publish-facts", test_publish_facts);
     g_test_add_func("/settle/ladder/each-rung", test_ladder_each_rung);
     g_test_add_func("/settle/ladder/single-rung", test_ladder_single_rung);
     g_test_add_func("/settle/ladder/total", test_ladder_total);
