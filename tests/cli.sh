@@ -61,7 +61,7 @@ consumer = c
 max_time_to_dead_letter = 1m
 CONF
 
-echo "1..18"
+echo "1..30"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -97,3 +97,21 @@ fi
 expect 2 "pub refuses a wildcard subject" "wildcard" -- pub --data x 'orders.*'
 expect 2 "pub refuses the server's API subjects" "reserved for the server" -- pub --data x '$JS.API.STREAM.PURGE.ORDERS'
 expect 2 "pub refuses a header name that is not a token" "not a token" -- pub --data x -H 'Bad Name: x' orders.new
+# kv refuses a bad command line, bucket or key before it connects: the
+# server given is one nobody listens on, so a late refusal would be exit 1.
+nobody=nats://127.0.0.1:1
+long_bucket=$(printf '%0300d' 0 | tr 0 B)
+long_key=$(printf '%01100d' 0 | tr 0 k)
+expect 0 "--help lists kv" "kv  *put, get or delete a KV entry" -- --help
+expect 2 "kv without put, get or del is a usage error" "give put, get or del" -- kv -s "$nobody"
+expect 2 "kv put without a key is a usage error" "kv put: wrong number of arguments" -- kv -s "$nobody" put CFG
+expect 2 "kv get takes no value" "kv get: wrong number of arguments" -- kv -s "$nobody" get CFG app.theme dark
+expect 2 "kv --create is for put only" "--create is for put only" -- kv -s "$nobody" del --create CFG app.theme
+expect 2 "kv refuses a key with a space" 'KEY "app theme" is not a KV key' -- kv -s "$nobody" put CFG 'app theme' x
+expect 2 "kv refuses a key with a control byte, shown escaped" 'KEY "app\\x01theme" is not a KV key' \
+    -- kv -s "$nobody" put CFG "$(printf 'app\001theme')" x
+expect 2 "kv refuses an empty key" 'KEY "" is empty' -- kv -s "$nobody" get CFG ''
+expect 2 "kv refuses an empty token in a key" 'KEY "app..theme" has an empty token' -- kv -s "$nobody" del CFG app..theme
+expect 2 "kv refuses a key whose subject is too long" "longer than 1024 bytes" -- kv -s "$nobody" put CFG "$long_key" x
+expect 2 "kv refuses a 300-byte bucket name" "is longer than 252 bytes" -- kv -s "$nobody" put "$long_bucket" k x
+expect 2 "kv refuses a bucket name with a dot" 'BUCKET "C.FG" is not a bucket name' -- kv -s "$nobody" get C.FG k

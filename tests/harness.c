@@ -333,6 +333,21 @@ void jet_test_js_close(natsConnection *nc, jsCtx *js)
     natsConnection_Destroy(nc);
 }
 
+void jet_test_js_setup(JetTestJs *fx, gconstpointer data)
+{
+    (void)data;
+    fx->srv = jet_test_server_start();
+    fx->url = jet_test_server_url(fx->srv);
+    fx->js = jet_test_js_open(fx->url, &fx->nc);
+}
+
+void jet_test_js_teardown(JetTestJs *fx, gconstpointer data)
+{
+    (void)data;
+    jet_test_js_close(fx->nc, fx->js);
+    jet_test_server_free(fx->srv);
+}
+
 void jet_test_stream_create(jsCtx *js, const char *name, const char *subject)
 {
     jet_test_stream_create_rollup(js, name, subject, FALSE);

@@ -61,6 +61,9 @@ gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint ti
 #endif
 
 /* --- JetStream helpers for real-server tests --- */
+/* Guarded too: JetTestJs, a typedef, may not be declared twice. */
+#ifndef JET_TEST_HARNESS_JS_H
+#define JET_TEST_HARNESS_JS_H
 #include <nats/nats.h>
 #include <gio/gio.h>
 
@@ -68,6 +71,16 @@ gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint ti
  * jet_test_js_close. */
 jsCtx *jet_test_js_open(const char *url, natsConnection **nc);
 void jet_test_js_close(natsConnection *nc, jsCtx *js);
+/* A test fixture: a server of its own and a JetStream context on it, for
+ * g_test_add(path, JetTestJs, NULL, jet_test_js_setup, fn, jet_test_js_teardown). */
+typedef struct {
+    JetTestServer *srv;
+    natsConnection *nc;
+    jsCtx *js;
+    const char *url;   /* the server's */
+} JetTestJs;
+void jet_test_js_setup(JetTestJs *fx, gconstpointer data);
+void jet_test_js_teardown(JetTestJs *fx, gconstpointer data);
 /* Creates a file-store stream with one subject pattern. */
 void jet_test_stream_create(jsCtx *js, const char *name, const char *subject);
 /* The same, allowing Nats-Rollup or not. */
@@ -99,3 +112,5 @@ void jet_test_stderr_begin(const char *name);
 char *jet_test_stderr_end(void);
 /* Lines of text containing needle (e.g. "event=ledger-fallback"). */
 guint jet_test_count_lines(const char *text, const char *needle);
+
+#endif

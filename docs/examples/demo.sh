@@ -3,6 +3,10 @@
 # messages published with `jethost pub`, the host supervised and restarted
 # when a poison message kills it (as systemd would), and what became of each
 # message, read back from the logs, the audit file and the dead-letter stream.
+# Then a KV watch (docs/kv.md): a bucket written with `jethost kv`, a
+# `kind = kv` binding added in a drop-in, the host restarted on the same
+# store, the current values handled, then an update and a delete as they
+# happen.
 # Usage: demo.sh BUILD_DIR   (./quickstart demo calls it)
 set -uo pipefail
 build=${1:?usage: demo.sh BUILD_DIR}
@@ -102,11 +106,80 @@ grep -E 'binding=orders event=(suspect|dead-lettered)' "$log" | grep -E 'seq 6' 
 echo "== the dead-letter stream (jethost dlq list)"
 run dlq list | sed 's/^/  /'
 
+# A KV watch.  jethost never creates a watched bucket: `jethost kv put
+# --create` makes it, on the running host's embedded server.
+echo "== jethost kv put: bucket SETTINGS (--create makes it), four puts, app.theme twice"
+kv_put() {
+    local rev
+    rev=$(run kv put "$@" 2>"$state/kv.err") || { cat "$state/kv.err"; echo "jethost kv put failed"; exit 1; }
+    sed 's/^/  /' "$state/kv.err"
+    echo "  ${*: -2:1} = ${*: -1}: revision $rev"
+}
+kv_put --create SETTINGS app.theme dark
+kv_put SETTINGS app.lang en
+kv_put SETTINGS app.timeout 30s
+kv_put SETTINGS app.theme light
+echo "== a drop-in with a kind = kv binding (paced.so writes each entry to settings.jsonl)"
+cat > "$state/conf.d/20-settings.conf" <<CONF
+[binding settings]
+plugin = paced
+kind = kv
+bucket = SETTINGS
+keys = app.>
+expires = 5s
+idle_heartbeat = 1s
+option.path = $state/settings.jsonl
+option.fsync = never
+CONF
+sed 's/^/  /' "$state/conf.d/20-settings.conf"
+echo "== restarting the host (SIGTERM, then run again: the embedded store persists in $state/nats)"
+kill -TERM "$host_pid"
+wait "$host_pid"; rc=$?
+host_pid=
+[ "$rc" -eq 0 ] || { echo "the host exited $rc on SIGTERM; the log is below"; cat "$log"; exit 1; }
+start_host
+settings="$state/settings.jsonl"
+# settings_lines N: wait (up to 20 s) until the watch has written N lines.
+settings_lines() {
+    local i
+    for i in $(seq 1 200); do
+        [ -f "$settings" ] && [ "$(wc -l < "$settings")" -ge "$1" ] && return 0
+        kill -0 "$host_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "the KV watch wrote $(cat "$settings" 2>/dev/null | wc -l) of $1 lines; the log is below"
+    cat "$log"
+    exit 1
+}
+# One line a KV entry: its revision (the stream sequence), key, and value or operation.
+show_settings() {
+    sed -E -e 's/.*"subject":"\$KV\.SETTINGS\.([^"]*)".*"stream_seq":([0-9]+).*"KV-Operation":\["([A-Z]+)"\].*/  revision \2: \1 (\3)/' \
+           -e 's/.*"subject":"\$KV\.SETTINGS\.([^"]*)".*"stream_seq":([0-9]+).*"payload":"(.*)"\}$/  revision \2: \1 = \3/'
+}
+settings_lines 3
+echo "== the current values, handled by the watch (revision 1 was replaced by 4: only the current value comes)"
+head -n 1 "$settings" | sed 's/^/  /'
+show_settings < "$settings"
+grep 'binding=settings event=kv-initial-done' "$log" | tail -1 | sed -e 's/.*msg="//' -e 's/"$//' | sed 's/^/  /'
+echo "== while it runs: jethost kv put SETTINGS app.timeout 45s; jethost kv del SETTINGS app.lang"
+kv_put SETTINGS app.timeout 45s
+run kv del SETTINGS app.lang || exit 1
+echo "  app.lang deleted"
+settings_lines 5
+echo "== the watch handles them as they arrive"
+tail -n 2 "$settings" | show_settings
+# In revision order, each once: 2, 3, 4 (the current values), then 5 and 6.
+revisions=$(sed -E 's/.*"stream_seq":([0-9]+).*/\1/' "$settings" | tr '\n' ' ')
+if [ "$revisions" != "2 3 4 5 6 " ]; then
+    echo "the KV watch handled revisions $revisions, not 2 3 4 5 6; the log is below"; cat "$log"; exit 1
+fi
+
 echo "== stopping (SIGTERM drains: in-flight messages finish, the rest are released)"
 kill -TERM "$host_pid"
 wait "$host_pid"; rc=$?
 host_pid=
-grep -E 'event=(stopped|exit)' "$log" | tail -3 | sed -e 's/.*binding=\([a-z]*\).*msg="/\1: /' -e 's/.*msg="//' -e 's/"$//' | sed 's/^/  /'
+# The last run's lines: one a binding (audit, orders, settings), then the exit.
+grep -E 'event=(stopped|exit)' "$log" | tail -4 | sed -e 's/.*binding=\([a-z]*\).*msg="/\1: /' -e 's/.*msg="//' -e 's/"$//' | sed 's/^/  /'
 if pgrep -f -- "$state/nats" >/dev/null; then echo "a nats-server was left behind"; exit 1; fi
 if ! done_yet; then echo "not every message was settled; the log is below"; cat "$log"; exit 1; fi
 echo "== done (jethost exited $rc after $restarts restart(s); the embedded server is stopped)"

@@ -8,6 +8,7 @@
 #include "pub.h"
 #include "check.h"
 #include "dlq_cli.h"
+#include "kv_cli.h"
 #include "hdr_block.h"
 #include "json_out.h"
 #include "nats_raw.h"
@@ -95,6 +96,7 @@ static const struct {
     { "check", cmd_check, "validate a config and its plugins (-s URL: also against the server)" },
     { "pub", jet_pub_main, "publish a message to JetStream and print the pub-ack" },
     { "dlq", jet_dlq_cli_main, "list, show and replay dead-letter records" },
+    { "kv", jet_kv_cli_main, "put, get or delete a KV entry (put --create makes the bucket)" },
     { "mock", jet_mock_cli_main, "run a plugin on the mock host: JSON lines in, settlements out" },
     { "version", cmd_version, "print the version and the plugin ABI version" },
 };

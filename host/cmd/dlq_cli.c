@@ -5,8 +5,7 @@
 #include "dlq_cli.h"
 
 #include "capture.h"
-#include "config.h"
-#include "conn.h"
+#include "cmd_common.h"
 #include "errors.h"
 #include "exit_codes.h"
 #include "hdr_block.h"
@@ -433,38 +432,16 @@ static int replay_one(Dlq *d, guint64 seq)
 
 /* --- the command ----------------------------------------------------------- */
 
-/* jet_conn_close() frees the JetConn while nats.c may still be about to run
- * its disconnected callback, which writes into it (ASan: heap-use-after-free
- * in conn.c on_disconnected).  Close the connection first and wait for that
- * callback to have run (it clears the connected flag first thing) before
- * freeing.  The real fix belongs in conn.c (wait for the closed callback). */
-static void close_conn(JetConn *c)
-{
-    natsConnection *nc = jet_conn_nats(c);
-    if (nc != NULL && jet_conn_is_connected(c)) {
-        natsConnection_FlushTimeout(nc, 2000);
-        natsConnection_Close(nc);
-        for (int i = 0; i < 200 && jet_conn_is_connected(c); i++)
-            g_usleep(10000);
-    }
-    jet_conn_close(c);
-}
-
 #define USAGE "usage: jethost dlq [-s URL | -c FILE [-d DIR]] [--stream NAME] [--json] " \
               "list | show SEQ | replay [--to SUBJECT] SEQ..."
 
 int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
 {
-    g_autofree char *server = NULL;
-    g_autofree char *config = NULL;
-    g_autofree char *dropin = NULL;
+    g_auto(JetCmdConnOptions) co = { 0 };
     g_autofree char *stream = NULL;
     g_autofree char *to = NULL;
     gboolean json = FALSE;
     GOptionEntry entries[] = {
-        { "server", 's', 0, G_OPTION_ARG_STRING, &server, "the server URL (default: $NATS_URL, or nats://127.0.0.1:4222)", "URL" },
-        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "take the server and DLQ stream from this config", "FILE" },
-        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "the config's drop-in directory", "DIR" },
         { "stream", 0, 0, G_OPTION_ARG_STRING, &stream, "the DLQ stream (default: the config's first binding's, or " JET_DLQ_DEFAULT_STREAM ")", "NAME" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &json, "one JSON object a line", NULL },
         /* FILENAME: the bytes as given, judged by jet_subject_refusal. */
@@ -472,6 +449,7 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("list | show SEQ | replay SEQ... - dead-letter records");
+    jet_cmd_conn_add_options(ctx, &co, "take the server and DLQ stream from this config");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_autoptr(GError) e = NULL;
     /* Parse a copy: GOption rearranges argv. */
@@ -515,13 +493,9 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
     }
 
     g_autoptr(JetConfig) cfg = NULL;
-    if (config != NULL) {
-        cfg = jet_config_load(config, dropin, &e);
-        if (cfg == NULL) {
-            fprintf(err, "jethost dlq: %s\n", e->message);
-            return JET_EXIT_CONFIG;
-        }
-    }
+    int rc = jet_cmd_conn_load("dlq", &co, err, &cfg);
+    if (rc != JET_EXIT_OK)
+        return rc;
     g_autofree char *dlq_stream = NULL;
     if (stream != NULL)
         dlq_stream = g_strdup(stream);
@@ -536,13 +510,9 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
     }
     d.stream = dlq_stream;
 
-    /* As `run` connects: every URL, the credentials, TLS and API prefix. */
-    d.conn = jet_conn_open_config(cfg, server, &e);
-    if (d.conn == NULL) {
-        fprintf(err, "jethost dlq: %s\n", e->message);
+    d.conn = jet_cmd_conn_open("dlq", cfg, &co, err);
+    if (d.conn == NULL)
         return JET_EXIT_FAILURE;
-    }
-    int rc = JET_EXIT_OK;
     if (is_list) {
         rc = cmd_list(&d);
     } else if (is_show) {
@@ -552,7 +522,7 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
             if (replay_one(&d, g_array_index(seqs, guint64, i)) != JET_EXIT_OK)
                 rc = JET_EXIT_FAILURE;   /* the others are still tried */
     }
-    close_conn(d.conn);
+    jet_cmd_conn_close(d.conn);
     fflush(out);
     fflush(err);
     return rc;

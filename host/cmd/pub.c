@@ -2,8 +2,7 @@
  * header block written by the host (hdr_block.h) and sent byte for byte,
  * and the pub-ack printed as one JSON line. */
 #include "pub.h"
-#include "config.h"
-#include "conn.h"
+#include "cmd_common.h"
 #include "exit_codes.h"
 #include "hdr_block.h"
 #include "json_out.h"
@@ -56,9 +55,7 @@ static void pub_print(const char *subject, const jsPubAck *pa)
 
 int jet_pub_main(int argc, char **argv)
 {
-    g_autofree char *server = NULL;
-    g_autofree char *config = NULL;
-    g_autofree char *dropin = NULL;
+    g_auto(JetCmdConnOptions) co = { 0 };
     g_autofree char *data = NULL;
     g_autofree char *msg_id = NULL;
     g_auto(GStrv) headers = NULL;
@@ -66,9 +63,6 @@ int jet_pub_main(int argc, char **argv)
     /* FILENAME kinds: payload and headers are bytes, not text in the
      * locale's encoding. */
     GOptionEntry entries[] = {
-        { "server", 's', 0, G_OPTION_ARG_STRING, &server, "the server URL (default: $NATS_URL, or nats://127.0.0.1:4222)", "URL" },
-        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "take the server from this config (embedded included)", "FILE" },
-        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "the config's drop-in directory", "DIR" },
         { "data", 0, 0, G_OPTION_ARG_FILENAME, &data, "the payload (default: standard input)", "TEXT" },
         { "header", 'H', 0, G_OPTION_ARG_FILENAME_ARRAY, &headers, "a header, repeatable, kept in order", "'NAME: VALUE'" },
         { "msg-id", 0, 0, G_OPTION_ARG_FILENAME, &msg_id, "set Nats-Msg-Id (de-duplication)", "ID" },
@@ -76,6 +70,7 @@ int jet_pub_main(int argc, char **argv)
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("SUBJECT - publish to JetStream and print the pub-ack");
+    jet_cmd_conn_add_options(ctx, &co, "take the server from this config (embedded included)");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_autoptr(GError) perr = NULL;
     if (!g_option_context_parse(ctx, &argc, &argv, &perr)) {
@@ -116,27 +111,16 @@ int jet_pub_main(int argc, char **argv)
     }
     gsize len = 0;
     if (data == NULL) {
-        g_autoptr(GIOChannel) in = g_io_channel_unix_new(0);
-        g_io_channel_set_encoding(in, NULL, NULL);
-        if (g_io_channel_read_to_end(in, &data, &len, &err) != G_IO_STATUS_NORMAL) {
-            fprintf(stderr, "jethost pub: reading standard input: %s\n", err->message);
+        if ((data = jet_cmd_read_stdin("pub", &len, stderr)) == NULL)
             return JET_EXIT_FAILURE;
-        }
     } else {
         len = strlen(data);
     }
     g_autoptr(JetConfig) cfg = NULL;
-    if (config != NULL && (cfg = jet_config_load(config, dropin, &err)) == NULL) {
-        fprintf(stderr, "jethost pub: %s\n", err->message);
-        return JET_EXIT_FAILURE;
-    }
-    /* As `run` connects: every URL, the credentials, TLS and API prefix. */
-    JetConn *conn = jet_conn_open_config(cfg, server, &err);
-    if (conn == NULL) {
-        fprintf(stderr, "jethost pub: %s\n", err->message);
-        return JET_EXIT_FAILURE;
-    }
     int rc = JET_EXIT_OK;
+    JetConn *conn = jet_cmd_connect("pub", &co, stderr, &cfg, &rc);
+    if (conn == NULL)
+        return rc;
     for (gint i = 0; i < count && rc == JET_EXIT_OK; i++) {
         natsMsg *m = jet_nats_msg_new_raw(subject, block, block_len, data, len, &err);
         if (m == NULL) {
@@ -166,6 +150,6 @@ int jet_pub_main(int argc, char **argv)
         jsPubAck_Destroy(pa);
     }
     fflush(stdout);
-    jet_conn_close(conn);
+    jet_cmd_conn_close(conn);
     return rc;
 }

@@ -14,25 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    JetTestServer *srv;
-    natsConnection *nc;
-    jsCtx *js;
-} Fx;
-
-static void fx_setup(Fx *fx, gconstpointer data)
-{
-    (void)data;
-    fx->srv = jet_test_server_start();
-    fx->js = jet_test_js_open(jet_test_server_url(fx->srv), &fx->nc);
-}
-
-static void fx_teardown(Fx *fx, gconstpointer data)
-{
-    (void)data;
-    jet_test_js_close(fx->nc, fx->js);
-    jet_test_server_free(fx->srv);
-}
+typedef JetTestJs Fx;
 
 static JetBindingConfig *binding(JetManage manage, const char *dlq_stream, const char *dlq_subject)
 {
@@ -538,7 +520,7 @@ static void test_ack_confirmed(Fx *fx, gconstpointer data)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
-#define ADD(path, fn) g_test_add(path, Fx, NULL, fx_setup, fn, fx_teardown)
+#define ADD(path, fn) g_test_add(path, Fx, NULL, jet_test_js_setup, fn, jet_test_js_teardown)
     ADD("/capture/managed-and-record", test_managed_and_record);
     ADD("/capture/duplicate", test_duplicate);
     ADD("/capture/two-consumers", test_two_consumers);

@@ -23,27 +23,7 @@
 #define DLQ "JETHOST_DLQ"
 #define DLQ_SUBJECT "jethost.dlq.orders"
 
-typedef struct {
-    JetTestServer *srv;
-    natsConnection *nc;
-    jsCtx *js;
-    const char *url;
-} Fx;
-
-static void fx_setup(Fx *fx, gconstpointer data)
-{
-    (void)data;
-    fx->srv = jet_test_server_start();
-    fx->url = jet_test_server_url(fx->srv);
-    fx->js = jet_test_js_open(fx->url, &fx->nc);
-}
-
-static void fx_teardown(Fx *fx, gconstpointer data)
-{
-    (void)data;
-    jet_test_js_close(fx->nc, fx->js);
-    jet_test_server_free(fx->srv);
-}
+typedef JetTestJs Fx;
 
 /* --- streams and records ---------------------------------------------------- */
 
@@ -735,7 +715,7 @@ static void test_pub(Fx *fx, gconstpointer data)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
-#define ADD(path, fn) g_test_add(path, Fx, NULL, fx_setup, fn, fx_teardown)
+#define ADD(path, fn) g_test_add(path, Fx, NULL, jet_test_js_setup, fn, jet_test_js_teardown)
     ADD("/dlq-cli/list-show", test_list_show);
     ADD("/dlq-cli/hostile-output", test_hostile_output);
     ADD("/dlq-cli/replay", test_replay);
