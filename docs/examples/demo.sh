@@ -153,13 +153,14 @@ settings_lines() {
 }
 # One line a KV entry: its revision (the stream sequence), key, and value or operation.
 show_settings() {
-    sed -E -e 's/.*"subject":"\$KV\.SETTINGS\.([^"]*)".*"stream_seq":([0-9]+).*"KV-Operation":\["([A-Z]+)"\].*/  revision \2: \1 (\3)/' \
-           -e 's/.*"subject":"\$KV\.SETTINGS\.([^"]*)".*"stream_seq":([0-9]+).*"payload":"(.*)"\}$/  revision \2: \1 = \3/'
+    # paced writes a KV entry's key, operation and revision last (docs/plugins.md).
+    sed -E -e 's/.*"payload":"(.*)","kv":\{"key":"([^"]*)","op":"put","revision":([0-9]+)\}\}$/  revision \3: \2 = \1/' \
+           -e 's/.*"kv":\{"key":"([^"]*)","op":"([a-z]+)","revision":([0-9]+)\}\}$/  revision \3: \1 (\2)/'
 }
 settings_lines 3
 echo "== the current values, handled by the watch (revision 1 was replaced by 4: only the current value comes)"
 head -n 1 "$settings" | sed 's/^/  /'
-show_settings < "$settings"
+tail -n +2 "$settings" | show_settings
 grep 'binding=settings event=kv-initial-done' "$log" | tail -1 | sed -e 's/.*msg="//' -e 's/"$//' | sed 's/^/  /'
 echo "== while it runs: jethost kv put SETTINGS app.timeout 45s; jethost kv del SETTINGS app.lang"
 kv_put SETTINGS app.timeout 45s
