@@ -74,6 +74,8 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
         jet_engine_set_settle_hook(r->eng, r->settle_hook, r->settle_data);
     if (r->loss_hook != NULL)
         jet_engine_set_loss_hook(r->eng, r->loss_hook, r->loss_data);
+    if (r->hung_hook != NULL)
+        jet_engine_set_hung_hook(r->eng, r->hung_hook, r->hung_data);
     jet_engine_set_ledger(r->eng, r->ledger, "rig");
     jet_engine_start(r->eng);
 }

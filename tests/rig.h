@@ -31,6 +31,8 @@ typedef struct {
     const char *kv_bucket; /* set before rig_engine*(): a kind = kv binding watching this bucket */
     JetEngineLossHook loss_hook;   /* set before rig_engine*(): installed on the engine */
     gpointer loss_data;
+    JetEngineHungHook hung_hook;   /* set before rig_engine*(): installed on the engine */
+    gpointer hung_data;
 } Rig;
 
 /* Starts the server, the test's own connection and the stream. */

@@ -142,6 +142,17 @@ static void engine_all_hung(JetEngine *e, const char *binding, guint workers, gp
     g_idle_add(on_all_hung, h);
 }
 
+/* The binding's engine, made once: an ordered binding's before its first
+ * bind, a durable one's just before it starts. */
+static void binding_engine(Binding *bd, JetConn *conn, JetLedger *ledger, Daemon *d)
+{
+    if (bd->engine != NULL)
+        return;
+    bd->engine = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
+    jet_engine_set_ledger(bd->engine, ledger, d->cfg->host.name);
+    jet_engine_set_hung_hook(bd->engine, engine_all_hung, d);
+}
+
 /* Bindings that cannot start: each is logged as it is found, and the host
  * exits only after every binding has been through every step it could
  * reach (docs/cli.md, "run"). */
@@ -299,16 +310,21 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         goto out;
     }
     /* A consumer that does not fit (JET_ERROR_INVALID) is a config error,
-     * found at once; anything else was retried and is a runtime failure. */
+     * found at once; anything else was retried and is a runtime failure.
+     * An ordered binding binds once the ledger is open (below): where its
+     * consumer starts may be in its position record.  A stream it makes is
+     * made here all the same, in config order, as a durable binding's is
+     * (a binding after it may use it); a failure is its first bind's to
+     * report, after its attempts. */
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         g_autoptr(GError) local = NULL;
-        /* An ordered binding makes its own consumer as it runs; its stream
-         * must be there (or be made) before. */
-        gboolean ok = JET_KIND_IS_ORDERED(bd->b->kind)
-                          ? jet_stream_ensure(jet_conn_js(conn), bd->b, &local)
-                          : jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &local);
-        if (!ok) {
+        if (JET_KIND_IS_ORDERED(bd->b->kind)) {
+            if (bd->b->subjects != NULL)
+                jet_stream_ensure(jet_conn_js(conn), bd->b, NULL);
+            continue;
+        }
+        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &local)) {
             gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
             start_failed(&fails, bd, bd->b->name, config,
                          config ? "consumer does not fit" : "cannot bind", local->message);
@@ -357,6 +373,21 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         jet_ledger_set_cooldown(ledger, 2000);
     }
 
+    /* Ordered bindings: their stream, position record and first consumer,
+     * in 5 attempts as a durable binding's consumer (docs/engine.md). */
+    for (guint i = 0; i < d.bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d.bindings, i);
+        g_autoptr(GError) local = NULL;
+        if (bd->failed || !JET_KIND_IS_ORDERED(bd->b->kind))
+            continue;
+        binding_engine(bd, conn, ledger, &d);
+        /* A checkpoint that does not parse is no config error, but waiting
+         * does not mend it either: an operator must say where to start. */
+        if (!jet_engine_bind(bd->engine, 5, &local))
+            start_failed(&fails, bd, bd->b->name, FALSE,
+                         g_error_matches(local, JET_ERROR, JET_ERROR_INVALID) ? "checkpoint unreadable" : "cannot bind",
+                         local->message);
+    }
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         if (!bd->failed)
@@ -385,9 +416,7 @@ refused:
         /* An ordered consumer acks nothing: no message can reach MaxDeliver unseen. */
         if (bd->b->kind == JET_KIND_DURABLE)
             bd->advisory = jet_advisory_start(conn, bd->b, &actx);
-        bd->engine = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
-        jet_engine_set_ledger(bd->engine, ledger, d.cfg->host.name);
-        jet_engine_set_hung_hook(bd->engine, engine_all_hung, &d);
+        binding_engine(bd, conn, ledger, &d);
         jet_engine_start(bd->engine);
     }
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);

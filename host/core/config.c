@@ -180,7 +180,7 @@ static const KeyDef binding_keys[] = {
       "lease limit of one handler call; 0 = none" },
     { "exit_on_any_hung", K_BOOL, "false", NULL, FALSE, NOB, B(exit_on_any_hung),
       "exit the host (code 5) as soon as one handler is past `handler_timeout`, instead of when "
-      "every worker of the binding is" },
+      "every worker of the binding is (an ordered binding waits for its one handler unless this is set)" },
     { "ack_wait", K_DURATION, "30s", NULL, FALSE, 1000, DURATION_MAX_MS, B(ack_wait_ms),
       "the consumer's AckWait (managed mode): the crash fallback; at least 1s" },
     { "max_deliver", K_INT64, "-1", NULL, FALSE, -1, G_MAXINT32, B(max_deliver),
@@ -1027,7 +1027,7 @@ static gboolean kind_keys_fit(const Section *sec, JetBindingConfig *b, GError **
     }
     static const char *const durable_only[] = {
         "consumer", "workers", "threshold", "ack_wait", "max_deliver", "max_ack_pending", "capture_reserve",
-        "handler_timeout", "exit_on_any_hung", "floor_age", "breaker", "min_deliveries",
+        "floor_age", "breaker", "min_deliveries",
     };
     for (gsize i = 0; i < G_N_ELEMENTS(durable_only); i++) {
         if (is_set(sec, durable_only[i])) {

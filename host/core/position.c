@@ -20,8 +20,10 @@ char *jet_position_key(const char *binding)
 
 char *jet_position_to_json(const JetPosition *p, gsize *len)
 {
-    char *s = g_strdup_printf("{\"v\":%d,\"pos\":%" G_GUINT64_FORMAT ",\"in\":%" G_GUINT64_FORMAT ",\"s\":%u}",
-                              JET_POSITION_VERSION, p->pos, p->in, p->strikes);
+    /* life only when known: a record without it reads as before. */
+    g_autofree char *life = p->life > 0 ? g_strdup_printf(",\"life\":%" G_GINT64_FORMAT, p->life) : g_strdup("");
+    char *s = g_strdup_printf("{\"v\":%d,\"pos\":%" G_GUINT64_FORMAT ",\"in\":%" G_GUINT64_FORMAT ",\"s\":%u%s}",
+                              JET_POSITION_VERSION, p->pos, p->in, p->strikes, life);
     if (len != NULL)
         *len = strlen(s);
     return s;
@@ -65,9 +67,10 @@ gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, G
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
         return bad(error, "not an object");
     JsonObject *o = json_node_get_object(root);
-    guint64 v = 0, pos = 0, in = 0, s = 0;
+    guint64 v = 0, pos = 0, in = 0, s = 0, life = 0;
     if (!member(o, "v", G_MAXINT64, &v, error) || !member(o, "pos", G_MAXINT64, &pos, error) ||
-        !member(o, "in", G_MAXINT64, &in, error) || !member(o, "s", G_MAXUINT32, &s, error))
+        !member(o, "in", G_MAXINT64, &in, error) || !member(o, "s", G_MAXUINT32, &s, error) ||
+        !member(o, "life", G_MAXINT64, &life, error))
         return FALSE;
     if (v != JET_POSITION_VERSION)
         return bad(error, "another version");
@@ -76,6 +79,7 @@ gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, G
     out->pos = pos;
     out->in = in;
     out->strikes = (guint32)s;
+    out->life = (gint64)life;
     return TRUE;
 }
 
@@ -83,4 +87,17 @@ void jet_position_crashed(const JetPosition *p, guint64 *crashed, guint32 *strik
 {
     *crashed = p->in;
     *strikes = p->in != 0 && p->strikes < G_MAXUINT32 ? p->strikes + 1 : 0;
+}
+
+void jet_position_start(const JetPosition *p, gint64 life, gboolean resume, JetPositionStart *out)
+{
+    memset(out, 0, sizeof *out);
+    /* Sequences start again in a re-created stream: its seq 42 is not the
+     * message the record names, and its position is not where this stream's
+     * messages are handled up to. */
+    out->other_life = p->life != 0 && life != 0 && p->life != life;
+    if (out->other_life)
+        return;
+    out->resume_after = resume ? p->pos : 0;
+    jet_position_crashed(p, &out->crashed, &out->strikes);
 }

@@ -1,15 +1,19 @@
-/* An ordered binding on the server: its consumers' names, and its checkpoint
- * (docs/ordered.md, "Checkpoints"): where it
- * is in its stream, kept in the host's KV bucket so that a restarted host
- * resumes after the last message handled, and which message was in the
- * handler when it was written, so that a host killed by a message knows it
- * at its next start.
+/* An ordered binding on the server: its consumers' names, and its position
+ * record (docs/ordered.md, "Checkpoints"): where it is in its stream, and
+ * which message was in the handler when it was written, so that a host
+ * killed by a message knows it at its next start.  Kept in the host's KV
+ * bucket whenever the binding keeps the ledger; with checkpoint = kv a
+ * restarted host also resumes after the position.
  *
- * Written before each message is handed to the plugin:
- *   {"v":1,"pos":41,"in":42,"s":1}
+ * Written before each message is handed to the plugin, and with `in` 0 once
+ * nothing waits to be handled or at a clean stop:
+ *   {"v":1,"pos":41,"in":42,"s":1,"life":1733000000000000000}
  * pos: the last stream seq handled (0: none); in: the one going to the
- * handler now (0: none, e.g. at a clean stop); s: how many hosts died with
- * `in` in the handler before this one (its strikes). */
+ * handler now (0: none); s: how many hosts died with `in` in the handler
+ * before this one (its strikes); life: the stream's creation time (unix ns;
+ * absent in records of older hosts), so that a record of a stream since
+ * deleted and re-created under the same name is never taken for this
+ * one's. */
 #ifndef JET_POSITION_H
 #define JET_POSITION_H
 
@@ -23,6 +27,7 @@ typedef struct {
     guint64 pos;
     guint64 in;
     guint32 strikes;
+    gint64 life;               /* the stream's creation time; 0: not known */
 } JetPosition;
 
 /* The name of an ordered binding's consumer number serial of this run:
@@ -49,5 +54,17 @@ gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, G
  * a host that did not finish it (0: none), *strikes the deaths it has caused
  * counting that one. */
 void jet_position_crashed(const JetPosition *p, guint64 *crashed, guint32 *strikes);
+
+/* What a host starting from the record p does (docs/ordered.md,
+ * "Checkpoints"), given life, the stream's creation time now (0: not
+ * known), and resume, whether the binding resumes from its position
+ * (checkpoint = kv). */
+typedef struct {
+    gboolean other_life;       /* p is of another life of the stream: nothing in it applies */
+    guint64 resume_after;      /* start after this stream seq (0: at `deliver`) */
+    guint64 crashed;           /* strike this stream seq when it comes (0: none) */
+    guint32 strikes;           /* ...with this many strikes */
+} JetPositionStart;
+void jet_position_start(const JetPosition *p, gint64 life, gboolean resume, JetPositionStart *out);
 
 #endif

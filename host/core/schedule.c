@@ -43,10 +43,11 @@ void jet_schedule_input_from_binding(const JetBindingConfig *b, JetScheduleInput
     in->ledger_off = !b->ledger;
     if (JET_KIND_IS_ORDERED(b->kind)) {
         /* In place, one at a time (docs/ordered.md): no breaker, no floor
-         * to stall, no crash attribution yet, no server redelivery. */
+         * to stall, no server redelivery; crashes attributed by the
+         * position record while the ledger is on. */
+        in->ordered = TRUE;
         in->breaker = JET_BREAKER_MODE_OFF;
         in->floor_age_ms = 0;
-        in->crash_limit = 0;
         in->max_deliver = -1;
         in->workers = 1;
     }
@@ -161,6 +162,18 @@ static void crash_term(const JetScheduleInput *in, JetScheduleReport *out)
     out->crash_need = 2 + (guint64)in->capture_reserve;
     if (!out->crash_attributed)
         return;   /* no suspects without the ledger: never captured */
+    if (in->ordered) {
+        /* One message in the handler at a time, named by the position
+         * record: each death is its strike, and the next host captures it
+         * at crash_limit strikes before it runs (docs/ordered.md). */
+        if (in->crash_limit == 0)
+            return;
+        out->crash_captured = TRUE;
+        out->crash_strikes = in->crash_limit;
+        out->crash_capture_delivery = (guint64)in->crash_limit + 1;
+        out->crash_deliveries = out->crash_capture_delivery;
+        return;
+    }
     guint64 at = in->crash_limit >= 1 ? (guint64)in->crash_limit + 2 : G_MAXUINT64;
     if (out->max_deliver > 0) {
         /* No overflow: max_deliver > 0 and the reserve fits in 32 bits. */
@@ -219,7 +232,10 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
     /* Each strike is one death of the host with the message in hand, and
      * each costs one AckWait before the server redelivers. */
     out->crash_limit = in->crash_limit;
-    out->crash_fallback_ms = sat_mul(in->crash_limit, out->ack_wait_ms);
+    out->ordered = in->ordered;
+    /* An ordered binding's next host is handed the message at once: no
+     * AckWait runs out in between (its restart is the supervisor's time). */
+    out->crash_fallback_ms = in->ordered ? 0 : sat_mul(in->crash_limit, out->ack_wait_ms);
     if (out->unlimited) {
         out->retry_span_ms = G_MAXUINT64;
         out->worst_case_ms = G_MAXUINT64;
@@ -397,7 +413,12 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
                 full);
         }
     }
-    if (!out->crash_attributed) {
+    if (!out->crash_attributed && in->ordered) {
+        add(out, JET_SCHEDULE_WARNING, "crash-unbounded",
+            "crash term: ledger = false leaves an ordered binding no position record: a message that kills "
+            "the host is never struck and never captured as poison, and a restart that reaches it again "
+            "(deliver = all, say) dies on it again, without bound; set ledger = true");
+    } else if (!out->crash_attributed) {
         Dur md = count_or_unlimited(out->max_deliver);
         add(out, JET_SCHEDULE_WARNING, "crash-no-ledger",
             "crash term: ledger = false leaves no crash attribution: a message that kills the "
@@ -465,9 +486,13 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
             "breaker = off", enforce ? "enforce" : "observe");
 
     /* --- crashes with poison detection off --------------------------------- */
-    if (in->crash_limit == 0) {
+    if (in->crash_limit == 0 && !jet_schedule_report_find(out, "crash-unbounded")) {
         Dur aw = dur(out->ack_wait_ms);
-        if (out->crash_captured)
+        if (in->ordered)
+            add(out, JET_SCHEDULE_WARNING, "crash-unbounded",
+                "crash_limit 0 turns poison detection off: a message that kills the host is "
+                "handed to each next host again, without bound; set crash_limit (3 is the default)");
+        else if (out->crash_captured)
             add(out, JET_SCHEDULE_WARNING, "crash-unbounded",
                 "crash_limit 0 turns poison detection off: only the budget line captures a "
                 "message that kills the host, at delivery %" G_GUINT64_FORMAT " after %"
@@ -529,7 +554,21 @@ static void crash_term_line(GString *s, const JetScheduleReport *r)
     Dur md = count_or_unlimited(r->max_deliver);
     char value[64];
     g_autofree char *why = NULL;
-    if (!r->crash_attributed) {
+    if (r->ordered) {
+        if (r->crash_captured) {
+            g_snprintf(value, sizeof value, "%" G_GUINT64_FORMAT " deliveries", r->crash_deliveries);
+            why = g_strdup_printf("a message that kills the host: %" G_GUINT64_FORMAT " deaths, each with it "
+                                  "alone in the handler (the position record names it), captured as "
+                                  "poison at delivery %" G_GUINT64_FORMAT " before it runs (crash_limit %u "
+                                  "strikes)", r->crash_strikes, r->crash_capture_delivery, r->crash_limit);
+        } else {
+            g_strlcpy(value, "never", sizeof value);
+            why = g_strdup(r->crash_attributed ? "crash_limit 0: a message that kills the host is never "
+                                                 "captured"
+                                               : "ledger = false: no position record, a message that "
+                                                 "kills the host is never struck or captured");
+        }
+    } else if (!r->crash_attributed) {
         g_strlcpy(value, "never", sizeof value);
         why = g_strdup_printf("ledger = false: no crash attribution, a message that kills the "
                               "host is never captured; MaxDeliver %s", md.s);
@@ -623,8 +662,12 @@ char *jet_schedule_report_format(const JetScheduleReport *r)
     term(s, "last postpone", over.s,
          "a postpone granted just inside the horizon can end this far past it");
     g_free(why);
-    why = g_strdup_printf("crash_limit %u strikes x AckWait %s (%s)", r->crash_limit, aw.s,
-                          r->from_consumer ? "the consumer's" : "the binding's");
+    if (r->ordered)
+        why = g_strdup_printf("crash_limit %u deaths, each handing the message to the next host at "
+                              "once (no AckWait; the restart itself is not counted)", r->crash_limit);
+    else
+        why = g_strdup_printf("crash_limit %u strikes x AckWait %s (%s)", r->crash_limit, aw.s,
+                              r->from_consumer ? "the consumer's" : "the binding's");
     term(s, "crash fallback", crash.s, why);
     term(s, "worst case", unlimited_or(r, &worst), "the sum: the longest a message can take "
                                                    "to be dead-lettered");
@@ -659,12 +702,17 @@ char *jet_schedule_report_format(const JetScheduleReport *r)
         term(s, "breaker", fa.s, why);
     }
 
-    g_string_append_printf(s, "  checked with AckWait %s, MaxDeliver %s, MaxAckPending %s (%s), "
-                              "%" G_GUINT64_FORMAT " messages in hand\n",
-                           aw.s, md.s, map.s,
-                           r->from_consumer ? "from the consumer on the server"
-                                            : "from the binding's config",
-                           r->in_hand);
+    if (r->ordered)
+        g_string_append_printf(s, "  checked as an ordered binding: its own consumer acks nothing (no "
+                                  "AckWait, no MaxDeliver), %" G_GUINT64_FORMAT " messages in hand\n",
+                               r->in_hand);
+    else
+        g_string_append_printf(s, "  checked with AckWait %s, MaxDeliver %s, MaxAckPending %s (%s), "
+                                  "%" G_GUINT64_FORMAT " messages in hand\n",
+                               aw.s, md.s, map.s,
+                               r->from_consumer ? "from the consumer on the server"
+                                                : "from the binding's config",
+                               r->in_hand);
 
     if (r->n_violations == 0) {
         g_string_append(s, "no violations\n");

@@ -44,6 +44,9 @@ typedef struct {
     guint64 floor_age_ms;             /* 0 = monitor and breaker off */
     guint min_deliveries;
     gboolean ledger_off;              /* the binding keeps no ledger (ledger = false) */
+    gboolean ordered;                 /* kind = ordered or kv: one message at a time, retried in
+                                         place, a death attributed by the position record
+                                         (docs/ordered.md), not by AckWait redelivery */
 
     /* --- Optional bound --------------------------------------------------- */
     guint64 max_time_to_dead_letter_ms;   /* 0 = no bound */
@@ -99,7 +102,8 @@ typedef struct {
     guint64 postpone_horizon_ms;
     guint64 postpone_overshoot_ms;    /* the last free postpone can end past the horizon */
     guint crash_limit;                /* strikes counted in the crash fallback */
-    guint64 crash_fallback_ms;        /* crash_limit x AckWait */
+    guint64 crash_fallback_ms;        /* crash_limit x AckWait (0 for an ordered binding: the
+                                         next host is handed the message at once) */
     guint64 retry_span_ms;            /* ladder + horizon + overshoot: what the stream must keep */
     guint64 worst_case_ms;            /* retry_span + crash_fallback: the envelope */
 
@@ -109,7 +113,11 @@ typedef struct {
      * strike per death, until it has crash_limit strikes or its delivery
      * reaches the budget line (max_deliver - capture_reserve), where it is
      * captured as poison before it runs; capture_reserve deliveries remain
-     * to retry a failed capture. */
+     * to retry a failed capture.  An ordered binding's message never dies
+     * beside others (one is in the handler at a time, and the position
+     * record names it): crash_limit deaths, then captured at delivery
+     * crash_limit + 1 before it runs. */
+    gboolean ordered;                 /* the input's: an ordered binding's terms */
     gboolean crash_attributed;        /* FALSE with ledger = false: no suspects, no poison */
     gboolean crash_captured;          /* it is captured at all; FALSE: it goes dark at a finite
                                          MaxDeliver, or is redelivered without bound */

@@ -805,12 +805,17 @@ static void handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
                 it->stream_seq, elapsed_ms, e->b->handler_timeout_ms, it->worker);
         return;
     }
+    jet__hung_still(e, it, now, limit_us);
+}
+
+void jet__hung_still(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
+{
     gint64 repeat_us = CLAMP(limit_us, G_USEC_PER_SEC, 60 * G_USEC_PER_SEC);
     if (now - it->hung_logged_us >= repeat_us) {
         it->hung_logged_us = now;
         jet_log(JET_LOG_ERROR, e->b->name, "handler-hung",
                 "stream seq %" G_GUINT64_FORMAT ": the handler is still running after %" G_GINT64_FORMAT " ms (worker %u)",
-                it->stream_seq, elapsed_ms, it->worker);
+                it->stream_seq, (now - it->handler_since_us) / 1000, it->worker);
     }
 }
 
@@ -991,6 +996,13 @@ void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer d
     e->settle_hook_data = data;
 }
 
+gboolean jet_engine_bind(JetEngine *e, guint attempts, GError **error)
+{
+    if (!JET_KIND_IS_ORDERED(e->b->kind))
+        return TRUE;   /* bound by consumer_setup before the engine existed */
+    return jet__ordered_bind(e, MAX(attempts, 1), error);
+}
+
 void jet_engine_start(JetEngine *e)
 {
     gboolean ordered = JET_KIND_IS_ORDERED(e->b->kind);
@@ -1033,8 +1045,13 @@ void jet_engine_start(JetEngine *e)
         w->thread = g_thread_new(name, ordered ? jet__ordered_main : worker_main, w);
     }
     if (ordered) {
-        /* Nothing is acked, so there is no lease to keep (docs/ordered.md). */
+        /* Nothing is acked, so there is no lease to keep (docs/ordered.md);
+         * a handler past handler_timeout is still reported. */
         jet_log(JET_LOG_INFO, e->b->name, "subscribed", "ordered on %s, batch %u", e->b->stream, e->b->batch);
+        if (e->b->handler_timeout_ms > 0) {
+            g_autofree char *wname = g_strdup_printf("jet-%s-watch", e->b->name);
+            e->keeper = g_thread_new(wname, jet__ordered_watch_main, e);
+        }
         return;
     }
     jet_log(JET_LOG_INFO, e->b->name, "subscribed", "%u worker(s) on %s/%s, batch %u", e->n_workers,
@@ -1093,6 +1110,8 @@ void jet_engine_free(JetEngine *e)
         g_mutex_clear(&w->ack_lock);
         g_free(w->wake_subject);
         g_free(w->inbox);
+        if (w->ordered != NULL)
+            jet__ordered_drop(e, w->ordered);   /* bound, never started (another binding failed) */
         jet__ordered_free(w->ordered);
     }
     g_free(e->workers);

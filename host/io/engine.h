@@ -66,6 +66,14 @@ void jet_engine_set_loss_hook(JetEngine *e, JetEngineLossHook fn, gpointer data)
  * the consumer. */
 JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *binding, JetInstance *inst,
                           const JetConsumerFacts *facts);
+/* An ordered binding's first bind (docs/engine.md, "Liveness and recovery"):
+ * its stream (created in managed mode), its position record (with the
+ * ledger: jet_engine_set_ledger first), its first consumer; `attempts`
+ * attempts, 100 ms doubling, before FALSE with the last error (at once for
+ * a checkpoint that does not parse).  Before jet_engine_start; without it
+ * the worker binds by itself, retrying until the engine stops.  TRUE for a
+ * durable binding, bound by consumer_setup.h. */
+gboolean jet_engine_bind(JetEngine *e, guint attempts, GError **error);
 void jet_engine_set_take_hook(JetEngine *e, JetEngineTakeHook fn, gpointer data);
 void jet_engine_set_settle_hook(JetEngine *e, JetEngineSettleHook fn, gpointer data);
 

@@ -268,8 +268,18 @@ JetOrdered *jet__ordered_new(void);
 void jet__ordered_free(JetOrdered *o);
 gpointer jet__ordered_main(gpointer worker);
 void jet__ordered_transport_init(JetTransport *t);
+/* The first bind (jet_engine_bind): attempts 0 retries until the engine
+ * stops.  drop: deletes the consumer a bind made if no worker ran. */
+gboolean jet__ordered_bind(JetEngine *e, guint attempts, GError **error);
+void jet__ordered_drop(JetEngine *e, JetOrdered *o);
+/* The thread that reports a handler past handler_timeout (the worker is
+ * the one it holds); runs while the keeper would, on keeper_quit. */
+gpointer jet__ordered_watch_main(gpointer engine);
 /* engine.c: whether a message on the inbox is a status, and its code. */
 gboolean jet__is_status(natsMsg *m, int *code, const char **desc);
+/* A hung handler is said again every handler_timeout (at least 1 s, at
+ * most 1 min) while it runs (under the lease lock; docs/engine.md). */
+void jet__hung_still(JetEngine *e, Item *it, gint64 now, gint64 limit_us);
 /* The handler of it is entering the isolation gate (alone for a suspect) /
  * has returned.  gate_leave says whether the worker must leave the gate
  * itself (FALSE when the lease keeper left it on behalf of a hung handler). */

@@ -14,10 +14,16 @@
  * Verdicts are kept in place: a RETRY or a POSTPONE waits its delay here
  * and the message is handled again (its attempts in the ledger, as on a
  * durable binding); nothing behind it overtakes it.  The settlement is the
- * executor's (executor.h), on the engine's transport with nothing to ack. */
+ * executor's (executor.h), on the engine's transport with nothing to ack.
+ *
+ * With the ledger on, the position record (position.h) names the message
+ * in the handler, so that the next host strikes a message that killed this
+ * one; a watch thread reports a handler past handler_timeout, since the
+ * worker is the thread that is stuck. */
 #include "engine_private.h"
 #include "ack_subject.h"
 #include "conn.h"
+#include "errors.h"
 #include "ledger.h"
 #include "log.h"
 #include "position.h"
@@ -37,16 +43,25 @@ struct JetOrdered {
     guint next_pull_id;
     gint64 last_heard_us;
     guint64 backoff_ms;        /* between failed creations: 100 ms doubling to 5 s */
-    gboolean first_created;
-    /* checkpoint = kv (position.h): the message a host died with in its
-     * handler, found at start, and how many hosts it has killed. */
-    char *checkpoint_key;      /* NULL: no checkpoint */
+    gboolean bound;            /* the first bind is done (jet__ordered_bind) */
+    gint64 life;               /* the stream's creation time, read at the first bind */
+    /* The position record (position.h), kept whenever the ledger is on: the
+     * message a host died with in its handler, found at start, and how many
+     * hosts it has killed. */
+    char *record_key;          /* NULL: no ledger, no record */
+    gboolean resume;           /* checkpoint = kv: a start resumes after the record's position */
+    gboolean record_read;      /* read at the first bind (or found absent) */
     guint64 crashed;
     guint32 crashed_strikes;
-    gboolean checkpoint_failing;   /* the last write failed (logged once until one lands) */
+    guint64 mark_in;           /* `in` of the last record written: 0 once nothing is in the handler */
+    gboolean record_failing;   /* the last write failed (logged once until one lands) */
+    /* The delivery in the handler now, for the watch (under the engine's
+     * lease lock); NULL between messages. */
+    Item *in_handler;
     /* kind = kv with initial values: they are being handled (the watch has
      * not caught up with the bucket yet). */
     gboolean initial_open;
+    gboolean initial_empty;    /* nothing was pending when it opened */
 };
 
 JetOrdered *jet__ordered_new(void)
@@ -60,7 +75,7 @@ void jet__ordered_free(JetOrdered *o)
         return;
     g_free(o->name);
     g_free(o->next_subject);
-    g_free(o->checkpoint_key);
+    g_free(o->record_key);
     g_free(o);
 }
 
@@ -89,12 +104,83 @@ static gboolean o_ack_confirmed(gpointer t, const JetDelivery *d, GError **error
     return TRUE;
 }
 
+/* The handler has returned (or never ran): nothing is leased, so nothing is
+ * ever stale; a handler the watch reported hung is said to be back, as on
+ * a durable binding (docs/engine.md, "A hung handler"). */
+static gboolean o_release_hold(gpointer t, const JetDelivery *d)
+{
+    JetEngine *e = t;
+    Item *it = d->token;
+    g_mutex_lock(&e->lease_lock);
+    gint64 ran_us = it->handler_since_us > 0 ? now_us() - it->handler_since_us : 0;
+    gboolean was_hung = it->hung_logged_us != 0;
+    it->handler_since_us = 0;
+    it->hung_logged_us = 0;
+    g_mutex_unlock(&e->lease_lock);
+    if (was_hung) {
+        g_atomic_int_set(&e->workers[0].hung, 0);
+        jet_log(JET_LOG_WARNING, e->b->name, "handler-returned",
+                "stream seq %" G_GUINT64_FORMAT ": the hung handler returned after %" G_GINT64_FORMAT " ms; the "
+                "binding goes on", it->stream_seq, ran_us / 1000);
+    }
+    return FALSE;
+}
+
 void jet__ordered_transport_init(JetTransport *t)
 {
     *t = jet__engine_transport;
     t->ack = o_ack;
     t->nak = o_nak;
     t->ack_confirmed = o_ack_confirmed;
+    t->release_hold = o_release_hold;
+}
+
+/* --- a hung handler ---------------------------------------------------------- */
+
+/* A handler past handler_timeout (under the lease lock).  Nothing may go
+ * round it, so unlike a durable binding's nothing is released: it is
+ * reported at once and then periodically, and with exit_on_any_hung the
+ * host is told to exit, so that its supervisor restarts it and the next
+ * host strikes the message (the position record names it). */
+static void handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
+{
+    gint64 elapsed_ms = (now - it->handler_since_us) / 1000;
+    if (it->hung_logged_us == 0) {
+        it->hung_logged_us = now;
+        g_atomic_int_set(&e->workers[0].hung, 1);
+        JET_STAT_ADD(&e->shared_stats, hung_handlers, 1);
+        jet_log(JET_LOG_ERROR, e->b->name, "handler-hung",
+                "stream seq %" G_GUINT64_FORMAT ": the handler has run for %" G_GINT64_FORMAT " ms, past "
+                "handler_timeout %" G_GUINT64_FORMAT " ms; nothing behind it is handled until it returns%s",
+                it->stream_seq, elapsed_ms, e->b->handler_timeout_ms,
+                e->b->exit_on_any_hung ? " (exit_on_any_hung: the host exits)" : "");
+        if (e->b->exit_on_any_hung && !e->hung_fired && e->hung_hook != NULL) {
+            e->hung_fired = TRUE;
+            e->hung_hook(e, e->b->name, 1, e->hung_hook_data);
+        }
+        return;
+    }
+    jet__hung_still(e, it, now, limit_us);
+}
+
+/* The watch: the worker is the thread a hung handler holds, so another one
+ * looks at it, a few times per handler_timeout (at most every second). */
+gpointer jet__ordered_watch_main(gpointer data)
+{
+    JetEngine *e = data;
+    JetOrdered *o = e->workers[0].ordered;
+    const gint64 limit_us = (gint64)e->b->handler_timeout_ms * 1000;
+    const gint64 step_us = CLAMP(limit_us / 4, 10000, G_USEC_PER_SEC);
+    g_mutex_lock(&e->lease_lock);
+    while (!e->keeper_quit) {
+        g_cond_wait_until(&e->lease_cond, &e->lease_lock, g_get_monotonic_time() + step_us);
+        Item *it = o->in_handler;
+        gint64 now = now_us();
+        if (!e->keeper_quit && it != NULL && it->handler_since_us > 0 && now - it->handler_since_us > limit_us)
+            handler_hung(e, it, now, limit_us);
+    }
+    g_mutex_unlock(&e->lease_lock);
+    return NULL;
 }
 
 /* --- the consumer ------------------------------------------------------------ */
@@ -163,9 +249,8 @@ static void initial_done(JetEngine *e, JetOrdered *o)
 }
 
 /* Creates the next consumer, at position + 1 (or at `deliver` when nothing
- * was handled yet).  FALSE when the server would not: tried again after the
- * backoff. */
-static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why)
+ * was handled yet).  FALSE with the server's error when it would not. */
+static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GError **error)
 {
     const JetBindingConfig *b = e->b;
     drop_consumer(e, o);
@@ -191,17 +276,19 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why)
     jsErrCode jerr = 0;
     natsStatus s = js_AddConsumer(&ci, jet_conn_js(e->conn), b->stream, &cc, NULL, &jerr);
     if (s != NATS_OK) {
-        jet_log(o->first_created ? JET_LOG_WARNING : JET_LOG_ERROR, b->name, "ordered-create-failed",
-                "cannot create the ordered consumer on stream %s (%s): %s (error %d); again in %" G_GUINT64_FORMAT
-                " ms", b->stream, why, natsStatus_GetText(s), (int)jerr, o->backoff_ms);
+        g_autofree char *text = jet_nats_error(s);
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                    "binding %s: cannot create the ordered consumer on stream %s: %s [err %d]", b->name, b->stream,
+                    text, (int)jerr);
         return FALSE;
     }
     /* A watch catches up once per start: the current values, or what
      * happened since the checkpoint; with initial = false at once. */
     if (o->serial == 0 && b->kind == JET_KIND_KV) {
         o->initial_open = TRUE;
-        if (ci->NumPending == 0)
-            initial_done(e, o);   /* an empty bucket: nothing to wait for */
+        /* An empty bucket: nothing to wait for; said by the worker, the
+         * thread the plugin hears from (the first bind runs before it). */
+        o->initial_empty = ci->NumPending == 0;
     }
     jsConsumerInfo_Destroy(ci);
     o->serial++;
@@ -210,7 +297,6 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why)
     o->expect_cseq = 1;
     o->pull.active = FALSE;
     o->backoff_ms = 100;
-    o->first_created = TRUE;
     o->last_heard_us = now_us();
     JET_STAT_ADD(&e->workers[0].stats, ordered_consumers, 1);
     if (o->serial > 1)
@@ -294,76 +380,97 @@ static gboolean on_status(Worker *w, JetOrdered *o, natsMsg *m, int code, const 
     return TRUE;
 }
 
-/* --- the checkpoint (checkpoint = kv) --------------------------------------- */
+/* --- the position record (position.h) ---------------------------------------- */
 
-static kvStore *checkpoint_kv(JetEngine *e)
+static kvStore *record_kv(JetEngine *e)
 {
     return e->ledger != NULL ? jet_ledger_kv(e->ledger) : NULL;
 }
 
-/* Reads the position at start; waits (retrying) while the bucket does not
- * answer, since starting anywhere else would handle messages again or skip
- * them.  FALSE only when the engine stops first. */
-static gboolean checkpoint_load(JetEngine *e, JetOrdered *o)
+/* Reads the record, once, at the first bind.  FALSE with an error when the
+ * bucket does not answer (another attempt may), or when a record the binding
+ * would resume from does not parse: it is never guessed at (JET_ERROR_INVALID:
+ * an operator must say where to start).  Without checkpoint = kv nothing
+ * starts from it, so one that does not parse only costs the strike. */
+static gboolean record_read(JetEngine *e, JetOrdered *o, GError **error)
 {
-    guint64 wait_ms = 100;
-    while (!stopping(e)) {
-        kvEntry *entry = NULL;
-        natsStatus s = kvStore_Get(&entry, checkpoint_kv(e), o->checkpoint_key);
-        if (s == NATS_NOT_FOUND) {
-            jet_log(JET_LOG_INFO, e->b->name, "checkpoint", "no checkpoint yet: starting at deliver");
-            return TRUE;
-        }
-        if (s == NATS_OK) {
-            JetPosition p = { 0 };
-            g_autoptr(GError) err = NULL;
-            int len = kvEntry_ValueLen(entry);
-            gboolean ok = jet_position_from_json(kvEntry_Value(entry), len > 0 ? (gsize)len : 0, &p, &err);
-            kvEntry_Destroy(entry);
-            if (!ok) {
-                /* Never guessed: an operator must say where to start. */
-                jet_log(JET_LOG_ERROR, e->b->name, "checkpoint-unreadable",
-                        "key %s: %s; not starting (delete the key to start at deliver)", o->checkpoint_key,
-                        err->message);
-                pause_ms(e, 5000);
-                continue;
-            }
-            o->position = p.pos;
-            jet_position_crashed(&p, &o->crashed, &o->crashed_strikes);
-            jet_log(JET_LOG_INFO, e->b->name, "checkpoint", "resuming after stream seq %" G_GUINT64_FORMAT, p.pos);
-            if (o->crashed != 0)
-                jet_log(JET_LOG_WARNING, e->b->name, "suspect",
-                        "stream seq %" G_GUINT64_FORMAT " was in the handler of a host that did not finish it: "
-                        "strike %u", o->crashed, o->crashed_strikes);
-            return TRUE;
-        }
-        jet_log(JET_LOG_WARNING, e->b->name, "checkpoint-unreachable",
-                "cannot read the checkpoint %s: %s; again in %" G_GUINT64_FORMAT " ms", o->checkpoint_key,
-                natsStatus_GetText(s), wait_ms);
-        pause_ms(e, wait_ms);
-        wait_ms = MIN(wait_ms * 2, 5000);
+    const char *name = e->b->name;
+    kvEntry *entry = NULL;
+    natsStatus s = kvStore_Get(&entry, record_kv(e), o->record_key);
+    if (s == NATS_NOT_FOUND) {
+        if (o->resume)
+            jet_log(JET_LOG_INFO, name, "checkpoint", "no checkpoint yet: starting at deliver");
+        return TRUE;
     }
-    return FALSE;
+    if (s != NATS_OK) {
+        g_autofree char *text = jet_nats_error(s);
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: cannot read its position record %s: %s", name,
+                    o->record_key, text);
+        return FALSE;
+    }
+    JetPosition p = { 0 };
+    g_autoptr(GError) err = NULL;
+    int len = kvEntry_ValueLen(entry);
+    gboolean ok = jet_position_from_json(kvEntry_Value(entry), len > 0 ? (gsize)len : 0, &p, &err);
+    kvEntry_Destroy(entry);
+    if (!ok && o->resume) {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                    "binding %s: key %s: %s; not starting (delete the key to start at deliver)", name,
+                    o->record_key, err->message);
+        return FALSE;
+    }
+    if (!ok) {
+        jet_log(JET_LOG_WARNING, name, "checkpoint-unreadable",
+                "key %s: %s; ignored (no message is struck), and written anew with the first message", o->record_key,
+                err->message);
+        return TRUE;
+    }
+    JetPositionStart start;
+    jet_position_start(&p, o->life, o->resume, &start);
+    if (start.other_life) {
+        jet_log(JET_LOG_WARNING, name, "checkpoint-other-stream",
+                "key %s was written for stream %s created at %" G_GINT64_FORMAT " ns; the stream now was created at %"
+                G_GINT64_FORMAT " ns, so neither its position nor the message it names are this stream's: starting "
+                "at deliver", o->record_key, e->b->stream, p.life, o->life);
+        return TRUE;
+    }
+    o->position = start.resume_after;
+    o->crashed = start.crashed;
+    o->crashed_strikes = start.strikes;
+    if (o->resume)
+        jet_log(JET_LOG_INFO, name, "checkpoint", "resuming after stream seq %" G_GUINT64_FORMAT, p.pos);
+    if (o->crashed != 0)
+        jet_log(JET_LOG_WARNING, name, "suspect",
+                "stream seq %" G_GUINT64_FORMAT " was in the handler of a host that did not finish it: strike %u "
+                "when it comes again", o->crashed, o->crashed_strikes);
+    return TRUE;
 }
 
 /* Writes where the binding is: after pos, with `in` going to the handler
- * (0 at a clean stop).  A failed write is logged, not fatal: it costs
- * duplicates after a restart, never a skipped message. */
-static void checkpoint_write(JetEngine *e, JetOrdered *o, guint64 in)
+ * (0: nothing in it).  A failed write is logged, not fatal: it costs
+ * duplicates after a restart (with checkpoint = kv) or a strike, never a
+ * skipped message. */
+static void record_write(JetEngine *e, JetOrdered *o, guint64 in)
 {
-    if (o->checkpoint_key == NULL)
+    if (o->record_key == NULL)
         return;
-    JetPosition p = { .pos = o->position, .in = in, .strikes = in != 0 && in == o->crashed ? o->crashed_strikes : 0 };
+    JetPosition p = {
+        .pos = o->position,
+        .in = in,
+        .strikes = in != 0 && in == o->crashed ? o->crashed_strikes : 0,
+        .life = o->life,
+    };
     gsize len = 0;
     g_autofree char *json = jet_position_to_json(&p, &len);
-    natsStatus s = kvStore_Put(NULL, checkpoint_kv(e), o->checkpoint_key, json, (int)len);
-    if (s != NATS_OK && !o->checkpoint_failing)
+    natsStatus s = kvStore_Put(NULL, record_kv(e), o->record_key, json, (int)len);
+    o->mark_in = in;
+    if (s != NATS_OK && !o->record_failing)
         jet_log(JET_LOG_WARNING, e->b->name, "checkpoint-failed",
-                "cannot write the checkpoint %s: %s; a restart may handle messages again", o->checkpoint_key,
-                natsStatus_GetText(s));
-    else if (s == NATS_OK && o->checkpoint_failing)
-        jet_log(JET_LOG_INFO, e->b->name, "checkpoint", "the checkpoint is written again");
-    o->checkpoint_failing = s != NATS_OK;
+                "cannot write the position record %s: %s; a restart may handle messages again or miss a strike",
+                o->record_key, natsStatus_GetText(s));
+    else if (s == NATS_OK && o->record_failing)
+        jet_log(JET_LOG_INFO, e->b->name, "checkpoint", "the position record is written again");
+    o->record_failing = s != NATS_OK;
 }
 
 /* The ledger learns the strikes of a message that killed a host, so that
@@ -404,7 +511,7 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
     g_auto(JetHdrParse) hdrs = { 0 };
     g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
     natsMsg *m = it->msg;
-    checkpoint_write(e, o_of(w), meta->stream_seq);
+    record_write(e, o_of(w), meta->stream_seq);
     /* A message a host died with counts those deaths as deliveries, and
      * its ledger record holds them as strikes (executor.h: attribution). */
     guint32 strikes = meta->stream_seq == o_of(w)->crashed ? o_of(w)->crashed_strikes : 0;
@@ -435,9 +542,13 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
         JetActionKind k = done.action.kind;
         if (k != JET_ACTION_RETRY && k != JET_ACTION_POSTPONE)
             return TRUE;
+        /* Waiting is not being in the handler: a host that dies now was
+         * not killed by this message. */
+        record_write(e, o_of(w), 0);
         pause_ms(e, done.action.delay_ms);
         if (stopping(e))
             return FALSE;
+        record_write(e, o_of(w), meta->stream_seq);
     }
 }
 
@@ -471,7 +582,15 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
         return TRUE;   /* handled already (a re-created consumer never starts before position + 1) */
     if (e->take_hook != NULL)
         e->take_hook(w->index, 1, e->take_hook_data);
-    if (!handle_in_place(w, it, &meta))
+    it->stream_seq = meta.stream_seq;
+    g_mutex_lock(&e->lease_lock);
+    o->in_handler = it;
+    g_mutex_unlock(&e->lease_lock);
+    gboolean settled = handle_in_place(w, it, &meta);
+    g_mutex_lock(&e->lease_lock);
+    o->in_handler = NULL;
+    g_mutex_unlock(&e->lease_lock);
+    if (!settled)
         return TRUE;
     o->position = meta.stream_seq;
     if (o->initial_open) {
@@ -483,7 +602,78 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
     return TRUE;
 }
 
+/* --- the first bind ------------------------------------------------------------- */
+
+/* The stream's creation time: which life of the stream name this is. */
+static gboolean read_life(JetEngine *e, JetOrdered *o, GError **error)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, &jerr);
+    if (s != NATS_OK) {
+        g_autofree char *text = jet_nats_error(s);
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stream info of %s: %s [err %d]", e->b->name,
+                    e->b->stream, text, (int)jerr);
+        return FALSE;
+    }
+    o->life = si->Created;
+    jsStreamInfo_Destroy(si);
+    return TRUE;
+}
+
+/* One attempt: the stream (created in managed mode), its life, the record
+ * (each read once), then the first consumer. */
+static gboolean bind_once(JetEngine *e, JetOrdered *o, GError **error)
+{
+    if (o->life == 0 && (!jet_stream_ensure(jet_conn_js(e->conn), e->b, error) || !read_life(e, o, error)))
+        return FALSE;
+    if (o->record_key != NULL && !o->record_read) {
+        if (!record_read(e, o, error))
+            return FALSE;
+        o->record_read = TRUE;
+    }
+    return create_consumer(e, o, "start", error);
+}
+
+gboolean jet__ordered_bind(JetEngine *e, guint attempts, GError **error)
+{
+    JetOrdered *o = e->workers[0].ordered;
+    if (o->bound)
+        return TRUE;
+    o->resume = e->b->checkpoint == JET_CHECKPOINT_KV;
+    if (record_kv(e) != NULL && o->record_key == NULL)
+        o->record_key = jet_position_key(e->b->name);
+    guint64 wait_ms = 100;
+    for (guint i = 1;; i++) {
+        g_autoptr(GError) local = NULL;
+        if (bind_once(e, o, &local)) {
+            o->bound = TRUE;
+            return TRUE;
+        }
+        /* A record that does not parse is not healed by waiting, at start-up;
+         * a binding that binds by itself (attempts 0) waits for an operator. */
+        if (stopping(e) || (attempts > 0 && (i >= attempts || g_error_matches(local, JET_ERROR, JET_ERROR_INVALID)))) {
+            g_propagate_error(error, g_steal_pointer(&local));
+            return FALSE;
+        }
+        jet_log(attempts > 0 ? JET_LOG_WARNING : JET_LOG_ERROR, e->b->name, "ordered-bind-failed",
+                "attempt %u: %s; next in %" G_GUINT64_FORMAT " ms", i, local->message, wait_ms);
+        pause_ms(e, wait_ms);
+        wait_ms = MIN(wait_ms * 2, 5000);
+    }
+}
+
+void jet__ordered_drop(JetEngine *e, JetOrdered *o)
+{
+    drop_consumer(e, o);
+}
+
 /* --- the loop ---------------------------------------------------------------- */
+
+/* How long a message may be awaited before the record says nothing is in
+ * the handler: long enough that a busy binding's next message (already
+ * buffered, or a round trip away) comes first and costs no write. */
+#define MARK_IDLE_MS 10
 
 gpointer jet__ordered_main(gpointer data)
 {
@@ -491,15 +681,16 @@ gpointer jet__ordered_main(gpointer data)
     JetEngine *e = w->eng;
     JetOrdered *o = w->ordered;
     const gint64 hb_us = (gint64)e->b->idle_heartbeat_ms * 1000;
+    /* Bound by the daemon at start-up (a few attempts); otherwise here,
+     * until it binds or the engine stops. */
+    if (!jet__ordered_bind(e, 0, NULL))
+        return NULL;
     o->backoff_ms = 100;
     const char *why = "start";
-    if (e->b->checkpoint == JET_CHECKPOINT_KV && checkpoint_kv(e) != NULL) {
-        o->checkpoint_key = jet_position_key(e->b->name);
-        if (!checkpoint_load(e, o))
-            return NULL;
-    }
     w->generation = jet_conn_generation(e->conn);
     while (!stopping(e)) {
+        if (o->initial_open && o->initial_empty)
+            initial_done(e, o);
         guint gen = jet_conn_generation(e->conn);
         if (gen != w->generation) {
             /* A reconnect voids the pull, and a restarted server may have
@@ -509,7 +700,10 @@ gpointer jet__ordered_main(gpointer data)
             why = "a reconnect";
         }
         if (o->name == NULL) {
-            if (!create_consumer(e, o, why)) {
+            g_autoptr(GError) err = NULL;
+            if (!create_consumer(e, o, why, &err)) {
+                jet_log(JET_LOG_WARNING, e->b->name, "ordered-create-failed", "%s (%s); again in %" G_GUINT64_FORMAT
+                        " ms", err->message, why, o->backoff_ms);
                 pause_ms(e, o->backoff_ms);
                 o->backoff_ms = MIN(o->backoff_ms * 2, 5000);
                 continue;
@@ -519,7 +713,11 @@ gpointer jet__ordered_main(gpointer data)
             issue_pull(w, o);
 
         natsMsg *m = NULL;
-        natsStatus s = natsSubscription_NextMsg(&m, w->sub, TAKE_STEP_US / 1000);
+        natsStatus s = natsSubscription_NextMsg(&m, w->sub, o->mark_in != 0 ? MARK_IDLE_MS : TAKE_STEP_US / 1000);
+        if (s != NATS_OK && o->mark_in != 0 && !stopping(e))
+            /* Nothing came: the handler is done with what the record names.
+             * Said once, so a host killed while idle strikes nothing. */
+            record_write(e, o, 0);
         if (s == NATS_OK) {
             o->last_heard_us = now_us();
             int code = 0;
@@ -561,6 +759,6 @@ gpointer jet__ordered_main(gpointer data)
     natsSubscription_Unsubscribe(w->sub);
     drop_consumer(e, o);
     /* Stopped cleanly: nothing in the handler. */
-    checkpoint_write(e, o, 0);
+    record_write(e, o, 0);
     return NULL;
 }

@@ -2,7 +2,9 @@
  * nats-server: stream order, exactly once, through consumers the host
  * re-creates when they are deleted, when the server restarts, and when a
  * delivery breaks the consumer sequence; one pull per expiry window when
- * idle; verdicts kept in place; where an unpositioned binding starts. */
+ * idle; verdicts kept in place; where an unpositioned binding starts; the
+ * position record (checkpoints, and crash attribution with or without
+ * them); the first bind at start-up; a hung handler. */
 #include "rig.h"
 
 #include <signal.h>
@@ -627,38 +629,70 @@ static void test_kv_stress(void)
     rig_free(&r);
 }
 
-/* --- checkpoints: jethost as a subprocess, killed ------------------------------ */
+/* --- jethost as a subprocess, killed ------------------------------------------ */
 
-static GSubprocess *spawn_ordered(Rig *r, const char *name, const char *extra)
+/* Where the host called `name` writes its log. */
+static char *errlog_of(const char *name)
+{
+    g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
+    return g_build_filename(jet_test_private_dir(), errfile, NULL);
+}
+
+static char *log_of(const char *name)
+{
+    g_autofree char *path = errlog_of(name);
+    char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return g_strdup("");
+    return text;
+}
+
+/* `jethost run` with one binding t; host_extra and extra are more [host]
+ * and binding keys. */
+static GSubprocess *spawn_host(Rig *r, const char *name, const char *host_extra, const char *binding)
 {
     g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
-    g_autofree char *text = g_strdup_printf(
-        "[host]\nserver = %s\nname = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\nkind = ordered\n"
-        "checkpoint = kv\nbatch = 10\nexpires = 2s\nidle_heartbeat = 500ms\noption.dir = %s\n%s",
-        jet_test_server_url(r->srv), name, plugin, r->dir, extra);
+    g_autofree char *text = g_strdup_printf("[host]\nserver = %s\nname = %s\n%s\n[binding t]\nplugin = %s\n"
+                                            "option.dir = %s\n%s",
+                                            jet_test_server_url(r->srv), name, host_extra, plugin, r->dir, binding);
     g_autofree char *file = g_strdup_printf("%s.conf", name);
     g_autofree char *conf = jet_test_write_file(file, text);
-    g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
-    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), errfile, NULL);
+    g_autofree char *errlog = errlog_of(name);
     const char *args[] = { "run", "-c", conf, NULL };
     return jet_test_jethost_spawn(errlog, args);
 }
 
-/* How often each stream seq 1..n was handled (index 0 unused). */
-static guint *handled_counts(Rig *r, guint n)
+static GSubprocess *spawn_ordered(Rig *r, const char *name, const char *extra)
 {
-    g_autoptr(GArray) seqs = handled_seqs(r, NULL);
+    g_autofree char *binding = g_strdup_printf("stream = ORDERS\nkind = ordered\nbatch = 10\nexpires = 2s\n"
+                                               "idle_heartbeat = 500ms\n%s", extra);
+    return spawn_host(r, name, "drain_timeout = 1s\n", binding);
+}
+
+/* How often each stream seq 1..n was handled (index 0 unused), and (when
+ * last is not NULL) the delivery count of its last handling.  resumed: each
+ * run resumed where the last was (checkpoint = kv), so the log is in order
+ * but for the message a death left in the handler. */
+static guint *handled_counts(Rig *r, guint n, gboolean resumed, guint **last)
+{
+    g_autoptr(GArray) deliveries = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(r, &deliveries);
     guint *count = g_new0(guint, n + 1);
-    guint64 last = 0;
+    if (last != NULL)
+        *last = g_new0(guint, n + 1);
+    guint64 prev = 0;
     for (guint i = 0; i < seqs->len; i++) {
         guint64 s = g_array_index(seqs, guint64, i);
         g_assert_cmpuint(s, >=, 1);
         g_assert_cmpuint(s, <=, n);
         /* In order, within each run: a restart goes back at most to the
          * message that was in the handler. */
-        g_assert_cmpuint(s + 1, >=, last);
-        last = s;
+        if (resumed)
+            g_assert_cmpuint(s + 1, >=, prev);
+        prev = s;
         count[s]++;
+        if (last != NULL)
+            (*last)[s] = g_array_index(deliveries, guint, i);
     }
     return count;
 }
@@ -675,73 +709,71 @@ static void test_checkpoint_resume(void)
     const guint64 k = (guint64)g_test_rand_int_range(2, 50);
     g_test_message("killed with stream seq %" G_GUINT64_FORMAT " in the handler", k);
     jet_test_publish_n(r.js, "orders.new", n);
-    g_autofree char *block = g_strdup_printf("option.block_seq = %" G_GUINT64_FORMAT "\n", k);
+    g_autofree char *block = g_strdup_printf("checkpoint = kv\noption.block_seq = %" G_GUINT64_FORMAT "\n", k);
     GSubprocess *a = spawn_ordered(&r, "ord-a", block);
     rig_wait_inflight(&r, k);
     g_subprocess_send_signal(a, SIGKILL);
     g_assert_cmpint(jet_test_jethost_wait(a, 10000), ==, 128 + SIGKILL);
     g_object_unref(a);
 
-    GSubprocess *b = spawn_ordered(&r, "ord-b", "");
+    GSubprocess *b = spawn_ordered(&r, "ord-b", "checkpoint = kv\n");
     wait_handled(&r, n, 30000);
     g_subprocess_send_signal(b, SIGTERM);
     g_assert_cmpint(jet_test_jethost_wait(b, 20000), ==, 0);
     g_object_unref(b);
-    g_autofree guint *count = handled_counts(&r, n);
+    g_autofree guint *count = handled_counts(&r, n, TRUE, NULL);
     for (guint64 s = 1; s <= n; s++)
         g_assert_cmpuint(count[s], ==, 1);
 
     /* A clean stop leaves nothing in the handler: the next host handles
      * nothing again. */
-    GSubprocess *c = spawn_ordered(&r, "ord-c", "");
+    GSubprocess *c = spawn_ordered(&r, "ord-c", "checkpoint = kv\n");
     g_usleep(1500 * 1000);
     g_subprocess_send_signal(c, SIGTERM);
     g_assert_cmpint(jet_test_jethost_wait(c, 20000), ==, 0);
     g_object_unref(c);
-    g_autofree guint *again = handled_counts(&r, n);
+    g_autofree guint *again = handled_counts(&r, n, TRUE, NULL);
     for (guint64 s = 1; s <= n; s++)
         g_assert_cmpuint(again[s], ==, count[s]);
     rig_free(&r);
 }
 
+/* Whether stream seq `seq` was handled (fx_gate's log). */
+static gboolean was_handled(Rig *r, guint64 seq)
+{
+    g_autoptr(GArray) seqs = handled_seqs(r, NULL);
+    for (guint i = 0; i < seqs->len; i++)
+        if (g_array_index(seqs, guint64, i) == seq)
+            return TRUE;
+    return FALSE;
+}
+
 typedef struct {
     GSubprocess *h;
     Rig *r;
-    guint handled;
-} ExitOrHandled;
+    guint64 last;
+} ExitOrDone;
 
-static gboolean exited_or_handled(gpointer data)
+static gboolean exited_or_done(gpointer data)
 {
-    ExitOrHandled *eh = data;
-    return g_subprocess_get_identifier(eh->h) == NULL || handled_count(eh->r) >= eh->handled;
+    ExitOrDone *eh = data;
+    return g_subprocess_get_identifier(eh->h) == NULL || was_handled(eh->r, eh->last);
 }
 
-/* A message that kills the host every time: each restart strikes it, and
- * at crash_limit it is dead-lettered as poison without running, so the
- * binding goes on instead of dying on it for ever. */
-static void test_checkpoint_poison(void)
+/* A supervisor: runs the host again each time it dies (with death_rc),
+ * until one gets to stream seq n, the stream's last (then stopped with
+ * SIGTERM).  Returns the deaths; at most four runs. */
+static guint supervise(Rig *r, const char *name, const char *extra, guint n, int death_rc)
 {
-    Rig r = { 0 };
-    rig_server(&r);
-    const guint n = 20;
-    const guint64 k = (guint64)g_test_rand_int_range(2, 19);
-    g_test_message("abort() on stream seq %" G_GUINT64_FORMAT, k);
-    jet_test_publish_n(r.js, "orders.new", n);
-    g_autofree char *extra = g_strdup_printf("crash_limit = 2\noption.abort_seq = %" G_GUINT64_FORMAT "\n", k);
     guint deaths = 0;
     for (guint run = 0; run < 4; run++) {
-        g_autofree char *name = g_strdup_printf("poison-%u", run);
-        GSubprocess *h = spawn_ordered(&r, name, extra);
-        /* It dies on k, or gets past k and handles the rest (n - 1 others,
-         * and k once per death). */
-        ExitOrHandled eh = { h, &r, n - 1 + deaths };
-        if (!jet_test_wait_until(exited_or_handled, &eh, 60000)) {
-            g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
-            g_autofree char *errlog = g_build_filename(jet_test_private_dir(), errfile, NULL);
-            g_autofree char *text = NULL;
-            g_file_get_contents(errlog, &text, NULL, NULL);
-            g_error("run %u: neither exited nor handled %u (handled %u); its log:\n%s", run, eh.handled,
-                    handled_count(&r), text != NULL ? text : "");
+        g_autofree char *run_name = g_strdup_printf("%s-%u", name, run);
+        GSubprocess *h = spawn_ordered(r, run_name, extra);
+        ExitOrDone eh = { h, r, n };
+        if (!jet_test_wait_until(exited_or_done, &eh, 60000)) {
+            g_autofree char *text = log_of(run_name);
+            g_error("run %u: neither exited nor handled stream seq %u (handled %u); its log:\n%s", run, n,
+                    handled_count(r), text);
         }
         gboolean alive = g_subprocess_get_identifier(h) != NULL;
         if (alive)
@@ -752,16 +784,18 @@ static void test_checkpoint_poison(void)
             g_assert_cmpint(rc, ==, 0);
             break;
         }
-        g_assert_cmpint(rc, ==, 128 + SIGABRT);
+        g_assert_cmpint(rc, ==, death_rc);
         deaths++;
     }
     g_test_message("%u deaths", deaths);
-    g_assert_cmpuint(deaths, ==, 2);
-    g_autofree guint *count = handled_counts(&r, n);
-    for (guint64 s = 1; s <= n; s++)
-        g_assert_cmpuint(count[s], ==, s == k ? 2 : 1);
+    return deaths;
+}
+
+/* The first record on the dead-letter stream: stream seq k, as poison. */
+static void assert_poison(Rig *r, guint64 k)
+{
     natsMsg *m = NULL;
-    g_assert_cmpint(js_GetMsg(&m, r.js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
+    g_assert_cmpint(js_GetMsg(&m, r->js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
     const char *seq = NULL, *cause = NULL;
     natsMsgHeader_Get(m, "Jethost-Origin-Seq", &seq);
     natsMsgHeader_Get(m, "Jethost-Cause", &cause);
@@ -769,6 +803,302 @@ static void test_checkpoint_poison(void)
     g_assert_cmpstr(seq, ==, kstr);
     g_assert_cmpstr(cause, ==, "poison");
     natsMsg_Destroy(m);
+}
+
+/* A message that kills the host every time: each restart strikes it, and
+ * at crash_limit it is dead-lettered as poison without running, so the
+ * binding goes on instead of dying on it for ever.  With checkpoint = kv
+ * each restart resumes at that message; without, it begins at deliver (all:
+ * the stream's start), and the position record still names the message in
+ * the handler. */
+static void test_poison(gconstpointer data)
+{
+    const gboolean checkpoint = GPOINTER_TO_INT(data);
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 20;
+    const guint64 k = (guint64)g_test_rand_int_range(2, 19);
+    g_test_message("abort() on stream seq %" G_GUINT64_FORMAT "%s", k, checkpoint ? "" : ", no checkpoint");
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *extra = g_strdup_printf("%scrash_limit = 2\noption.abort_seq = %" G_GUINT64_FORMAT "\n",
+                                             checkpoint ? "checkpoint = kv\n" : "", k);
+    g_assert_cmpuint(supervise(&r, checkpoint ? "poison" : "nockpt", extra, n, 128 + SIGABRT), ==, 2);
+    /* k twice (its second run with a strike: delivery 2), then poison; the
+     * rest once, and without a checkpoint what comes before k once a run. */
+    g_autofree guint *last = NULL;
+    g_autofree guint *count = handled_counts(&r, n, checkpoint, &last);
+    for (guint64 s = 1; s <= n; s++)
+        g_assert_cmpuint(count[s], ==, s == k ? 2 : s < k && !checkpoint ? 3 : 1);
+    g_assert_cmpuint(last[k], ==, 2);
+    assert_poison(&r, k);
+    rig_free(&r);
+}
+
+/* The position record as the host wrote it (the ledger bucket's key) says
+ * nothing is in the handler, after pos; and fx_gate's handler has run on
+ * `ran` (0: any), so a record read now was written after that handler
+ * began. */
+typedef struct {
+    Rig *r;
+    guint64 pos;
+    guint64 ran;
+} RecordWait;
+
+static gboolean record_idle_at(gpointer data)
+{
+    RecordWait *rw = data;
+    if (rw->ran != 0 && !was_handled(rw->r, rw->ran))
+        return FALSE;
+    kvStore *kv = NULL;
+    if (js_KeyValue(&kv, rw->r->js, "jethost_ledger") != NATS_OK)
+        return FALSE;
+    kvEntry *e = NULL;
+    gboolean ok = FALSE;
+    if (kvStore_Get(&e, kv, "ordered.t") == NATS_OK) {
+        g_autofree char *want = g_strdup_printf("\"pos\":%" G_GUINT64_FORMAT ",\"in\":0,", rw->pos);
+        ok = strstr(kvEntry_ValueString(e), want) != NULL;
+        kvEntry_Destroy(e);
+    }
+    kvStore_Destroy(kv);
+    return ok;
+}
+
+/* A host run until fx_gate's log holds `lines` lines, then stopped. */
+static void run_until_handled(Rig *r, const char *name, const char *extra, guint lines)
+{
+    GSubprocess *h = spawn_ordered(r, name, extra);
+    wait_handled(r, lines, 30000);
+    g_subprocess_send_signal(h, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(h, 20000), ==, 0);
+    g_object_unref(h);
+}
+
+/* Each of stream seqs 1..n handled `times` times, the last at delivery 1:
+ * no strike. */
+static void assert_unstruck(Rig *r, guint n, guint times)
+{
+    g_autofree guint *last = NULL;
+    g_autofree guint *count = handled_counts(r, n, FALSE, &last);
+    for (guint64 s = 1; s <= n; s++) {
+        g_assert_cmpuint(count[s], ==, times);
+        g_assert_cmpuint(last[s], ==, 1);
+    }
+}
+
+/* What the record must not blame: a host killed while idle had nothing in
+ * the handler (the record says so once nothing waits), nor one killed while
+ * a message waits a retry in place; and a stream deleted and re-created has
+ * other messages under the same sequences (the record holds the stream's
+ * creation time). */
+static void test_mark_blames_nobody_else(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 10;
+    jet_test_publish_n(r.js, "orders.new", n);
+    GSubprocess *a = spawn_ordered(&r, "idle-a", "");
+    wait_handled(&r, n, 30000);
+    RecordWait rw = { &r, n, 0 };
+    g_assert_true(jet_test_wait_until(record_idle_at, &rw, 10000));
+    g_subprocess_send_signal(a, SIGKILL);
+    g_assert_cmpint(jet_test_jethost_wait(a, 10000), ==, 128 + SIGKILL);
+    g_object_unref(a);
+    run_until_handled(&r, "idle-b", "", 2 * n);
+    assert_unstruck(&r, n, 2);
+    g_autofree char *blog = log_of("idle-b");
+    g_assert_cmpuint(jet_test_count_lines(blog, "event=suspect"), ==, 0);
+
+    /* Killed by stream seq 4 of this life of ORDERS; the stream is then
+     * deleted and made again: its seq 4 is another message, never struck. */
+    GSubprocess *c = spawn_ordered(&r, "life-c", "option.abort_seq = 4\n");
+    g_assert_cmpint(jet_test_jethost_wait(c, 30000), ==, 128 + SIGABRT);
+    g_object_unref(c);
+    g_assert_cmpint(js_DeleteStream(r.js, "ORDERS", NULL, NULL), ==, NATS_OK);
+    jet_test_stream_create(r.js, "ORDERS", "orders.>");
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *path = g_build_filename(r.dir, "handled.log", NULL);
+    g_assert_cmpint(g_unlink(path), ==, 0);
+    run_until_handled(&r, "life-d", "", n);
+    assert_unstruck(&r, n, 1);
+    g_autofree char *dlog = log_of("life-d");
+    g_assert_cmpuint(jet_test_count_lines(dlog, "event=checkpoint-other-stream"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(dlog, "event=suspect"), ==, 0);
+
+    /* Killed while seq 3 waits a retry's rung in place, out of the handler:
+     * the next host does not strike it. */
+    g_assert_cmpint(g_unlink(path), ==, 0);
+    GSubprocess *e = spawn_ordered(&r, "wait-e", "rungs = 1m\noption.fail_seq = 3\n");
+    RecordWait waiting = { &r, 2, 3 };
+    g_assert_true(jet_test_wait_until(record_idle_at, &waiting, 10000));
+    g_subprocess_send_signal(e, SIGKILL);
+    g_assert_cmpint(jet_test_jethost_wait(e, 10000), ==, 128 + SIGKILL);
+    g_object_unref(e);
+    g_assert_cmpint(g_unlink(path), ==, 0);
+    run_until_handled(&r, "wait-f", "", n);
+    assert_unstruck(&r, n, 1);
+    g_autofree char *flog = log_of("wait-f");
+    g_assert_cmpuint(jet_test_count_lines(flog, "event=suspect"), ==, 0);
+    rig_free(&r);
+}
+
+/* --- the first bind ----------------------------------------------------------- */
+
+/* `jethost run` binds an ordered binding as it does a durable one: a few
+ * attempts (100 ms doubling, 5 in all), then it exits 1 naming the binding
+ * and what the server said: a missing stream, a missing bucket, a consumer
+ * the server refuses.  A stream that appears meanwhile is bound. */
+static void test_first_bind(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    static const struct {
+        const char *name;
+        const char *binding;
+        const char *says;
+    } cases[] = {
+        { "bind-stream", "stream = NOPE\nkind = ordered\n", "binding t: stream NOPE does not exist" },
+        { "bind-bucket", "kind = kv\nbucket = NOBUCKET\n", "binding t: KV bucket NOBUCKET does not exist" },
+        { "bind-filter", "stream = ORDERS\nkind = ordered\nfilter_subject = other.>\n",
+          "binding t: cannot create the ordered consumer on stream ORDERS" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        gint64 t0 = g_get_monotonic_time();
+        GSubprocess *h = spawn_host(&r, cases[i].name, "", cases[i].binding);
+        g_assert_cmpint(jet_test_jethost_wait(h, 10000), ==, 1);
+        g_object_unref(h);
+        gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
+        g_autofree char *log = log_of(cases[i].name);
+        g_test_message("%s: exited after %" G_GINT64_FORMAT " ms:\n%s", cases[i].name, took_ms, log);
+        g_assert_cmpint(took_ms, <, 5000);
+        /* Attempts 1 to 4 say when the next comes; the fifth ends it. */
+        g_assert_cmpuint(jet_test_count_lines(log, "event=ordered-bind-failed"), ==, 4);
+        g_assert_cmpuint(jet_test_count_lines(log, "event=failed"), ==, 1);
+        g_assert_nonnull(strstr(log, cases[i].says));
+        g_assert_cmpuint(jet_test_count_lines(log, "event=not-started msg=\"1 of 1 binding cannot start: t "
+                                                   "(cannot bind)"), ==, 1);
+    }
+    g_autofree char *filter_log = log_of("bind-filter");
+    g_assert_nonnull(strstr(filter_log, "[err 10093]"));
+
+    /* The stream is made after the first attempt failed: a later one binds. */
+    GSubprocess *h = spawn_host(&r, "bind-late", "", "stream = LATE\nkind = ordered\n");
+    for (guint i = 0;; i++) {
+        g_autofree char *log = log_of("bind-late");
+        if (jet_test_count_lines(log, "event=ordered-bind-failed") > 0)
+            break;
+        g_assert_cmpuint(i, <, 1000);
+        g_usleep(5000);
+    }
+    jet_test_stream_create(r.js, "LATE", "late.>");
+    jet_test_publish_n(r.js, "late.x", 3);
+    wait_handled(&r, 3, 20000);
+    g_subprocess_send_signal(h, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(h, 20000), ==, 0);
+    g_object_unref(h);
+    rig_free(&r);
+}
+
+/* --- a hung handler --------------------------------------------------------------- */
+
+typedef struct {
+    gint fired;
+    guint workers;
+} HungSeen;
+
+static void on_hung(JetEngine *e, const char *binding, guint workers, gpointer data)
+{
+    (void)e;
+    (void)binding;
+    HungSeen *hs = data;
+    hs->workers = workers;
+    g_atomic_int_inc(&hs->fired);
+}
+
+static gboolean hung_seen(gpointer data)
+{
+    JetEngineStats st;
+    jet_engine_stats(((Rig *)data)->eng, &st);
+    return st.hung_handlers >= 1;
+}
+
+static gboolean hook_fired(gpointer data)
+{
+    return g_atomic_int_get(&((HungSeen *)data)->fired) > 0;
+}
+
+/* A handler past handler_timeout on an ordered binding: reported by the
+ * watch (the worker is the stuck thread), counted, and nothing overtakes
+ * it; when it returns the binding goes on in order.  The host is told to
+ * exit only with exit_on_any_hung. */
+static void test_hung(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    const guint n = 6;
+    jet_test_publish_n(r.js, "orders.new", n);
+    HungSeen hs = { 0 };
+    r.hung_hook = on_hung;
+    r.hung_data = &hs;
+    jet_test_stderr_begin("ordered-hung");
+    rig_engine(&r, "handler_timeout = 1s\noption.block_seq = 3\n");
+    rig_wait_inflight(&r, 3);
+    g_assert_true(jet_test_wait_until(hung_seen, &r, 10000));
+    /* Nothing went round it. */
+    assert_once_in_order(&r, 1, 2);
+    g_assert_cmpint(g_atomic_int_get(&hs.fired), ==, 0);
+    rig_let_go(&r, 3);
+    wait_handled(&r, n, 20000);
+    rig_stop(&r);
+    g_autofree char *log = jet_test_stderr_end();
+    assert_once_in_order(&r, 1, n);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.hung_handlers, ==, 1);
+    g_assert_cmpint(g_atomic_int_get(&hs.fired), ==, 0);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=handler-hung msg=\"stream seq 3: "), >=, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=handler-returned msg=\"stream seq 3: "), ==, 1);
+    rig_engine_end(&r);
+
+    /* exit_on_any_hung: the host is told at once. */
+    g_autofree char *path = g_build_filename(r.dir, "handled.log", NULL);
+    g_assert_cmpint(g_unlink(path), ==, 0);
+    jet_test_publish_n(r.js, "orders.new", 1);
+    rig_engine(&r, "deliver = from_seq 7\nhandler_timeout = 1s\nexit_on_any_hung = true\noption.block_seq = 7\n");
+    rig_wait_inflight(&r, 7);
+    g_assert_true(jet_test_wait_until(hook_fired, &hs, 10000));
+    g_assert_cmpuint(hs.workers, ==, 1);
+    rig_let_go(&r, 7);
+    wait_handled(&r, 1, 20000);
+    g_assert_cmpint(g_atomic_int_get(&hs.fired), ==, 1);
+    rig_free(&r);
+}
+
+/* A handler that never returns on one message, with exit_on_any_hung: the
+ * host exits (code 5), its supervisor (this loop) restarts it, and the
+ * position record strikes the message each time: at crash_limit it is
+ * poison, dead-lettered without running, and the rest is handled. */
+static void test_hang_poison(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 12;
+    const guint64 k = (guint64)g_test_rand_int_range(2, 11);
+    g_test_message("hangs on stream seq %" G_GUINT64_FORMAT, k);
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *extra = g_strdup_printf("crash_limit = 2\nhandler_timeout = 1s\nexit_on_any_hung = true\n"
+                                             "option.block_seq = %" G_GUINT64_FORMAT "\n", k);
+    g_assert_cmpuint(supervise(&r, "hang", extra, n, 5), ==, 2);
+    /* k never finished a handler (hung twice, then poison). */
+    g_autofree guint *last = NULL;
+    g_autofree guint *count = handled_counts(&r, n, FALSE, &last);
+    for (guint64 s = 1; s <= n; s++)
+        g_assert_cmpuint(count[s], ==, s < k ? 3 : s == k ? 0 : 1);
+    assert_poison(&r, k);
+    g_autofree char *log = log_of("hang-0");
+    g_autofree char *hung = g_strdup_printf("event=handler-hung msg=\"stream seq %" G_GUINT64_FORMAT ": ", k);
+    g_assert_cmpuint(jet_test_count_lines(log, hung), >=, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=all-workers-hung"), ==, 1);
     rig_free(&r);
 }
 
@@ -785,6 +1115,11 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
     g_test_add_func("/ordered/kv-stress", test_kv_stress);
     g_test_add_func("/ordered/checkpoint-resume", test_checkpoint_resume);
-    g_test_add_func("/ordered/checkpoint-poison", test_checkpoint_poison);
+    g_test_add_data_func("/ordered/checkpoint-poison", GINT_TO_POINTER(TRUE), test_poison);
+    g_test_add_data_func("/ordered/crash-no-checkpoint", GINT_TO_POINTER(FALSE), test_poison);
+    g_test_add_func("/ordered/mark-blames-nobody-else", test_mark_blames_nobody_else);
+    g_test_add_func("/ordered/first-bind", test_first_bind);
+    g_test_add_func("/ordered/hung", test_hung);
+    g_test_add_func("/ordered/hang-poison", test_hang_poison);
     return g_test_run();
 }

@@ -1024,6 +1024,14 @@ static void test_ordered_keys(Fixture *fx, gconstpointer data)
     write_main(fx, HOST ORD "checkpoint = kv\n");
     g_autoptr(JetConfig) kv = load_ok(fx, NULL);
     g_assert_cmpint(jet_config_binding(kv, "orders")->checkpoint, ==, JET_CHECKPOINT_KV);
+    /* A hung handler is reported on an ordered binding too (docs/ordered.md). */
+    write_main(fx, HOST ORD "handler_timeout = 2s\nexit_on_any_hung = true\n");
+    g_autoptr(JetConfig) hung = load_ok(fx, NULL);
+    g_assert_cmpuint(jet_config_binding(hung, "orders")->handler_timeout_ms, ==, 2000);
+    g_assert_true(jet_config_binding(hung, "orders")->exit_on_any_hung);
+    write_main(fx, HOST KV "bucket = CFG\nhandler_timeout = 0\n");
+    g_autoptr(JetConfig) kv_hung = load_ok(fx, NULL);
+    g_assert_cmpuint(jet_config_binding(kv_hung, "orders")->handler_timeout_ms, ==, 0);
     write_main(fx, HOST BIND);
     g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
     g_assert_cmpint(jet_config_binding(cfg, "orders")->kind, ==, JET_KIND_DURABLE);

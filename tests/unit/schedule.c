@@ -1280,6 +1280,106 @@ static void test_from_binding(void)
     assert_codes(&r, NONE);   /* MaxDeliver 12 >= 9 + 2; 500 >= 150 */
 }
 
+/* --- ordered bindings ---------------------------------------------------------- */
+
+/* An ordered (or kv) binding as the config makes it: durable keys it does
+ * not have are left at what would be wrong for it. */
+static void ordered_binding(JetBindingConfig *b, JetBindingKind kind, gboolean ledger, guint64 *rungs)
+{
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    rungs[0] = 1 * S;
+    rungs[1] = 5 * S;
+    b->rungs_ms = rungs;
+    b->n_rungs = 2;
+    b->max_attempts = 6;
+    b->max_postpone_delay_ms = 15 * M;
+    b->ack_wait_ms = 30 * S;
+    b->max_deliver = 3;
+    b->max_ack_pending = 1000;
+    b->capture_reserve = 1;
+    b->crash_limit = 2;
+    b->workers = 4;
+    b->batch = 10;
+    b->ledger = ledger;
+    b->floor_age_ms = 2 * M;
+    b->breaker = JET_BREAKER_MODE_ENFORCE;
+    b->min_deliveries = 2;
+}
+
+/* With the ledger, the position record names the message in the handler
+ * (docs/ordered.md): crash_limit deaths, each alone in the handler, then
+ * poison before it runs; no AckWait between deaths, nothing to warn. */
+static void test_ordered_crash_attributed(void)
+{
+    static const JetBindingKind kinds[] = { JET_KIND_ORDERED, JET_KIND_KV };
+    for (gsize k = 0; k < G_N_ELEMENTS(kinds); k++) {
+        guint64 rungs[2];
+        JetBindingConfig b;
+        ordered_binding(&b, kinds[k], TRUE, rungs);
+        JetScheduleInput in;
+        jet_schedule_input_from_binding(&b, &in);
+        g_assert_true(in.ordered);
+        g_assert_cmpuint(in.crash_limit, ==, 2);
+        g_assert_cmpint(in.max_deliver, ==, -1);
+        g_assert_cmpint(in.breaker, ==, JET_BREAKER_MODE_OFF);
+        JetScheduleReport r = check(&in);
+        assert_codes(&r, NONE);
+        g_assert_true(r.crash_attributed);
+        g_assert_true(r.crash_captured);
+        g_assert_false(r.crash_at_budget_line);
+        g_assert_cmpuint(r.crash_strikes, ==, 2);
+        g_assert_cmpuint(r.crash_capture_delivery, ==, 3);
+        g_assert_cmpuint(r.crash_deliveries, ==, 3);
+        g_assert_cmpuint(r.crash_limit, ==, 2);
+        g_assert_cmpuint(r.crash_fallback_ms, ==, 0);
+        /* 1 s + 4 x 5 s: the ladder alone. */
+        g_assert_cmpuint(r.worst_case_ms, ==, 21 * S);
+        g_autofree char *text = jet_schedule_report_format(&r);
+        g_test_message("%s", text);
+        assert_contains(text, "crash fallback      0              crash_limit 2 deaths, each handing the message "
+                              "to the next host at once");
+        assert_contains(text, "crash term          3 deliveries   a message that kills the host: 2 deaths, each "
+                              "with it alone in the handler");
+        assert_contains(text, "captured as poison at delivery 3 before it runs (crash_limit 2 strikes)");
+        assert_contains(text, "checked as an ordered binding");
+        g_assert_null(strstr(text, "AckWait 30s"));
+    }
+}
+
+/* Without the ledger there is no position record: nothing attributes a
+ * death, so the check still warns crash-unbounded (and only that: the
+ * durable crash-no-ledger speaks of MaxDeliver and AckWait). */
+static void test_ordered_crash_no_ledger(void)
+{
+    guint64 rungs[2];
+    JetBindingConfig b;
+    ordered_binding(&b, JET_KIND_ORDERED, FALSE, rungs);
+    JetScheduleInput in;
+    jet_schedule_input_from_binding(&b, &in);
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, CODES("crash-unbounded"));
+    assert_severity(&r, "crash-unbounded", JET_SCHEDULE_WARNING);
+    assert_contains(message_of(&r, "crash-unbounded"), "ledger = false");
+    assert_contains(message_of(&r, "crash-unbounded"), "never struck");
+    g_assert_false(r.crash_attributed);
+    g_assert_false(r.crash_captured);
+    g_autofree char *text = jet_schedule_report_format(&r);
+    assert_contains(text, "crash term          never          ledger = false: no position record");
+
+    /* crash_limit 0 (a hand-built input: the config refuses it), ledger on:
+     * one warning, in an ordered binding's words. */
+    in.ledger_off = FALSE;
+    in.crash_limit = 0;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-unbounded"));
+    assert_contains(message_of(&r, "crash-unbounded"), "handed to each next host");
+    /* Both: still one. */
+    in.ledger_off = TRUE;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-unbounded"));
+}
+
 /* --- the breaker's room ------------------------------------------------------ */
 
 /* Rungs 5m, 4 attempts: the ladder reaches 15m before the last attempt.  A
@@ -1667,6 +1767,8 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/overflow", test_overflow);
     g_test_add_func("/schedule/policy-only", test_policy_only);
     g_test_add_func("/schedule/from-binding", test_from_binding);
+    g_test_add_func("/schedule/ordered/crash-attributed", test_ordered_crash_attributed);
+    g_test_add_func("/schedule/ordered/crash-no-ledger", test_ordered_crash_no_ledger);
     g_test_add_func("/schedule/breaker/room", test_breaker_room);
     g_test_add_func("/schedule/breaker/no-ledger", test_breaker_no_ledger);
     g_test_add_func("/schedule/breaker/text", test_breaker_text);
