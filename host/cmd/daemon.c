@@ -8,6 +8,7 @@
 #include "embedded.h"
 #include "engine.h"
 #include "errors.h"
+#include "exclusive.h"
 #include "exit_codes.h"
 #include "host_api.h"
 #include "instance.h"
@@ -27,11 +28,15 @@ typedef struct {
     JetConsumerFacts facts;
     JetEngine *engine;
     JetAdvisory *advisory;     /* the MAX_DELIVERIES safety net */
+    JetExclusive *excl;        /* exclusive = true: the claimer, which owns the engine */
+    struct Daemon *d;
     gboolean failed;           /* refused at start-up: skipped by the later steps */
 } Binding;
 
-typedef struct {
+typedef struct Daemon {
     JetConfig *cfg;
+    JetConn *conn;
+    JetLedger *ledger;
     GPtrArray *bindings;       /* of Binding* */
     GMainLoop *loop;
     guint signals;
@@ -70,6 +75,8 @@ static gpointer drain_thread(gpointer data)
         Binding *bd = g_ptr_array_index(d->bindings, i);
         if (bd->engine != NULL)
             jet_engine_join(bd->engine);
+        /* After its drain the holder releases its claim (docs/exclusive.md). */
+        jet_exclusive_join(bd->excl);
     }
     for (guint i = 0; i < d->bindings->len; i++)
         jet_advisory_join(((Binding *)g_ptr_array_index(d->bindings, i))->advisory);
@@ -97,6 +104,7 @@ static void start_drain(Daemon *d, guint64 bound_ms)
         Binding *bd = g_ptr_array_index(d->bindings, i);
         if (bd->engine != NULL)
             jet_engine_stop(bd->engine);
+        jet_exclusive_stop(bd->excl);
     }
     d->drainer = g_thread_new("jet-drain", drain_thread, d);
     guint64 limit = d->cfg->host.drain_timeout_ms > 0 ? d->cfg->host.drain_timeout_ms : bound_ms;
@@ -142,15 +150,31 @@ static void engine_all_hung(JetEngine *e, const char *binding, guint workers, gp
     g_idle_add(on_all_hung, h);
 }
 
+static JetEngine *engine_new(Binding *bd, JetConn *conn, JetLedger *ledger, Daemon *d)
+{
+    JetEngine *e = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
+    jet_engine_set_ledger(e, ledger, d->cfg->host.name);
+    jet_engine_set_hung_hook(e, engine_all_hung, d);
+    return e;
+}
+
 /* The binding's engine, made once: an ordered binding's before its first
  * bind, a durable one's just before it starts. */
 static void binding_engine(Binding *bd, JetConn *conn, JetLedger *ledger, Daemon *d)
 {
-    if (bd->engine != NULL)
-        return;
-    bd->engine = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
-    jet_engine_set_ledger(bd->engine, ledger, d->cfg->host.name);
-    jet_engine_set_hung_hook(bd->engine, engine_all_hung, d);
+    if (bd->engine == NULL)
+        bd->engine = engine_new(bd, conn, ledger, d);
+}
+
+/* An exclusive binding's engine, made and started on the claimer's thread
+ * each time its claim is won (docs/exclusive.md). */
+static JetEngine *exclusive_won(gpointer data)
+{
+    Binding *bd = data;
+    jet_instance_set_running(bd->inst);   /* a claim won back after a loss: the instance stopped then */
+    JetEngine *e = engine_new(bd, bd->d->conn, bd->d->ledger, bd->d);
+    jet_engine_start(e);
+    return e;
 }
 
 /* Bindings that cannot start: each is logged as it is found, and the host
@@ -234,6 +258,7 @@ static gboolean on_signal(gpointer data)
             Binding *bd = g_ptr_array_index(d->bindings, i);
             if (bd->engine != NULL)
                 jet_engine_stop(bd->engine);
+            jet_exclusive_stop(bd->excl);
             jet_advisory_stop(bd->advisory);
         }
         jet_log(JET_LOG_INFO, NULL, "draining",
@@ -350,8 +375,10 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     gboolean want_ledger = FALSE, create_ledger = FALSE;
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
-        want_ledger |= bd->b->ledger;
-        create_ledger |= bd->b->ledger && bd->b->manage == JET_MANAGE_CREATE;
+        /* An exclusive binding's claim lives in the same bucket. */
+        gboolean uses = bd->b->ledger || bd->b->exclusive;
+        want_ledger |= uses;
+        create_ledger |= uses && bd->b->manage == JET_MANAGE_CREATE;
     }
     if (want_ledger) {
         jsOptions jo;
@@ -378,7 +405,9 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         g_autoptr(GError) local = NULL;
-        if (bd->failed || !JET_KIND_IS_ORDERED(bd->b->kind))
+        /* An exclusive one binds when its claim is won: a standby makes no
+         * consumer. */
+        if (bd->failed || !JET_KIND_IS_ORDERED(bd->b->kind) || bd->b->exclusive)
             continue;
         binding_engine(bd, conn, ledger, &d);
         /* A checkpoint that does not parse is no config error, but waiting
@@ -407,6 +436,8 @@ refused:
      * hooks run last-registered first, so ours runs before any a plugin
      * registered so far, while nothing has been torn down yet. */
     jet_guard_install();
+    d.conn = conn;
+    d.ledger = ledger;
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         /* The safety net stands before the engine's first pull, the pull
@@ -416,8 +447,15 @@ refused:
         /* An ordered consumer acks nothing: no message can reach MaxDeliver unseen. */
         if (bd->b->kind == JET_KIND_DURABLE)
             bd->advisory = jet_advisory_start(conn, bd->b, &actx);
-        binding_engine(bd, conn, ledger, &d);
-        jet_engine_start(bd->engine);
+        bd->d = &d;
+        if (bd->b->exclusive) {
+            /* Only the claim's holder pulls (docs/exclusive.md). */
+            bd->excl = jet_exclusive_new(jet_ledger_kv(ledger), bd->b, d.cfg->host.name, exclusive_won, bd);
+            jet_exclusive_start(bd->excl);
+        } else {
+            binding_engine(bd, conn, ledger, &d);
+            jet_engine_start(bd->engine);
+        }
     }
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
 
@@ -429,7 +467,17 @@ refused:
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         JetEngineStats st;
-        jet_engine_stats(bd->engine, &st);
+        if (bd->excl != NULL) {
+            JetClaimStats cs;
+            jet_exclusive_stats(bd->excl, &st, &cs);
+            jet_log(JET_LOG_INFO, bd->b->name, "claims-stopped",
+                    "claims won %" G_GUINT64_FORMAT " (taken over from a silent holder %" G_GUINT64_FORMAT
+                    "), lost %" G_GUINT64_FORMAT ", expired %" G_GUINT64_FORMAT ", renewals %" G_GUINT64_FORMAT
+                    " (%" G_GUINT64_FORMAT " failed), released %" G_GUINT64_FORMAT,
+                    cs.won, cs.taken_over, cs.lost, cs.expired, cs.renewals, cs.renew_errors, cs.released);
+        } else {
+            jet_engine_stats(bd->engine, &st);
+        }
         jet_log(JET_LOG_INFO, bd->b->name, "stopped",
                 "handled %" G_GUINT64_FORMAT ": acked %" G_GUINT64_FORMAT ", retried %" G_GUINT64_FORMAT
                 ", postponed %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT ", dead-lettered %"
@@ -459,6 +507,8 @@ out:
     /* Engines first (they use the connection), then plugins' fini. */
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
+        jet_exclusive_free(bd->excl);
+        bd->excl = NULL;
         jet_engine_free(bd->engine);
         bd->engine = NULL;
     }

@@ -228,6 +228,15 @@ static const KeyDef binding_keys[] = {
       "capture it with cause `breaker`; `off`: no breaker (the monitor still reports)" },
     { "min_deliveries", K_UINT, "2", NULL, FALSE, 1, G_MAXINT32, B(min_deliveries),
       "the breaker claims a message only once it has been delivered this many times" },
+    { "exclusive", K_BOOL, "false", NULL, FALSE, NOB, B(exclusive),
+      "one active host: hosts running this binding claim it in the host's KV bucket (`[host] "
+      "ledger_bucket`); the others stand by and take over when the holder stops or dies" },
+    { "claim_heartbeat", K_DURATION, "1s", NULL, FALSE, 100, DURATION_MAX_MS, B(claim_heartbeat_ms),
+      "`exclusive = true`: the holder renews its claim this often; at least 100ms, at most half of "
+      "`claim_ttl`" },
+    { "claim_ttl", K_DURATION, "5s", NULL, FALSE, 200, DURATION_MAX_MS, B(claim_ttl_ms),
+      "`exclusive = true`: a standby takes over a claim it has seen unrenewed for this long (by its "
+      "own clock); at least twice `claim_heartbeat`" },
 };
 
 /* --- the merged view of all files ---------------------------------------- */
@@ -1116,6 +1125,16 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
         key_error(error, JET_ERROR_INVALID, blame(sec, "breaker"), sec->group, "breaker",
                   "enforce needs the floor monitor (floor_age = 0 turns it off); set floor_age "
                   "or breaker = observe");
+        return NULL;
+    }
+    if (b->claim_heartbeat_ms > b->claim_ttl_ms / 2) {
+        const char *key = is_set(sec, "claim_heartbeat") ? "claim_heartbeat" : "claim_ttl";
+        g_autofree char *hb = jet_duration_format_ms(b->claim_heartbeat_ms);
+        g_autofree char *ttl = jet_duration_format_ms(b->claim_ttl_ms);
+        key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
+                  "claim_heartbeat (%s) must be at most half of claim_ttl (%s): the holder stops one "
+                  "heartbeat before a standby may take over, and needs a renewal in between "
+                  "(docs/exclusive.md)", hb, ttl);
         return NULL;
     }
     if (b->subjects != NULL && b->manage != JET_MANAGE_CREATE) {

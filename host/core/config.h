@@ -130,6 +130,11 @@ typedef struct {
     JetBreakerMode breaker;
     guint min_deliveries;    /* the breaker claims only from this delivery on */
 
+    /* One active host per binding (docs/exclusive.md) */
+    gboolean exclusive;      /* claim the binding in the host's KV bucket before pulling */
+    guint64 claim_heartbeat_ms;   /* the holder renews the claim this often */
+    guint64 claim_ttl_ms;    /* a standby takes a claim not renewed for this long */
+
     /* option.NAME keys: name (without the prefix) -> value as written */
     GHashTable *options;
 } JetBindingConfig;

@@ -251,6 +251,11 @@ void jet_instance_set_stopping(JetInstance *inst)
     g_atomic_int_set(&inst->stopping, 1);
 }
 
+void jet_instance_set_running(JetInstance *inst)
+{
+    g_atomic_int_set(&inst->stopping, 0);
+}
+
 int jet_instance_handle(JetInstance *inst, jet_msg *m)
 {
     jet_guard_enter(inst->binding, inst->desc->name, jet_msg_lent_seq(m), &inst->fork_noted);

@@ -38,6 +38,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetInstance, jet_instance_free)
 void jet_instance_set_clock(JetInstance *inst, JetClockFn fn, gpointer data);
 /* Marks the host as stopping; plugins read it with ctx_stopping(). */
 void jet_instance_set_stopping(JetInstance *inst);
+/* Clears it: an exclusive binding's engine starts again on the same
+ * instance when the host wins the claim back (docs/exclusive.md). */
+void jet_instance_set_running(JetInstance *inst);
 
 /* The binding's kind, a jet_binding_kind (ctx_kind(), msg_kind());
  * JET_BINDING_DURABLE until set.  Set it before jet_instance_start(). */

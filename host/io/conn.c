@@ -348,3 +348,16 @@ void jet_conn_on_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data)
     c->n_hooks++;
     g_mutex_unlock(&c->lock);
 }
+
+void jet_conn_off_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data)
+{
+    g_mutex_lock(&c->lock);
+    for (guint i = 0; i < c->n_hooks; i++) {
+        if (c->hooks[i].fn == fn && c->hooks[i].data == data) {
+            memmove(&c->hooks[i], &c->hooks[i + 1], (c->n_hooks - i - 1) * sizeof c->hooks[0]);
+            c->n_hooks--;
+            break;
+        }
+    }
+    g_mutex_unlock(&c->lock);
+}

@@ -32,6 +32,9 @@ gboolean jet_conn_is_connected(JetConn *c);
 
 /* Registers a function called (on nats.c's thread) after each reconnect. */
 void jet_conn_on_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data);
+/* Unregisters it (an engine freed while the connection lives on: an
+ * exclusive binding's engine is made again at each claim). */
+void jet_conn_off_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data);
 
 /* The JetStream API prefix, without a final dot: "$JS.API", "$JS.<domain>.API"
  * for [host] js_domain, or js_api_prefix (docs/configuration.md, "JetStream

@@ -1093,6 +1093,7 @@ void jet_engine_free(JetEngine *e)
         return;
     jet_engine_stop(e);
     jet_engine_join(e);
+    jet_conn_off_reconnect(e->conn, on_reconnect, e);
     for (guint i = 0; i < e->n_workers; i++) {
         Worker *w = &e->workers[i];
         if (w->sub != NULL)
