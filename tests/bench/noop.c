@@ -8,6 +8,10 @@
  *                       it with confirmation (docs/dead-letters.md).
  *   option.sleep        a duration the handler sleeps before acking (0: none);
  *                       the "1 ms handler" of the RSS runs.
+ *   option.sleep_us     microseconds slept on top of option.sleep: the slow
+ *                       handlers of the ordered and KV cases, the same
+ *                       nanosleep as rawloop's readers take (durations are
+ *                       read in whole milliseconds).
  *   option.latency_file a path: for every message, the time from publish to
  *                       handler entry is recorded and written there, one
  *                       integer (nanoseconds) per line, when the binding stops.
@@ -15,6 +19,19 @@
  *                       its CLOCK_MONOTONIC time in decimal nanoseconds; the
  *                       clock is system-wide, so it compares across processes
  *                       of one machine.
+ *   option.expect       N > 0: count what the binding handles against stream
+ *                       sequences 1..N (tally.h: duplicates, missing, steps
+ *                       backwards, consumers); for the ordered and KV cases,
+ *                       whose consumers ack nothing, so the ack floor the
+ *                       durable cases read does not exist.  Needs one handler
+ *                       at a time (the plugin is not thread-safe).
+ *   option.mark         K > 0: also time 1..K on its own (a KV watch's current
+ *                       values, before the updates).
+ *   option.report       a path: the tally's RESULT line is written there (to a
+ *                       temporary name, then renamed) when 1..mark and when
+ *                       1..expect are complete, and again when the binding
+ *                       stops, so the script can wait for it and then read the
+ *                       final counts.
  *
  * Built only by `make bench`; never installed.
  */
@@ -26,16 +43,21 @@
 
 #include <jethost/plugin.h>
 
+#include "tally.h"
+
 static const jet_host_api *host;
 
 struct noop_state {
     jet_ctx *ctx;
     uint64_t sleep_ms;
+    int64_t sleep_us;
     int verdict;          /* JET_ACK or JET_REJECT */
     char *latency_file;   /* NULL: no recording */
     int64_t *lat;         /* latencies in ns */
     size_t n_lat, cap_lat;
     uint64_t unparsed;    /* payloads without a timestamp */
+    bench_tally tally;    /* tally.expect 0: not counting */
+    char *report;         /* NULL: no report file */
 };
 
 static const jet_option options[] = {
@@ -43,8 +65,16 @@ static const jet_option options[] = {
       .help = "ack or reject: the verdict returned for every message" },
     { .name = "sleep", .type = JET_OPT_DURATION, .default_value = "0",
       .help = "sleep this long in every handler call" },
+    { .name = "sleep_us", .type = JET_OPT_INT, .default_value = "0",
+      .help = "and this many microseconds more" },
     { .name = "latency_file", .type = JET_OPT_STRING, .default_value = NULL,
       .help = "write publish-to-handler latencies (ns, one a line) here at stop" },
+    { .name = "expect", .type = JET_OPT_INT, .default_value = "0",
+      .help = "count handled stream seqs against 1..expect (0: do not count)" },
+    { .name = "mark", .type = JET_OPT_INT, .default_value = "0",
+      .help = "time 1..mark on its own (a KV watch's current values)" },
+    { .name = "report", .type = JET_OPT_STRING, .default_value = NULL,
+      .help = "write the count's RESULT line here at mark, at expect and at stop" },
     { .name = NULL }
 };
 
@@ -73,8 +103,24 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
         free(st);
         return 1;
     }
-    if (host->ctx_option_duration_ms(c, "sleep", &st->sleep_ms) != JET_OK) {
-        snprintf(err, err_len, "option.sleep must be a duration");
+    if (host->ctx_option_duration_ms(c, "sleep", &st->sleep_ms) != JET_OK ||
+        host->ctx_option_int(c, "sleep_us", &st->sleep_us) != JET_OK || st->sleep_us < 0) {
+        snprintf(err, err_len, "option.sleep must be a duration, option.sleep_us at least 0");
+        free(st);
+        return 1;
+    }
+    int64_t expect = 0, mark = 0;
+    if (host->ctx_option_int(c, "expect", &expect) != JET_OK || expect < 0 ||
+        host->ctx_option_int(c, "mark", &mark) != JET_OK || mark < 0 || mark > expect) {
+        snprintf(err, err_len, "option.expect and option.mark must be 0 <= mark <= expect");
+        free(st);
+        return 1;
+    }
+    const char *report = host->ctx_option(c, "report");
+    if (expect > 0 && (tally_init(&st->tally, (uint64_t)expect, (uint64_t)mark) != 0 ||
+                       (report != NULL && (st->report = strdup(report)) == NULL))) {
+        snprintf(err, err_len, "out of memory");
+        tally_free(&st->tally);
         free(st);
         return 1;
     }
@@ -87,6 +133,8 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
             snprintf(err, err_len, "out of memory");
             free(st->latency_file);
             free(st->lat);
+            free(st->report);
+            tally_free(&st->tally);
             free(st);
             return 1;
         }
@@ -117,14 +165,37 @@ static void record_latency(struct noop_state *st, int64_t entry_ns, jet_msg *m)
     st->lat[st->n_lat++] = entry_ns - t;
 }
 
+/* The tally's line, replaced whole (rename) so a reader never sees half. */
+static void write_report(struct noop_state *st)
+{
+    char line[1024], tmp[4096];
+    if (st->report == NULL)
+        return;
+    tally_format(&st->tally, line, sizeof line);
+    snprintf(tmp, sizeof tmp, "%s.tmp", st->report);
+    FILE *f = fopen(tmp, "w");
+    int ok = f != NULL;
+    if (ok) {
+        ok = fprintf(f, "RESULT mode=jethost %s\n", line) >= 0;
+        ok = fclose(f) == 0 && ok;
+    }
+    if (!ok || rename(tmp, st->report) != 0)
+        host->ctx_log(st->ctx, JET_LOG_ERROR, "cannot write %s: %s", st->report, strerror(errno));
+}
+
 static int noop_handle(void *state, jet_msg *m)
 {
     struct noop_state *st = state;
     if (st->latency_file != NULL)
         record_latency(st, mono_ns(), m);
-    if (st->sleep_ms > 0) {
-        struct timespec ts = { .tv_sec = (time_t)(st->sleep_ms / 1000),
-                               .tv_nsec = (long)(st->sleep_ms % 1000) * 1000000L };
+    if (st->tally.expect > 0) {
+        const char *consumer = host->msg_consumer(m);
+        if (tally_add(&st->tally, host->msg_stream_seq(m), consumer, consumer != NULL ? strlen(consumer) : 0) != 0)
+            write_report(st);
+    }
+    if (st->sleep_ms > 0 || st->sleep_us > 0) {
+        int64_t us = (int64_t)st->sleep_ms * 1000 + st->sleep_us;
+        struct timespec ts = { .tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000L };
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
             ;
     }
@@ -150,6 +221,10 @@ static void noop_fini(void *state)
             host->ctx_log(st->ctx, JET_LOG_WARNING, "%llu payloads carried no timestamp",
                           (unsigned long long)st->unparsed);
     }
+    if (st->tally.expect > 0)
+        write_report(st);
+    free(st->report);
+    tally_free(&st->tally);
     free(st->latency_file);
     free(st->lat);
     free(st);

@@ -52,6 +52,37 @@
  *       connections of this process (one replies); prints p50/p99/max.
  *   rawloop pctl FILE
  *       p50/p99/max of a file of nanosecond integers, one a line.
+ *   rawloop send URL SUBJECT KEYS COUNT SIZE
+ *       Publishes COUNT messages of SIZE bytes with js_PublishAsync to a
+ *       stream that exists: all to SUBJECT (KEYS 0), or to SUBJECT.<i % KEYS>
+ *       (KV puts: SUBJECT $KV.<bucket>.k gives the keys k.0 .. k.<KEYS-1>).
+ *   rawloop kvbucket URL BUCKET HISTORY
+ *       (Re)creates the KV bucket BUCKET, file storage, keeping HISTORY
+ *       revisions per key (so that no update is superseded before a slow
+ *       watcher reads it: every revision stays due).
+ *   rawloop ordered URL STREAM SUBJECT N SLEEP_US
+ *       nats.c's own ordered consumer: js_SubscribeSync with
+ *       jsSubOptions.Ordered (a push consumer with flow control and
+ *       heartbeats, re-created by the library on a gap), reading with
+ *       natsSubscription_NextMsg and sleeping SLEEP_US after each message
+ *       (the slow handler); counts stream seqs 1..N with tally.h.  Prints
+ *       READY once subscribed, then one RESULT line with the tally, the
+ *       subscription's dropped count (natsSubscription_GetDropped), the
+ *       slow-consumer and mismatch errors NextMsg returned, the slow-consumer
+ *       callbacks, and the most messages it ever held (GetMaxPending).
+ *       Env RAWLOOP_PENDING_MSGS: a pending-messages limit for the
+ *       subscription (default: the library's, 65536).
+ *   rawloop kvwatch URL BUCKET KEYS N SLEEP_US
+ *       nats.c's kvStore_WatchAll on a bucket holding KEYS keys: the current
+ *       values until the NULL entry that marks them done, then updates, until
+ *       revisions 1..N are all handled; SLEEP_US after each entry.  Prints
+ *       READY, then "MARK ..." once revisions 1..KEYS are handled (the
+ *       script's cue to publish the updates), then RESULT.
+ *   Both readers stop once 1..N are handled (then read on for
+ *   RAWLOOP_LINGER_MS, default 200, to count late duplicates), or once
+ *   nothing came for RAWLOOP_IDLE_MS (default 12000: longer than two of the
+ *   ordered consumer's 5 s heartbeats, so a recovery the library makes on a
+ *   missed heartbeat is waited for).
  *
  * Every connection sets natsOptions_SetSendAsap(true), as jethost's does
  * (env RAWLOOP_SENDASAP=0 turns it off).  Each mode prints one line starting
@@ -68,6 +99,8 @@
 #include <time.h>
 
 #include <nats/nats.h>
+
+#include "tally.h"
 
 #define DIE_IF(s, what)                                                                  \
     do {                                                                                 \
@@ -139,12 +172,26 @@ static long arg_long(const char *s, const char *what, long min)
     return v;
 }
 
+/* Slow-consumer reports to the connection's error callback (one per episode:
+ * the library reports again only after a message was accepted in between). */
+static long slow_callbacks;
+
+static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    (void)closure;
+    if (err == NATS_SLOW_CONSUMER)
+        __atomic_add_fetch(&slow_callbacks, 1, __ATOMIC_RELAXED);
+}
+
 static natsConnection *connect_to(const char *url)
 {
     natsOptions *o = NULL;
     natsConnection *nc = NULL;
     DIE_IF(natsOptions_Create(&o), "options");
     DIE_IF(natsOptions_SetURL(o, url), "url");
+    DIE_IF(natsOptions_SetErrorHandler(o, on_async_error, NULL), "error handler");
     DIE_IF(natsOptions_SetSendAsap(o, env_long("RAWLOOP_SENDASAP", 1) != 0), "send asap");
     DIE_IF(natsOptions_SetTimeout(o, 2000), "timeout");
     DIE_IF(natsConnection_Connect(&nc, o), "connect");
@@ -158,11 +205,43 @@ static jsCtx *js_for(natsConnection *nc)
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.PublishAsync.MaxPending = 4096;
+    /* A publisher at full speed beside a server busy pushing to a slow
+     * reader waits for its pub-acks; the library's 200 ms would fail it. */
+    jo.PublishAsync.StallWait = 60000;
     DIE_IF(natsConnection_JetStream(&js, nc, &jo), "jetstream context");
     return js;
 }
 
+static void disconnect(jsCtx *js, natsConnection *nc)
+{
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+}
+
 /* --- publish ----------------------------------------------------------- */
+
+/* Publishes n messages of size bytes and waits for every pub-ack: all to
+ * subject, or with keys > 0 to subject.<i % keys>. */
+static void publish_n(jsCtx *js, const char *subject, long keys, long n, long size)
+{
+    char *payload = malloc((size_t)size + 1);
+    char subj[512];
+    if (payload == NULL) {
+        fprintf(stderr, "rawloop: out of memory\n");
+        exit(2);
+    }
+    memset(payload, 'x', (size_t)size);
+    for (long i = 0; i < n; i++) {
+        if (keys > 0)
+            snprintf(subj, sizeof subj, "%s.%ld", subject, i % keys);
+        DIE_IF(js_PublishAsync(js, keys > 0 ? subj : subject, payload, (int)size, NULL), "publish");
+    }
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = 60000;
+    DIE_IF(js_PublishAsyncComplete(js, &po), "publish complete");
+    free(payload);
+}
 
 static int mode_publish(const char *url, const char *stream, const char *subject, long n, long size)
 {
@@ -185,17 +264,8 @@ static int mode_publish(const char *url, const char *stream, const char *subject
     DIE_IF(s, "add stream");
     jsStreamInfo_Destroy(si);
 
-    char *payload = malloc((size_t)size + 1);
-    if (payload == NULL)
-        return 2;
-    memset(payload, 'x', (size_t)size);
     int64_t t0 = mono_ns();
-    for (long i = 0; i < n; i++)
-        DIE_IF(js_PublishAsync(js, subject, payload, (int)size, NULL), "publish");
-    jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MaxWait = 60000;
-    DIE_IF(js_PublishAsyncComplete(js, &po), "publish complete");
+    publish_n(js, subject, 0, n, size);
     /* Every message must be in the stream. */
     si = NULL;
     DIE_IF(js_GetStreamInfo(&si, js, stream, NULL, NULL), "stream info");
@@ -207,9 +277,7 @@ static int mode_publish(const char *url, const char *stream, const char *subject
     double secs = (double)(mono_ns() - t0) / 1e9;
     printf("RESULT mode=publish n=%ld size=%ld secs=%.3f rate=%.0f failed=%d rss_kb=%ld\n", n, size, secs,
            secs > 0 ? (double)n / secs : 0.0, n_failed, peak_rss_kb());
-    free(payload);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
     return n_failed == 0 ? 0 : 2;
 }
 
@@ -290,8 +358,7 @@ static int mode_fetch(const char *url, const char *stream, const char *consumer,
     print_loop_result("fetch", batch, got, t0, t1, pulls, timeouts);
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
     return 0;
 }
 
@@ -409,8 +476,7 @@ static int mode_raw(const char *url, const char *stream, const char *consumer, l
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     natsInbox_Destroy(inbox);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
     return 0;
 }
 
@@ -418,17 +484,33 @@ static int mode_raw(const char *url, const char *stream, const char *consumer, l
 
 /* The stream sequence of a $JS.ACK reply subject: token 5 of the 9-token
  * form ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>),
- * token 7 of the form with domain and account hash (12 tokens). */
-static uint64_t ack_stream_seq(const char *reply)
+ * token 7 of the form with domain and account hash (12 tokens); the
+ * consumer's name two tokens before it (*consumer NULL when not found). */
+static uint64_t ack_parse(const char *reply, const char **consumer, size_t *consumer_len)
 {
     const char *tok[16];
     int n = 0;
+    *consumer = NULL;
+    *consumer_len = 0;
+    if (reply == NULL)
+        return 0;
     tok[n++] = reply;
     for (const char *p = reply; *p != '\0' && n < 16; p++)
         if (*p == '.')
             tok[n++] = p + 1;
     int at = n == 9 ? 5 : n >= 11 ? 7 : -1;
-    return at < 0 ? 0 : strtoull(tok[at], NULL, 10);
+    if (at < 0)
+        return 0;
+    *consumer = tok[at - 2];
+    *consumer_len = (size_t)(tok[at - 1] - tok[at - 2] - 1);
+    return strtoull(tok[at], NULL, 10);
+}
+
+static uint64_t ack_stream_seq(const char *reply)
+{
+    const char *consumer;
+    size_t len;
+    return ack_parse(reply, &consumer, &len);
 }
 
 static int mode_capture(const char *url, const char *stream, const char *consumer, long n, long batch,
@@ -516,8 +598,7 @@ static int mode_capture(const char *url, const char *stream, const char *consume
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     natsInbox_Destroy(inbox);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
     return 0;
 }
 
@@ -543,8 +624,7 @@ static int mode_dlq(const char *url, const char *stream, const char *subject)
         fprintf(stderr, "rawloop: add stream: error code %d\n", (int)jerr);
     DIE_IF(s, "add DLQ stream");
     jsStreamInfo_Destroy(si);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
     return 0;
 }
 
@@ -556,8 +636,200 @@ static int mode_msgs(const char *url, const char *stream)
     DIE_IF(js_GetStreamInfo(&si, js, stream, NULL, NULL), "stream info");
     printf("RESULT mode=msgs stream=%s msgs=%" PRIu64 "\n", stream, si->State.Msgs);
     jsStreamInfo_Destroy(si);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
+    return 0;
+}
+
+/* --- the ordered and KV readers ------------------------------------------- */
+
+static int mode_send(const char *url, const char *subject, long keys, long n, long size)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    int64_t t0 = mono_ns();
+    publish_n(js, subject, keys, n, size);
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    printf("RESULT mode=send n=%ld secs=%.3f rate=%.0f\n", n, secs, secs > 0 ? (double)n / secs : 0.0);
+    disconnect(js, nc);
+    return 0;
+}
+
+static int mode_kvbucket(const char *url, const char *bucket, long history)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    kvConfig kc;
+    kvStore *kv = NULL;
+    js_DeleteKeyValue(js, bucket);   /* may not exist */
+    kvConfig_Init(&kc);
+    kc.Bucket = bucket;
+    kc.History = (uint8_t)history;
+    kc.StorageType = js_FileStorage;
+    DIE_IF(js_CreateKeyValue(&kv, js, &kc), "create bucket");
+    kvStore_Destroy(kv);
+    disconnect(js, nc);
+    return 0;
+}
+
+/* The slow handler's work: the same sleep as the noop plugin's option.sleep. */
+static void nap_us(long us)
+{
+    struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* How long a reader waits: idle once it has seen a message, longer before the
+ * first (the script publishes only after READY), and how long it reads on
+ * after 1..N are complete. */
+typedef struct reader_wait {
+    int64_t idle_ns, start_ns, linger_ns, since, done_at;
+} reader_wait;
+
+static reader_wait reader_wait_init(void)
+{
+    return (reader_wait){
+        .idle_ns = env_long("RAWLOOP_IDLE_MS", 12000) * 1000000,
+        .start_ns = env_long("RAWLOOP_START_MS", 120000) * 1000000,
+        .linger_ns = env_long("RAWLOOP_LINGER_MS", 200) * 1000000,
+        .since = mono_ns(),
+    };
+}
+
+/* The timeout for the next read in ms, or -1 when the reader is finished. */
+static int64_t reader_next_timeout(reader_wait *w, const bench_tally *t)
+{
+    int64_t now = mono_ns();
+    if (t->done_ns != 0) {
+        if (w->done_at == 0)
+            w->done_at = now;
+        int64_t left = w->done_at + w->linger_ns - now;
+        return left > 0 ? left / 1000000 + 1 : -1;
+    }
+    int64_t limit = t->handled > 0 ? w->idle_ns : w->start_ns;
+    int64_t left = w->since + limit - now;
+    return left > 0 ? left / 1000000 + 1 : -1;
+}
+
+static void print_tally(const char *tag, const char *mode, const bench_tally *t, const char *extra)
+{
+    char line[1024];
+    tally_format(t, line, sizeof line);
+    printf("%s mode=%s %s %s rss_kb=%ld cpu_ms=%ld\n", tag, mode, line, extra, peak_rss_kb(), cpu_ms());
+    fflush(stdout);
+}
+
+static int mode_ordered(const char *url, const char *stream, const char *subject, long n, long sleep_us)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    natsSubscription *sub = NULL;
+    jsSubOptions so;
+    jsErrCode jerr = 0;
+    bench_tally t;
+    const long limit = env_long("RAWLOOP_PENDING_MSGS", 0);
+    long slow = 0, mismatch = 0;
+
+    if (tally_init(&t, (uint64_t)n, 0) != 0) {
+        fprintf(stderr, "rawloop: out of memory\n");
+        return 2;
+    }
+    jsSubOptions_Init(&so);
+    so.Stream = stream;
+    so.Ordered = true;
+    natsStatus s = js_SubscribeSync(&sub, js, subject, NULL, &so, &jerr);
+    if (s != NATS_OK)
+        fprintf(stderr, "rawloop: ordered subscribe: error code %d\n", (int)jerr);
+    DIE_IF(s, "ordered subscribe");
+    if (limit > 0)
+        DIE_IF(natsSubscription_SetPendingLimits(sub, (int)limit, -1), "pending limits");
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    printf("READY\n");
+    fflush(stdout);
+
+    reader_wait w = reader_wait_init();
+    for (int64_t timeout; (timeout = reader_next_timeout(&w, &t)) >= 0;) {
+        natsMsg *m = NULL;
+        s = natsSubscription_NextMsg(&m, sub, timeout);
+        if (s == NATS_TIMEOUT)
+            continue;
+        /* Reported once after messages were dropped, or after the library
+         * saw a gap in the heartbeats; the subscription goes on. */
+        if (s == NATS_SLOW_CONSUMER || s == NATS_MISMATCH) {
+            slow += s == NATS_SLOW_CONSUMER;
+            mismatch += s == NATS_MISMATCH;
+            continue;
+        }
+        DIE_IF(s, "next message");
+        const char *consumer;
+        size_t consumer_len;
+        uint64_t seq = ack_parse(natsMsg_GetReply(m), &consumer, &consumer_len);
+        w.since = mono_ns();
+        tally_add(&t, seq, consumer, consumer_len);
+        natsMsg_Destroy(m);
+        if (sleep_us > 0)
+            nap_us(sleep_us);
+    }
+    int64_t dropped = 0;
+    int max_msgs = 0, max_bytes = 0;
+    natsSubscription_GetDropped(sub, &dropped);
+    natsSubscription_GetMaxPending(sub, &max_msgs, &max_bytes);
+    char extra[256];
+    snprintf(extra, sizeof extra, "dropped=%" PRId64 " slow_errors=%ld slow_callbacks=%ld mismatch_errors=%ld "
+             "max_pending=%d max_pending_bytes=%d", dropped, slow, __atomic_load_n(&slow_callbacks, __ATOMIC_RELAXED),
+             mismatch, max_msgs, max_bytes);
+    print_tally("RESULT", "ordered", &t, extra);
+    tally_free(&t);
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    disconnect(js, nc);
+    return 0;
+}
+
+static int mode_kvwatch(const char *url, const char *bucket, long keys, long n, long sleep_us)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    kvStore *kv = NULL;
+    kvWatcher *watcher = NULL;
+    bench_tally t;
+    int64_t initial_done_ns = 0;
+
+    if (tally_init(&t, (uint64_t)n, (uint64_t)keys) != 0) {
+        fprintf(stderr, "rawloop: out of memory\n");
+        return 2;
+    }
+    DIE_IF(js_KeyValue(&kv, js, bucket), "bucket");
+    DIE_IF(kvStore_WatchAll(&watcher, kv, NULL), "watch");
+    printf("READY\n");
+    fflush(stdout);
+
+    reader_wait w = reader_wait_init();
+    for (int64_t timeout; (timeout = reader_next_timeout(&w, &t)) >= 0;) {
+        kvEntry *e = NULL;
+        natsStatus s = kvWatcher_Next(&e, watcher, timeout);
+        if (s == NATS_TIMEOUT)
+            continue;
+        DIE_IF(s, "watch next");
+        if (e == NULL) {   /* the library's own mark: the current values are done */
+            if (initial_done_ns == 0)
+                initial_done_ns = tally_now_ns();
+            continue;
+        }
+        w.since = mono_ns();
+        if (tally_add(&t, kvEntry_Revision(e), NULL, 0) & TALLY_MARK)
+            print_tally("MARK", "kvwatch", &t, "");
+        kvEntry_Destroy(e);
+        if (sleep_us > 0)
+            nap_us(sleep_us);
+    }
+    char extra[128];
+    snprintf(extra, sizeof extra, "initial_done_ns=%" PRId64, initial_done_ns);
+    print_tally("RESULT", "kvwatch", &t, extra);
+    tally_free(&t);
+    kvWatcher_Destroy(watcher);
+    kvStore_Destroy(kv);
+    disconnect(js, nc);
     return 0;
 }
 
@@ -614,8 +886,7 @@ static int mode_floor(const char *url, const char *stream, const char *consumer,
     printf("RESULT mode=floor n=%ld reached=1 rate=%.0f total_secs=%.3f rate_total=%.0f steady_secs=%.3f "
            "steady_n=%" PRIu64 " polls=%ld gone=%d\n",
            n, rate, total, (double)n / total, steady, steady_n, polls, gone ? 1 : 0);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
     return 0;
 }
 
@@ -624,8 +895,7 @@ static int mode_del(const char *url, const char *stream, const char *consumer)
     natsConnection *nc = connect_to(url);
     jsCtx *js = js_for(nc);
     natsStatus s = js_DeleteConsumer(js, stream, consumer, NULL, NULL);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
     return s == NATS_OK || s == NATS_NOT_FOUND ? 0 : 2;
 }
 
@@ -663,8 +933,7 @@ static int mode_pace(const char *url, const char *subject, long count, long rate
     printf("RESULT mode=pace n=%ld rate=%.0f target=%ld late_max_us=%.0f\n", count, (double)count / secs, rate,
            (double)late_max / 1e3);
     free(payload);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
+    disconnect(js, nc);
     return 0;
 }
 
@@ -780,7 +1049,11 @@ static int usage(void)
                     "       rawloop del URL STREAM CONSUMER\n"
                     "       rawloop pace URL SUBJECT COUNT RATE SIZE\n"
                     "       rawloop rtt URL COUNT RATE SIZE\n"
-                    "       rawloop pctl FILE\n");
+                    "       rawloop pctl FILE\n"
+                    "       rawloop send URL SUBJECT KEYS COUNT SIZE\n"
+                    "       rawloop kvbucket URL BUCKET HISTORY\n"
+                    "       rawloop ordered URL STREAM SUBJECT N SLEEP_US\n"
+                    "       rawloop kvwatch URL BUCKET KEYS N SLEEP_US\n");
     return 1;
 }
 
@@ -815,6 +1088,16 @@ int main(int argc, char **argv)
                        arg_long(argv[6], "SIZE", 1));
     else if (strcmp(mode, "rtt") == 0 && argc == 6)
         rc = mode_rtt(url, arg_long(argv[3], "COUNT", 1), arg_long(argv[4], "RATE", 1), arg_long(argv[5], "SIZE", 1));
+    else if (strcmp(mode, "send") == 0 && argc == 7)
+        rc = mode_send(url, argv[3], arg_long(argv[4], "KEYS", 0), arg_long(argv[5], "COUNT", 0),
+                       arg_long(argv[6], "SIZE", 1));
+    else if (strcmp(mode, "kvbucket") == 0 && argc == 5)
+        rc = mode_kvbucket(url, argv[3], arg_long(argv[4], "HISTORY", 1));
+    else if (strcmp(mode, "ordered") == 0 && argc == 7)
+        rc = mode_ordered(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "SLEEP_US", 0));
+    else if (strcmp(mode, "kvwatch") == 0 && argc == 7)
+        rc = mode_kvwatch(url, argv[3], arg_long(argv[4], "KEYS", 0), arg_long(argv[5], "N", 1),
+                          arg_long(argv[6], "SLEEP_US", 0));
     else
         return usage();
     fflush(stdout);

@@ -15,17 +15,35 @@
 # messages, the DLQ stream re-created before each run;
 # then the publish-to-handler latency at a steady 1,000 msgs/s beside a core
 # request/reply round trip, and jethost's peak RSS with a 1 ms handler over
-# two run lengths.  Prints one table and writes it to
-# $JET_BUILDDIR/bench-results.txt.
+# two run lengths;
+# then the ordered and KV readers: jethost `kind = ordered` (batch 10 and 100,
+# and with `checkpoint = kv`) beside nats.c's own ordered push consumer over a
+# stream ORD of ORD_N messages, and jethost `kind = kv` beside
+# kvStore_WatchAll over a bucket of KV_KEYS keys and KV_UPDATES updates; and
+# both with a slow handler (SLOW_SLEEP_US a message) while messages are
+# published at full speed, counting what each side handled, twice, or never;
+# and the same over a longer run with a faster handler (the sustained part).
+# Prints one table and writes it to $JET_BUILDDIR/bench-results.txt.
 #
 # Env: N (200000), REPS (3), QUICK=1 (N=20000, N_FAIL=2000, REPS=1, shorter
 # latency and RSS runs), N_FAIL (20000), CASES (which parts run, any of
-# "throughput failure latency rss"; default all of them, e.g. CASES=failure),
+# "throughput failure latency rss ordered kv sustained"; default all of them,
+# but QUICK leaves sustained out; e.g. CASES=failure),
 # LAT_N (10000) and LAT_RATE (1000), RSS_SMALL (10000) and
 # RSS_LARGE (100000), NATSJS_DIR (a directory where `require('nats')` works;
 # default: the first of /tmp/natsjs, /tmp/anchors/js that has it),
 # ANCHORS_DIR (default ../shared/anchors beside the source tree), KEEP=1
 # keeps the work directory (logs of every run).
+# The ordered and KV parts (CASES ordered, kv): ORD_N (N), CKPT_N (20000),
+# KV_KEYS (10000), KV_UPDATES (KV_KEYS), SLOW_N (5000), SLOW_KEYS (1000),
+# SLOW_UPDATES (4000), SLOW_SLEEP_US (1000), SLOW_LIMIT (SLOW_N / 5: the
+# pending-messages limit of the second nats.c slow run).  QUICK=1: ORD_N
+# 20000, CKPT_N 2000, KV_KEYS 2000, SLOW_N 1000, SLOW_KEYS 200, SLOW_UPDATES
+# 800.
+# The sustained part (CASES sustained; left out of QUICK's default): SUS_N
+# (150000) messages, and as many KV updates over SUS_KEYS (5000) keys, with
+# a SUS_SLEEP_US (100) handler, SUS_REPS (1) times: long enough for nats.c's
+# flow-control window to outgrow its default pending limit (65,536 messages).
 set -uo pipefail
 
 : "${JET_BUILDDIR:?run through make bench}"
@@ -35,16 +53,36 @@ NATS_SERVER=${NATS_SERVER:-nats-server}
 if [ "${QUICK:-0}" = 1 ]; then
     N=${N:-20000}; REPS=${REPS:-1}; N_FAIL=${N_FAIL:-2000}
     LAT_N=${LAT_N:-2000}; RSS_SMALL=${RSS_SMALL:-1000}; RSS_LARGE=${RSS_LARGE:-10000}
+    ORD_N=${ORD_N:-20000}; CKPT_N=${CKPT_N:-2000}; KV_KEYS=${KV_KEYS:-2000}
+    SLOW_N=${SLOW_N:-1000}; SLOW_KEYS=${SLOW_KEYS:-200}; SLOW_UPDATES=${SLOW_UPDATES:-800}
 fi
 N=${N:-200000}
 REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
-CASES=${CASES:-throughput failure latency rss}
+if [ "${QUICK:-0}" = 1 ]; then
+    CASES=${CASES:-throughput failure latency rss ordered kv}
+else
+    CASES=${CASES:-throughput failure latency rss ordered kv sustained}
+fi
 CASES=${CASES//,/ }
 LAT_N=${LAT_N:-10000}
 LAT_RATE=${LAT_RATE:-1000}
 RSS_SMALL=${RSS_SMALL:-10000}
 RSS_LARGE=${RSS_LARGE:-100000}
+ORD_N=${ORD_N:-$N}
+CKPT_N=${CKPT_N:-20000}
+KV_KEYS=${KV_KEYS:-10000}
+KV_UPDATES=${KV_UPDATES:-$KV_KEYS}
+SLOW_N=${SLOW_N:-5000}
+SLOW_KEYS=${SLOW_KEYS:-1000}
+SLOW_UPDATES=${SLOW_UPDATES:-4000}
+SLOW_SLEEP_US=${SLOW_SLEEP_US:-1000}
+SLOW_LIMIT=${SLOW_LIMIT:-$((SLOW_N / 5))}
+SUS_N=${SUS_N:-150000}
+SUS_SLEEP_US=${SUS_SLEEP_US:-100}
+SUS_KEYS=${SUS_KEYS:-5000}
+SUS_REPS=${SUS_REPS:-1}
+KV_HISTORY=64   # the most a bucket keeps: every update of a run stays in the stream
 SIZE=128
 BATCHES="1 10 100"
 FAIL_BATCHES="10 100"
@@ -63,9 +101,18 @@ die() { say "$*"; exit 1; }
 for f in "$RAW" "$JH" "$SO"; do [ -e "$f" ] || die "$f is missing (run make bench)"; done
 want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
-    case $c in throughput | failure | latency | rss) ;; *) die "CASES: unknown part '$c' (throughput failure latency rss)" ;; esac
+    case $c in
+        throughput | failure | latency | rss | ordered | kv | sustained) ;;
+        *) die "CASES: unknown part '$c' (throughput failure latency rss ordered kv sustained)" ;;
+    esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
+want ordered && { [ "$CKPT_N" -le "$ORD_N" ] || die "CKPT_N ($CKPT_N) must not exceed ORD_N ($ORD_N)"; }
+# A revision superseded before a slow watcher reads it would be skipped by
+# right, and counting could no longer tell a loss from KV semantics.
+{ [ "$KV_UPDATES" -le $(((KV_HISTORY - 1) * KV_KEYS)) ] && [ "$SLOW_UPDATES" -le $(((KV_HISTORY - 1) * SLOW_KEYS)) ] &&
+    [ "$SUS_N" -le $(((KV_HISTORY - 1) * SUS_KEYS)) ]; } ||
+    die "KV_UPDATES, SLOW_UPDATES and SUS_N must stay within $((KV_HISTORY - 1)) updates a key of their buckets"
 
 # --- nats.js peer (optional) -------------------------------------------------
 ANCHORS_DIR=${ANCHORS_DIR:-$(cd "$JET_SRCDIR/.." && pwd)/shared/anchors}
@@ -116,13 +163,19 @@ now_ns() { date +%s%N; }
 field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
 floor_timeout() { echo $((120 + $1 / 500)); }
 
+# host_conf BINDING: the [host] group and the start of the binding's group
+host_conf() {
+    printf '[host]\nserver = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n' "$URL" "$WORK/state"
+    printf '[binding %s]\nplugin = %s\n' "$1" "$WORK/plugins/noop.so"
+}
+
 # jethost_conf FILE STREAM CONSUMER BATCH THRESHOLD [option lines...]
 jethost_conf() {
     local file=$1 stream=$2 consumer=$3 batch=$4 threshold=$5
     shift 5
     {
-        printf '[host]\nserver = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n' "$URL" "$WORK/state"
-        printf '[binding bench]\nplugin = %s\nstream = %s\nconsumer = %s\n' "$WORK/plugins/noop.so" "$stream" "$consumer"
+        host_conf bench
+        printf 'stream = %s\nconsumer = %s\n' "$stream" "$consumer"
         printf 'batch = %s\nthreshold = %s\nexpires = 30s\nidle_heartbeat = 5s\n' "$batch" "$threshold"
         printf 'ack_wait = 30s\nmax_ack_pending = 1000\nmax_deliver = -1\n'
         local line
@@ -267,6 +320,212 @@ run_case() {
     esac
 }
 
+# --- ordered and KV readers -------------------------------------------------------
+# One reader a run: jethost with one `kind = ordered` or `kind = kv` binding
+# and the noop plugin counting stream seqs 1..EXPECT (option.expect), or one
+# of rawloop's nats.c readers (ordered, kvwatch); both count with
+# tests/bench/tally.h.  Their consumers ack nothing, so there is no ack floor
+# to poll: the readers time themselves, and each run's RESULT line lands in
+# $d/result (the plugin's report file, or rawloop's stdout).
+
+# has_line FILE TEXT: FILE has a line containing TEXT (builtins only: the
+# polling must not take CPU from the run it watches).
+has_line() {
+    local l
+    [ -f "$1" ] || return 1
+    while IFS= read -r l || [ -n "$l" ]; do [[ $l == *"$2"* ]] && return 0; done <"$1"
+    return 1
+}
+
+# wait_line FILE TEXT TIMEOUT_S PID: until FILE has TEXT; 1 after TIMEOUT_S,
+# or when PID ended without writing it.
+wait_line() {
+    local end=$((SECONDS + $3))
+    until has_line "$1" "$2"; do
+        kill -0 "$4" 2>/dev/null || { has_line "$1" "$2"; return; }
+        [ "$SECONDS" -ge "$end" ] && return 1
+        sleep 0.05
+    done
+}
+
+# fieldof KEY LINE
+fieldof() { [[ " $2 " =~ \ $1=([^ ]*)\  ]] && printf '%s' "${BASH_REMATCH[1]}"; }
+
+# run_reader LABEL BATCH REP EXPECT MARK TIMEOUT_S jethost BINDING-LINES...
+# run_reader LABEL BATCH REP EXPECT MARK TIMEOUT_S rawloop COMMAND...
+# With FEED (an array) set, the feed runs once the reader is ready (its
+# consumer exists; with MARK > 0, once seqs 1..MARK are handled): the
+# messages published while it reads.  Once 1..EXPECT are handled, or after
+# TIMEOUT_S, jethost is stopped (after LINGER, as rawloop reads on for as
+# long to count late duplicates); rawloop stops itself.  Appends to RESULTS:
+#   label batch rep rate rss_kb spawn_rate cpu_ns_per_msg handled dups missing
+#   backwards consumers dropped slow_errors max_pending mark_ms mark_rate
+#   upd_rate feed_rate
+run_reader() {
+    local label=$1 batch=$2 rep=$3 expect=$4 mark=$5 timeout=$6 side=$7
+    shift 7
+    local c=${label}_b${batch}_r${rep}
+    local d=$WORK/runs/$c
+    mkdir -p "$d"
+    local result=$d/result cue_file cue pid t0 rss="" cpu_ms="" rc
+    t0=$(now_ns)
+    if [ "$side" = jethost ]; then
+        {
+            host_conf "$c"
+            printf '%s\n' "$@" "option.expect = $expect" "option.mark = $mark" "option.report = $result"
+        } >"$d/jethost.conf"
+        JETHOST_LOG_LEVEL=info "$JH" run -c "$d/jethost.conf" 2>"$d/jethost.log" &
+        cue_file=$d/jethost.log cue=event=ordered-consumer
+    else
+        "$@" >"$result" 2>"$d/client.err" &
+        cue_file=$result cue=READY
+    fi
+    pid=$!
+    CHILD=$pid
+    [ "$mark" -gt 0 ] && cue_file=$result cue=mark=1
+    local ok=1
+    if [ "${#FEED[@]}" -gt 0 ]; then
+        if wait_line "$cue_file" "$cue" "$timeout" "$pid"; then
+            "${FEED[@]}" >"$d/feed.out" 2>"$d/feed.err" || { ok=0; say "$c: the feed failed"; cat "$d/feed.err" >&2; }
+        else
+            ok=0
+            say "$c: the reader never got ready ($cue)"
+        fi
+    fi
+    if [ "$side" = jethost ]; then
+        wait_line "$result" done=1 "$timeout" "$pid" && sleep "$LINGER"
+        rss=$(awk '/^VmHWM:/{print $2}' "/proc/$pid/status" 2>/dev/null)
+        cpu_ms=$(awk -v t="$CLK_TCK" '{printf "%.0f", ($14 + $15) * 1000 / t}' "/proc/$pid/stat" 2>/dev/null)
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid"
+        rc=$?
+    else
+        wait_line "$result" RESULT "$((timeout + 30))" "$pid" || kill -TERM "$pid" 2>/dev/null
+        wait "$pid"
+        rc=$?
+    fi
+    CHILD=""
+    local line="" l
+    if [ -f "$result" ]; then
+        while IFS= read -r l; do [[ $l == RESULT* ]] && line=$l; done <"$result"
+    fi
+    if [ "$rc" -ne 0 ] || [ -z "$line" ] || [ "$ok" != 1 ]; then
+        say "$c: FAILED (reader rc $rc); logs in $d"
+        tail -5 "$d"/*.log "$d"/*.err 2>/dev/null >&2
+        echo "$label $batch $rep FAIL - - -" >>"$RESULTS"
+        return 1
+    fi
+    [ -z "$rss" ] && rss=$(fieldof rss_kb "$line")
+    [ -z "$cpu_ms" ] && cpu_ms=$(fieldof cpu_ms "$line")
+    local handled dups missing backwards consumers done_ns mark_ns
+    handled=$(fieldof handled "$line") dups=$(fieldof dups "$line") missing=$(fieldof missing "$line")
+    backwards=$(fieldof backwards "$line") consumers=$(fieldof consumers "$line")
+    done_ns=$(fieldof done_ns "$line") mark_ns=$(fieldof mark_ns "$line")
+    # kvStore_WatchAll does not show its consumer: nothing counted there
+    [ "$consumers" = 0 ] && consumers=-
+    local cpu spawn_rate mark_ms
+    cpu=$(awk -v c="$cpu_ms" -v n="$handled" 'BEGIN {if (c ~ /^[0-9]+$/ && n > 0) printf "%.0f", c * 1e6 / n; else printf "-"}')
+    spawn_rate=$(awk -v n="$expect" -v a="$t0" -v b="$done_ns" 'BEGIN {if (b > a) printf "%.0f", n * 1e9 / (b - a); else printf "-"}')
+    mark_ms=$(awk -v a="$t0" -v b="$mark_ns" 'BEGIN {if (b > a) printf "%.0f", (b - a) / 1e6; else printf "-"}')
+    local feed_rate=-
+    [ -s "$d/feed.out" ] && feed_rate=$(field rate "$d/feed.out")
+    echo "$label $batch $rep $(fieldof rate "$line") ${rss:--} $spawn_rate $cpu $handled $dups $missing $backwards" \
+        "$consumers $(fieldof dropped "$line" || echo -) $(fieldof slow_errors "$line" || echo -)" \
+        "$(fieldof max_pending "$line" || echo -) $mark_ms $(fieldof mark_rate "$line") $(fieldof upd_rate "$line")" \
+        "${feed_rate:--}" >>"$RESULTS"
+    say "$(printf '%-12s batch %3s rep %s: %8s msgs/s  handled %s dups %s missing %s  rss %s kB' "$label" "$batch" \
+        "$rep" "$(fieldof rate "$line")" "$handled" "$dups" "$missing" "${rss:--}")"
+    # jethost must hand over every message once and in order; the nats.c
+    # readers' losses are what the table reports, not a failure of the run
+    if [ "$side" = jethost ] && { [ "$missing" != 0 ] || [ "$dups" != 0 ] || [ "$backwards" != 0 ]; }; then
+        say "$c: jethost handled 1..$expect with $missing missing, $dups twice, $backwards out of order"
+        return 1
+    fi
+}
+LINGER=0.2
+
+# slow_timeout N SLEEP_US: a reader's time limit: its messages at the slow
+# handler's pace (nanosleep overshoots by tens of microseconds), doubled, plus
+# start-up.
+slow_timeout() { echo $((30 + $1 * ($2 + 500) * 2 / 1000000)); }
+
+# ordered_reader LABEL BATCH REP STREAM SUBJECT N SLEEP_US LIMIT [LINES...]:
+# stream seqs 1..N of STREAM read in order, SLEEP_US a message in the
+# handler: by rawloop ordered when LABEL names a nats.c case (*_nc*; its
+# pending-messages limit LIMIT, 0 for the library's), else by jethost with a
+# `kind = ordered` binding at BATCH (LINES added to it).
+ordered_reader() {
+    local label=$1 batch=$2 rep=$3 stream=$4 subject=$5 n=$6 sleep_us=$7 limit=$8 t
+    shift 8
+    t=$(slow_timeout "$n" "$sleep_us")
+    if [[ $label == *_nc* ]]; then
+        run_reader "$label" 0 "$rep" "$n" 0 "$t" rawloop env RAWLOOP_PENDING_MSGS="$limit" \
+            "$RAW" ordered "$URL" "$stream" "$subject" "$n" "$sleep_us"
+    else
+        run_reader "$label" "$batch" "$rep" "$n" 0 "$t" jethost "stream = $stream" "kind = ordered" "deliver = all" \
+            "batch = $batch" "expires = 30s" "idle_heartbeat = 5s" "option.sleep_us = $sleep_us" "$@"
+    fi
+}
+
+# slow_ordered LABEL BATCH REP N SLEEP_US LIMIT: an ordered reader of an empty
+# stream SLOW, N messages published at full speed once it is ready.
+slow_ordered() {
+    "$RAW" publish "$URL" SLOW slow.x 0 "$SIZE" >/dev/null 2>"$WORK/slow.err" ||
+        { cat "$WORK/slow.err" >&2; return 1; }
+    FEED=("$RAW" send "$URL" slow.x 0 "$4" "$SIZE")
+    ordered_reader "$1" "$2" "$3" SLOW slow.x "$4" "$5" "$6"
+}
+
+# kv_reader LABEL BATCH REP BUCKET KEYS UPDATES SLEEP_US: a watch of a fresh
+# bucket of KEYS keys, UPDATES published at full speed once their current
+# values are handled; by rawloop kvwatch for a nats.c case (*_nc*), else by
+# jethost with a `kind = kv` binding at BATCH.
+kv_reader() {
+    local label=$1 batch=$2 rep=$3 bucket=$4 keys=$5 updates=$6 sleep_us=$7
+    local n=$((keys + updates)) t
+    t=$(slow_timeout "$n" "$sleep_us")
+    kv_fill "$bucket" "$keys" || return 1
+    FEED=("$RAW" send "$URL" "\$KV.$bucket.k" "$keys" "$updates" "$SIZE")
+    if [[ $label == *_nc* ]]; then
+        run_reader "$label" 0 "$rep" "$n" "$keys" "$t" rawloop "$RAW" kvwatch "$URL" "$bucket" "$keys" "$n" "$sleep_us"
+    else
+        run_reader "$label" "$batch" "$rep" "$n" "$keys" "$t" jethost "kind = kv" "bucket = $bucket" "batch = $batch" \
+            "expires = 30s" "idle_heartbeat = 5s" "option.sleep_us = $sleep_us"
+    fi
+}
+
+# kv_fill BUCKET KEYS: the bucket afresh, each key put once (revisions 1..KEYS)
+kv_fill() {
+    if ! "$RAW" kvbucket "$URL" "$1" "$KV_HISTORY" >/dev/null 2>"$WORK/kv.err" ||
+        ! "$RAW" send "$URL" "\$KV.$1.k" "$2" "$2" "$SIZE" >/dev/null 2>>"$WORK/kv.err"; then
+        cat "$WORK/kv.err" >&2
+        say "bucket $1 could not be filled"
+        return 1
+    fi
+}
+
+# One ordered or KV case of one repetition, by name.
+run_reader_case() {
+    local name=$1 rep=$2
+    FEED=()
+    case $name in
+        ord_jh10 | ord_jh100) ordered_reader ord_jh "${name#ord_jh}" "$rep" ORD ord.x "$ORD_N" 0 0 ;;
+        ord_ckpt) ordered_reader ord_ckpt 100 "$rep" ORD ord.x "$CKPT_N" 0 0 "checkpoint = kv" ;;
+        ord_nc) ordered_reader ord_nc 0 "$rep" ORD ord.x "$ORD_N" 0 0 ;;
+        kv_jh10 | kv_jh100) kv_reader kv_jh "${name#kv_jh}" "$rep" KVB "$KV_KEYS" "$KV_UPDATES" 0 ;;
+        kv_nc) kv_reader kv_nc 0 "$rep" KVB "$KV_KEYS" "$KV_UPDATES" 0 ;;
+        slow_jh) slow_ordered slow_jh 10 "$rep" "$SLOW_N" "$SLOW_SLEEP_US" 0 ;;
+        slow_nc) slow_ordered slow_nc 0 "$rep" "$SLOW_N" "$SLOW_SLEEP_US" 0 ;;
+        slow_nc_lim) slow_ordered slow_nc_lim 0 "$rep" "$SLOW_N" "$SLOW_SLEEP_US" "$SLOW_LIMIT" ;;
+        kvslow_jh) kv_reader kvslow_jh 10 "$rep" KVS "$SLOW_KEYS" "$SLOW_UPDATES" "$SLOW_SLEEP_US" ;;
+        kvslow_nc) kv_reader kvslow_nc 0 "$rep" KVS "$SLOW_KEYS" "$SLOW_UPDATES" "$SLOW_SLEEP_US" ;;
+        sus_jh) slow_ordered sus_jh 10 "$rep" "$SUS_N" "$SUS_SLEEP_US" 0 ;;
+        sus_nc) slow_ordered sus_nc 0 "$rep" "$SUS_N" "$SUS_SLEEP_US" 0 ;;
+        kvsus_jh) kv_reader kvsus_jh 10 "$rep" KVL "$SUS_KEYS" "$SUS_N" "$SUS_SLEEP_US" ;;
+        kvsus_nc) kv_reader kvsus_nc 0 "$rep" KVL "$SUS_KEYS" "$SUS_N" "$SUS_SLEEP_US" ;;
+    esac
+}
+
 # --- environment -------------------------------------------------------------
 ENV_TXT=$WORK/env.txt
 {
@@ -285,6 +544,9 @@ ENV_TXT=$WORK/env.txt
         echo "workload: REPS=$REPS, server $URL"
     fi
     want failure && echo "failure:  stream FAIL, N_FAIL=$N_FAIL x $SIZE B, every message REJECTed; DLQ stream $DLQ_STREAM ($DLQ_SUBJECTS, file, 2 h duplicate window) re-created per run"
+    want ordered && echo "ordered:  stream ORD, ORD_N=$ORD_N x $SIZE B (file), checkpoint runs CKPT_N=$CKPT_N; slow: SLOW_N=$SLOW_N, SLOW_SLEEP_US=$SLOW_SLEEP_US, SLOW_LIMIT=$SLOW_LIMIT"
+    want sustained && echo "sustain:  SUS_N=$SUS_N, SUS_KEYS=$SUS_KEYS, SUS_SLEEP_US=$SUS_SLEEP_US, SUS_REPS=$SUS_REPS"
+    want kv && echo "kv:       KV_KEYS=$KV_KEYS, KV_UPDATES=$KV_UPDATES; slow: SLOW_KEYS=$SLOW_KEYS, SLOW_UPDATES=$SLOW_UPDATES, SLOW_SLEEP_US=$SLOW_SLEEP_US"
     echo "cases:    $CASES"
 } >"$ENV_TXT"
 cat "$ENV_TXT" >&2
@@ -306,6 +568,7 @@ if want throughput || want rss; then
     FILL_RATE=$(field rate "$WORK/fill.out")
 fi
 want failure && fill FAIL fail.x "$N_FAIL" "$WORK/fill-fail.out"
+want ordered && fill ORD ord.x "$ORD_N" "$WORK/fill-ord.out"
 
 # --- throughput, alternating -----------------------------------------------------
 fails=0
@@ -399,6 +662,26 @@ want rss && for n in "$RSS_SMALL" "$RSS_LARGE"; do
     say "jethost peak RSS, 1 ms handler, $n messages"
     run_jethost rss"$n" 10 0 1 "$n" "option.sleep = 1ms" || fails=$((fails + 1))
 done
+
+# --- ordered and KV readers, alternating -------------------------------------------
+# reader_reps PART CASES...: REPS repetitions, the order rotating
+reader_reps() {
+    local part=$1 rep i k
+    shift
+    want "$part" || return 0
+    local cases=("$@")
+    k=${#cases[@]}
+    for rep in $(seq "$REPS"); do
+        for i in $(seq 0 $((k - 1))); do
+            run_reader_case "${cases[$(((i + rep - 1) % k))]}" "$rep" || fails=$((fails + 1))
+        done
+    done
+}
+reader_reps ordered ord_jh10 ord_jh100 ord_ckpt ord_nc
+reader_reps kv kv_jh10 kv_jh100 kv_nc
+reader_reps ordered slow_jh slow_nc slow_nc_lim
+reader_reps kv kvslow_jh kvslow_nc
+REPS=$SUS_REPS reader_reps sustained sus_jh sus_nc kvsus_jh kvsus_nc
 SERVER_HWM=$(awk '/^VmHWM:/{print $2}' "/proc/$SPID/status" 2>/dev/null)
 
 # --- the table -------------------------------------------------------------------
@@ -424,13 +707,40 @@ med() { stats "$1" "$2" 4 | cut -d' ' -f1; }
 cpumed() { stats "$1" "$2" 7 | cut -d' ' -f1; }
 cpucell() { awk -v v="$(cpumed "$1" "$2")" 'BEGIN {if (v ~ /^[0-9.]+$/) printf "%.1f", v / 1000; else printf "-"}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-"}'; }
+# colcell LABEL BATCH COLUMN: "median [min-max]" of any column; colmed: the median
+colcell() {
+    read -r med lo hi <<<"$(stats "$1" "$2" "$3")"
+    if [ "$med" = "-" ] || [ "$REPS" -le 1 ] || [ "$lo" = "$hi" ]; then printf '%s' "$med"; else printf '%s [%s-%s]' "$med" "$lo" "$hi"; fi
+}
+colmed() { stats "$1" "$2" "$3" | cut -d' ' -f1; }
+# vals LABEL BATCH COLUMN: every repetition's value, in order, a/b/c
+vals() { awk -v l="$1" -v b="$2" -v c="$3" '$1 == l && $2 == b {printf "%s%s", (n++ ? "/" : ""), $c} END {if (!n) printf "-"}' "$RESULTS"; }
+nsus() { awk -v v="$1" 'BEGIN {if (v ~ /^[0-9.]+$/) printf "%.1f", v / 1000; else printf "-"}'; }
+# reader_row NAME LABEL BATCH NATSC_LABEL: msgs/s, spawn rate, RSS, CPU, and the rate over nats.c's
+reader_row() {
+    printf '%-44s %-24s %-14s %-18s %-8s %-8s\n' "$1" "$(colcell "$2" "$3" 4)" "$(colmed "$2" "$3" 6)" "$(rsscell "$2" "$3")" \
+        "$(nsus "$(colmed "$2" "$3" 7)")" "$(ratio "$(colmed "$2" "$3" 4)" "$(colmed "$4" 0 4)")"
+}
+kv_row() {
+    printf '%-30s %-16s %-24s %-24s %-18s %-8s\n' "$1" "$(colcell "$2" "$3" 16)" "$(colcell "$2" "$3" 17)" \
+        "$(colcell "$2" "$3" 18)" "$(rsscell "$2" "$3")" "$(nsus "$(colmed "$2" "$3" 7)")"
+}
+SLOW_FMT='%-40s %-16s %-7s %-16s %-12s %-10s %-16s %-12s %-16s %-14s %s\n'
+slow_row() {
+    # shellcheck disable=SC2059 # one format for the header and the rows
+    printf "$SLOW_FMT" "$1" "$(vals "$2" "$3" 8)" "$(vals "$2" "$3" 9)" \
+        "$(vals "$2" "$3" 10)" "$(vals "$2" "$3" 11)" "$(vals "$2" "$3" 12)" "$(vals "$2" "$3" 13)" "$(vals "$2" "$3" 14)" \
+        "$(vals "$2" "$3" 15)" "$(rsscell "$2" "$3")" "$(colmed "$2" "$3" 4)"
+}
 
 {
     echo "jethost benchmark (tests/bench/run.sh)"
     cat "$ENV_TXT"
+    if want throughput || want failure || want rss; then
     echo "rate = messages / time between the first and the last movement of the consumer's ack floor"
     echo "       (server-side, polled every 5 ms; process start, connect and consumer creation excluded alike)"
-    echo "fill:     js_PublishAsync $FILL_RATE msgs/s"
+    fi
+    [ "$FILL_RATE" != - ] && echo "fill:     js_PublishAsync $FILL_RATE msgs/s"
     if want throughput; then
     echo
     printf '%-6s %-24s %-30s %-24s %-24s' batch "jethost msgs/s" "jethost+threshold" "nats.c Fetch" "raw pull protocol"
@@ -495,6 +805,60 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/
     for n in "$RSS_SMALL" "$RSS_LARGE"; do
         printf '  %-10s messages: %s MiB (rate %s msgs/s)\n' "$n" "$(rsscell rss"$n" 10)" "$(med rss"$n" 10)"
     done
+    fi
+    if want ordered; then
+    echo
+    echo "ordered: stream ORD, $ORD_N x $SIZE B, read from the start by one reader a run; msgs/s from the first message"
+    echo "handled to the last, timed in the reader (no acks, so no ack floor); median [min-max]; spawn->last: from starting"
+    echo "the process (connect, consumer creation included); CPU: user + system of the whole process / messages handled"
+    printf '%-44s %-24s %-14s %-18s %-8s %-8s\n' reader "msgs/s" "spawn->last" "peak RSS MiB" "CPU us" "/nats.c"
+    reader_row "jethost kind=ordered, batch 10" ord_jh 10 ord_nc
+    reader_row "jethost kind=ordered, batch 100" ord_jh 100 ord_nc
+    reader_row "jethost + checkpoint=kv, batch 100 ($CKPT_N)" ord_ckpt 100 ord_nc
+    reader_row "nats.c ordered push (js_SubscribeSync)" ord_nc 0 ord_nc
+    echo "checkpoint=kv / no checkpoint (batch 100): $(ratio "$(colmed ord_ckpt 100 4)" "$(colmed ord_jh 100 4)")"
+    fi
+    if want kv; then
+    echo
+    echo "kv watch: a bucket of $KV_KEYS keys ($SIZE B, history $KV_HISTORY), watched from its current values; once they are all"
+    echo "handled, $KV_UPDATES updates are published at full speed (rawloop send: $(colmed kv_nc 0 19) msgs/s by its own count,"
+    echo "pub-acks included; updates/s near that figure are the publisher's pace, not the reader's limit)"
+    printf '%-30s %-16s %-24s %-24s %-18s %-8s\n' reader "initial-done ms" "current values/s" "updates/s" "peak RSS MiB" "CPU us"
+    kv_row "jethost kind=kv, batch 10" kv_jh 10
+    kv_row "jethost kind=kv, batch 100" kv_jh 100
+    kv_row "nats.c kvStore_WatchAll" kv_nc 0
+    echo "initial-done ms: from starting the process to the last current value handled"
+    fi
+    if want ordered || want kv; then
+    echo
+    echo "slow handler ($SLOW_SLEEP_US us a message), publishing at full speed once the reader is ready; one value per repetition:"
+    # shellcheck disable=SC2059
+    printf "$SLOW_FMT" reader handled twice missing "out of order" consumers dropped "slow errors" "max pending" \
+        "peak RSS MiB" "msgs/s"
+    if want ordered; then
+    echo "ordered: $SLOW_N messages into an empty stream"
+    slow_row "jethost kind=ordered, batch 10" slow_jh 10
+    slow_row "nats.c ordered push, default limits" slow_nc 0
+    slow_row "nats.c ordered push, pending limit $SLOW_LIMIT" slow_nc_lim 0
+    fi
+    if want kv; then
+    echo "kv: $SLOW_KEYS keys, then $SLOW_UPDATES updates once their current values are handled"
+    slow_row "jethost kind=kv, batch 10" kvslow_jh 10
+    slow_row "nats.c kvStore_WatchAll" kvslow_nc 0
+    fi
+    fi
+    if want sustained; then
+    echo
+    echo "sustained: a $SUS_SLEEP_US us handler, publishing at full speed once the reader is ready; $SUS_REPS run(s) each:"
+    # shellcheck disable=SC2059
+    printf "$SLOW_FMT" reader handled twice missing "out of order" consumers dropped "slow errors" "max pending" \
+        "peak RSS MiB" "msgs/s"
+    echo "ordered: $SUS_N messages into an empty stream"
+    slow_row "jethost kind=ordered, batch 10" sus_jh 10
+    slow_row "nats.c ordered push, default limits" sus_nc 0
+    echo "kv: $SUS_KEYS keys, then $SUS_N updates once their current values are handled"
+    slow_row "jethost kind=kv, batch 10" kvsus_jh 10
+    slow_row "nats.c kvStore_WatchAll" kvsus_nc 0
     fi
     echo "nats-server peak RSS over the run: $(awk -v k="${SERVER_HWM:-0}" 'BEGIN {printf "%.0f", k / 1024}') MiB"
     [ "$fails" -gt 0 ] && echo "FAILED runs: $fails (see the log above; KEEP=1 keeps every run's logs)"
