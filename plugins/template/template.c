@@ -14,8 +14,8 @@
 
 #include <jethost/plugin.h>
 
-/* The host's function table, kept from jet_plugin_entry(). */
-static const jet_host_api *host;
+/* The host's function table, `jet_host`, kept from jet_plugin_entry(). */
+JET_HOST_DEFINE;
 
 struct template_state {
     jet_ctx *ctx;
@@ -39,7 +39,7 @@ static int template_init(jet_ctx *c, void **state, char *err, size_t err_len)
         return 1;
     }
     st->ctx = c;
-    if (host->ctx_option_int(c, "log_every", &st->log_every) != JET_OK || st->log_every < 0) {
+    if (jet_host->ctx_option_int(c, "log_every", &st->log_every) != JET_OK || st->log_every < 0) {
         snprintf(err, err_len, "option.log_every must be a non-negative integer");
         free(st);
         return 1;
@@ -51,18 +51,18 @@ static int template_init(jet_ctx *c, void **state, char *err, size_t err_len)
 static int template_handle(void *state, jet_msg *m)
 {
     struct template_state *st = state;
-    const char *reject = host->ctx_option(st->ctx, "reject_subject");
+    const char *reject = jet_host->ctx_option(st->ctx, "reject_subject");
 
     st->handled++;
     if (st->log_every > 0 && st->handled % (uint64_t)st->log_every == 0) {
         size_t len = 0;
-        (void)host->msg_data(m, &len);
-        host->ctx_log(st->ctx, JET_LOG_INFO, "message %llu: %s seq %llu, %zu bytes, delivery %u",
-                      (unsigned long long)st->handled, host->msg_subject(m),
-                      (unsigned long long)host->msg_stream_seq(m), len, host->msg_deliveries(m));
+        (void)jet_host->msg_data(m, &len);
+        jet_host->ctx_log(st->ctx, JET_LOG_INFO, "message %llu: %s seq %llu, %zu bytes, delivery %u",
+                      (unsigned long long)st->handled, jet_host->msg_subject(m),
+                      (unsigned long long)jet_host->msg_stream_seq(m), len, jet_host->msg_deliveries(m));
     }
-    if (reject != NULL && strcmp(reject, host->msg_subject(m)) == 0) {
-        host->msg_set_reason(m, "subject is configured as rejected");
+    if (reject != NULL && strcmp(reject, jet_host->msg_subject(m)) == 0) {
+        jet_host->msg_set_reason(m, "subject is configured as rejected");
         return JET_REJECT;
     }
     return JET_ACK;
@@ -86,6 +86,6 @@ static const jet_plugin plugin = {
 
 JET_PLUGIN_EXPORT const jet_plugin *jet_plugin_entry(const jet_host_api *h)
 {
-    host = h;
+    JET_HOST_INIT(h);
     return &plugin;
 }
