@@ -355,6 +355,12 @@ void jet_test_stream_create(jsCtx *js, const char *name, const char *subject)
 
 void jet_test_stream_create_rollup(jsCtx *js, const char *name, const char *subject, gboolean rollup)
 {
+    jet_test_stream_create_full(js, name, subject, rollup, 0, 0);
+}
+
+void jet_test_stream_create_full(jsCtx *js, const char *name, const char *subject, gboolean rollup,
+                                 gint64 duplicate_window_ms, gint32 max_msg_size)
+{
     jsStreamConfig sc;
     jsStreamConfig_Init(&sc);
     sc.Name = name;
@@ -363,12 +369,67 @@ void jet_test_stream_create_rollup(jsCtx *js, const char *name, const char *subj
     sc.SubjectsLen = 1;
     sc.Storage = js_FileStorage;
     sc.AllowRollup = rollup;
+    sc.Duplicates = duplicate_window_ms * G_GINT64_CONSTANT(1000000);
+    if (max_msg_size > 0)
+        sc.MaxMsgSize = max_msg_size;
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);
     if (s != NATS_OK)
         g_error("create stream %s: %s (err %d)", name, natsStatus_GetText(s), (int)jerr);
     jsStreamInfo_Destroy(si);
+}
+
+guint64 jet_test_stream_msgs(jsCtx *js, const char *stream)
+{
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, js, stream, NULL, NULL) != NATS_OK)
+        return 0;
+    guint64 n = si->State.Msgs;
+    jsStreamInfo_Destroy(si);
+    return n;
+}
+
+gint64 jet_test_stream_created(jsCtx *js, const char *stream)
+{
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, js, stream, NULL, NULL), ==, NATS_OK);
+    gint64 c = si->Created;
+    jsStreamInfo_Destroy(si);
+    return c;
+}
+
+gboolean jet_test_floor_reached(gpointer floor_wait)
+{
+    JetTestFloorWait *fw = floor_wait;
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, fw->js, fw->stream, fw->consumer, NULL, NULL) != NATS_OK)
+        return FALSE;
+    gboolean ok = ci->AckFloor.Stream >= fw->floor && ci->NumAckPending == 0 && ci->NumPending == 0;
+    jsConsumerInfo_Destroy(ci);
+    return ok;
+}
+
+gboolean jet_test_stream_has(gpointer stream_wait)
+{
+    JetTestStreamWait *w = stream_wait;
+    return jet_test_stream_msgs(w->js, w->stream) >= w->want;
+}
+
+natsMsg *jet_test_stream_get(jsCtx *js, const char *stream, guint64 seq)
+{
+    natsMsg *m = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetMsg(&m, js, stream, seq, NULL, &jerr);
+    if (s != NATS_OK)
+        g_error("get %s:%" G_GUINT64_FORMAT ": %s (err %d)", stream, seq, natsStatus_GetText(s), (int)jerr);
+    return m;
+}
+
+const char *jet_test_msg_header(natsMsg *m, const char *name)
+{
+    const char *v = NULL;
+    return natsMsgHeader_Get(m, name, &v) == NATS_OK ? v : NULL;
 }
 
 void jet_test_publish_n(jsCtx *js, const char *subject, guint n)
@@ -378,6 +439,11 @@ void jet_test_publish_n(jsCtx *js, const char *subject, guint n)
         int len = snprintf(data, sizeof data, "msg-%u", i);
         g_assert_cmpint(js_PublishAsync(js, subject, data, len, NULL), ==, NATS_OK);
     }
+    jet_test_publish_wait(js);
+}
+
+void jet_test_publish_wait(jsCtx *js)
+{
     jsPubOptions po;
     jsPubOptions_Init(&po);
     po.MaxWait = 30000;
@@ -403,6 +469,36 @@ char *jet_test_write_file(const char *name, const char *text)
     g_file_set_contents(path, text, -1, &err);
     g_assert_no_error(err);
     return path;
+}
+
+char *jet_test_read_text(const char *path)
+{
+    char *text = NULL;
+    GError *err = NULL;
+    g_file_get_contents(path, &text, NULL, &err);
+    g_assert_no_error(err);
+    return text;
+}
+
+GSubprocess *jet_test_jethost_spawn_config(const char *name, const char *text, char **errlog)
+{
+    g_autofree char *file = g_strdup_printf("%s.conf", name);
+    g_autofree char *conf = jet_test_write_file(file, text);
+    g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
+    *errlog = g_build_filename(jet_test_private_dir(), errfile, NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    return jet_test_jethost_spawn(*errlog, args);
+}
+
+void jet_test_jethost_stop(GSubprocess *p, const char *errlog)
+{
+    g_subprocess_send_signal(p, SIGTERM);
+    int rc = jet_test_jethost_wait(p, 20000);
+    if (rc != 0) {
+        g_autofree char *log = NULL;
+        g_file_get_contents(errlog, &log, NULL, NULL);
+        g_error("jethost exited with %d:\n%s", rc, log != NULL ? log : "");
+    }
 }
 
 /* A terminal's foreground job: a process group of its own, which Ctrl-C

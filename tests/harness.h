@@ -58,8 +58,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetTestServer, jet_test_server_free)
  * returns whether it held. */
 gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms);
 
-#endif
-
 /* --- JetStream helpers for real-server tests --- */
 /* Guarded too: JetTestJs, a typedef, may not be declared twice. */
 #ifndef JET_TEST_HARNESS_JS_H
@@ -85,6 +83,36 @@ void jet_test_js_teardown(JetTestJs *fx, gconstpointer data);
 void jet_test_stream_create(jsCtx *js, const char *name, const char *subject);
 /* The same, allowing Nats-Rollup or not. */
 void jet_test_stream_create_rollup(jsCtx *js, const char *name, const char *subject, gboolean rollup);
+/* The same with every knob the tests turn: rollup, the duplicate window
+ * in ms (0: the server's default, 2 minutes) and a message size limit
+ * (0: none). */
+void jet_test_stream_create_full(jsCtx *js, const char *name, const char *subject, gboolean rollup,
+                                 gint64 duplicate_window_ms, gint32 max_msg_size);
+/* Messages a stream holds now; 0 when its info cannot be read. */
+guint64 jet_test_stream_msgs(jsCtx *js, const char *stream);
+/* When a stream was created (its info's Created, Unix ns), asserted readable. */
+gint64 jet_test_stream_created(jsCtx *js, const char *stream);
+/* Message seq of a stream, asserted to be there; natsMsg_Destroy it. */
+natsMsg *jet_test_stream_get(jsCtx *js, const char *stream, guint64 seq);
+/* The first value of header name, or NULL. */
+const char *jet_test_msg_header(natsMsg *m, const char *name);
+/* Conditions for jet_test_wait_until.  A consumer done up to floor: its
+ * ack floor there, nothing pending an ack, nothing left to deliver. */
+typedef struct {
+    jsCtx *js;
+    const char *stream, *consumer;
+    guint64 floor;
+} JetTestFloorWait;
+gboolean jet_test_floor_reached(gpointer floor_wait);
+/* A stream holding at least want messages. */
+typedef struct {
+    jsCtx *js;
+    const char *stream;
+    guint64 want;
+} JetTestStreamWait;
+gboolean jet_test_stream_has(gpointer stream_wait);
+/* Waits for every async publish's ack (30 s at most). */
+void jet_test_publish_wait(jsCtx *js);
 /* Publishes n messages "msg-<i>" to subject (async, then waits for all acks). */
 void jet_test_publish_n(jsCtx *js, const char *subject, guint n);
 /* Consumer info, asserted to exist; free with jsConsumerInfo_Destroy. */
@@ -92,6 +120,17 @@ jsConsumerInfo *jet_test_consumer_info(jsCtx *js, const char *stream, const char
 
 /* Writes text to a file in the private directory; returns its path. */
 char *jet_test_write_file(const char *name, const char *text);
+
+/* A file's whole text, asserted readable (caller frees). */
+char *jet_test_read_text(const char *path);
+
+/* Writes the config text to NAME.conf in the private directory and spawns
+ * `jethost run -c` on it, stderr to NAME.stderr (its path in *errlog,
+ * caller frees). */
+GSubprocess *jet_test_jethost_spawn_config(const char *name, const char *text, char **errlog);
+/* SIGTERM, then the test fails unless it exits 0 within 20 s (showing the
+ * log at errlog). */
+void jet_test_jethost_stop(GSubprocess *p, const char *errlog);
 
 /* Runs `jethost ARGS...` with stderr to the file stderr_path (may be NULL:
  * inherited).  The child dies with the test (parent-death signal). */

@@ -144,9 +144,9 @@ fi
 plugdir=$(pkg-config --variable=plugindir jethost-plugin)
 found=$(cd "$plugdir" 2>/dev/null && ls -A | tr '\n' ' ')
 example=$(find "$dest" -path '*/doc/*/plugin-template/Makefile.example')
-if [ "$found" = "exec.so paced.so retry.so " ] && [ -n "$example" ] &&
+if [ "$found" = "exec.so forward.so paced.so retry.so " ] && [ -n "$example" ] &&
    [ -f "$(dirname "$example")/template.c" ] && [ -f "$(dirname "$example")/test_template.c" ]; then
-    echo "ok 9 - the plugin directory holds exec.so paced.so retry.so only; the template is an example"
+    echo "ok 9 - the plugin directory holds exec.so forward.so paced.so retry.so only; the template is an example"
 else
     find "$dest" -type f | sed "s|^$dest|# |"
     echo "not ok 9 - the plugin directory holds: $found; template example: ${example:-none}"

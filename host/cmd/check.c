@@ -42,6 +42,34 @@ static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetSch
     }
 }
 
+/* The binding's publish_streams as the server has them, checked against
+ * its schedule (docs/forwarding.md): missing streams, short duplicate
+ * windows. */
+static void publish_streams_check(JetConn *conn, const JetBindingConfig *b, JetScheduleReport *report)
+{
+    guint n = b->publish_streams != NULL ? g_strv_length(b->publish_streams) : 0;
+    if (n == 0)
+        return;
+    g_autofree JetPublishStream *facts = g_new0(JetPublishStream, n);
+    g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < n; i++) {
+        jsStreamInfo *si = NULL;
+        jsErrCode jerr = 0;
+        facts[i].name = b->publish_streams[i];
+        natsStatus st = js_GetStreamInfo(&si, jet_conn_js(conn), b->publish_streams[i], NULL, &jerr);
+        if (st == NATS_OK) {
+            facts[i].found = TRUE;
+            facts[i].duplicate_window_ms = (guint64)MAX(si->Config->Duplicates / 1000000, 0);
+            jsStreamInfo_Destroy(si);
+        } else if (st != NATS_NOT_FOUND && jerr != JSStreamNotFoundErr) {
+            char *why = g_strdup_printf("cannot be read: %s", natsStatus_GetText(st));
+            g_ptr_array_add(errors, why);
+            facts[i].error = why;
+        }
+    }
+    jet_schedule_check_publish_streams(report, facts, n);
+}
+
 /* What the server says about a binding's consumer that no run could work
  * with (push, not explicit acks, a BackOff): the consumer setup's own
  * refusal, so check and run call the same things config errors. */
@@ -99,6 +127,8 @@ static gboolean check_binding(const JetConfig *cfg, const JetBindingConfig *b, J
     if (conn != NULL)
         schedule_live_facts(conn, b, &in, &backoff);
     jet_schedule_check(&in, &report);
+    if (conn != NULL)
+        publish_streams_check(conn, b, &report);
     if (verbose || report.n_errors > 0 || report.n_warnings > 0) {
         g_autofree char *text = jet_schedule_report_format(&report);
         printf("binding %s: schedule\n%s", b->name, text);

@@ -48,6 +48,7 @@ typedef enum {
     K_KIND,            /* durable | ordered */
     K_DELIVER,         /* all | new | last | last_per_subject | from_seq N | from_time T */
     K_CHECKPOINT,      /* none | kv */
+    K_NAMES,           /* comma-separated stream names, each once -> char ** */
 } KeyKind;
 
 static const char *const kind_names[] = {
@@ -70,6 +71,7 @@ static const char *const kind_names[] = {
     [K_KIND] = "durable, ordered or kv",
     [K_DELIVER] = "start position",
     [K_CHECKPOINT] = "none or kv",
+    [K_NAMES] = "name list",
 };
 
 typedef struct {
@@ -220,6 +222,9 @@ static const KeyDef binding_keys[] = {
     { "publish_reserved", K_BOOL, "false", NULL, FALSE, NOB, B(publish_reserved),
       "let the plugin's publishes (msg_publish) go to the server's namespaces ($JS., $KV., $SYS., ...); "
       "`false`: refused as a plugin error" },
+    { "publish_streams", K_NAMES, NULL, NULL, FALSE, NOB, B(publish_streams),
+      "comma-separated streams the plugin's publishes land in: `jethost check --server` compares "
+      "each one's duplicate window with the binding's worst case (docs/forwarding.md)" },
     { "floor_age", K_DURATION, "2m", NULL, FALSE, 0, DURATION_MAX_MS, B(floor_age_ms),
       "an ack floor that has not moved for this long while the consumer has delivered past it "
       "is stalled; 0 = the floor monitor and the breaker are off" },
@@ -685,6 +690,31 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
         *(char ***)field = g_steal_pointer(&items);
         return TRUE;
     }
+    case K_NAMES: {
+        g_auto(GStrv) items = split_list(value, &why);
+        if (items == NULL) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' %s", value, why);
+            return FALSE;
+        }
+        for (gsize i = 0; items[i] != NULL; i++) {
+            why = stream_name_problem(items[i]);
+            if (why != NULL) {
+                /* Escaped: a control byte must not reach a terminal. */
+                g_autofree char *shown = jet_text_escape(items[i], strlen(items[i]), FALSE);
+                key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' %s", shown, why);
+                return FALSE;
+            }
+            for (gsize j = 0; j < i; j++) {
+                if (strcmp(items[i], items[j]) == 0) {
+                    key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is named twice", items[i]);
+                    return FALSE;
+                }
+            }
+        }
+        g_strfreev(*(char ***)field);
+        *(char ***)field = g_steal_pointer(&items);
+        return TRUE;
+    }
     case K_ABSPATH:
     case K_FILE:
     case K_SECRET:
@@ -945,6 +975,7 @@ static void binding_free(gpointer p)
     g_free(b->stream);
     g_free(b->consumer);
     g_strfreev(b->subjects);
+    g_strfreev(b->publish_streams);
     g_free(b->filter_subject);
     g_free(b->rungs_ms);
     g_free(b->dlq_stream);

@@ -124,6 +124,8 @@ typedef struct {
     char *dlq_subject;
     gboolean ledger;         /* the attempt ledger (KV); default TRUE */
     gboolean publish_reserved;   /* msg_publish may reach $JS., $KV., ... (docs/forwarding.md) */
+    char **publish_streams;      /* the streams its publishes land in, for `jethost check --server`
+                                    (docs/forwarding.md); NULL when unset */
 
     /* Floor monitor and breaker */
     guint64 floor_age_ms;    /* stalled at this age; 0 = monitor (and breaker) off */

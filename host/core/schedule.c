@@ -727,3 +727,67 @@ char *jet_schedule_report_format(const JetScheduleReport *r)
     }
     return g_string_free(s, FALSE);
 }
+
+/* --- the target streams of a binding's publishes -------------------------- */
+
+guint64 jet_schedule_dedup_need_ms(const JetScheduleReport *r)
+{
+    g_return_val_if_fail(r != NULL, G_MAXUINT64);
+    return r->unlimited ? G_MAXUINT64 : r->worst_case_ms;
+}
+
+/* Appends "NAME (what)" to a list kept within one violation's message. */
+static void list_add(char *list, gsize size, const char *name, const char *what)
+{
+    if (g_str_has_suffix(list, "..."))
+        return;   /* full: the rest is left out, never a later one that fits */
+    g_autofree char *item = g_strdup_printf("%s%s (%s)", *list ? ", " : "", name, what);
+    if (strlen(list) + strlen(item) + 5 >= size) {
+        g_strlcat(list, *list ? ", ..." : "...", size);
+        return;
+    }
+    g_strlcat(list, item, size);
+}
+
+void jet_schedule_check_publish_streams(JetScheduleReport *r, const JetPublishStream *streams, gsize n)
+{
+    g_return_if_fail(r != NULL && (streams != NULL || n == 0));
+    /* The lists are kept short: the rest of each message, the worst case
+     * and its terms in full, must fit beside them. */
+    char missing[100] = "", short_[100] = "";
+    gsize n_missing = 0, n_short = 0;
+    guint64 need = jet_schedule_dedup_need_ms(r);
+    for (gsize i = 0; i < n; i++) {
+        const JetPublishStream *s = &streams[i];
+        if (!s->found) {
+            list_add(missing, sizeof missing, s->name, s->error != NULL ? s->error : "does not exist");
+            n_missing++;
+        } else if (s->duplicate_window_ms <= need) {
+            Dur w = dur(s->duplicate_window_ms);
+            list_add(short_, sizeof short_, s->name, w.s);
+            n_short++;
+        }
+    }
+    if (n_missing > 0)
+        add(r, JET_SCHEDULE_ERROR, "publish-stream-missing",
+            "publish_streams: not on the server: %s; the plugin's publishes there would fail and "
+            "its messages be retried, then dead-lettered; create the stream or correct "
+            "publish_streams", missing);
+    if (n_short == 0)
+        return;
+    if (r->unlimited) {
+        add(r, JET_SCHEDULE_WARNING, "publish-dedup-window",
+            "publish_streams: retries without bound (max_attempts 0, MaxDeliver unlimited) can "
+            "redeliver a message after any duplicate window, %s: its publishes are then stored "
+            "again; set max_attempts or a finite max_deliver", short_);
+        return;
+    }
+    Dur worst = dur(r->worst_case_ms), l = dur(r->ladder_ms), h = dur(r->postpone_horizon_ms);
+    Dur o = dur(r->postpone_overshoot_ms), c = dur(r->crash_fallback_ms);
+    add(r, JET_SCHEDULE_WARNING, "publish-dedup-window",
+        "publish_streams: duplicate window of %s not longer than the worst case %s (ladder %s + "
+        "postpone horizon %s + last postpone %s + crash fallback %s): a message redelivered "
+        "later publishes again, and it is stored twice; raise duplicate_window above %s or "
+        "shorten the schedule",
+        short_, worst.s, l.s, h.s, o.s, c.s, worst.s);
+}

@@ -172,4 +172,31 @@ void jet_schedule_format_duration(guint64 ms, char *buf, gsize len);
  * every violation.  Lines end with '\n'.  Caller frees. */
 char *jet_schedule_report_format(const JetScheduleReport *report);
 
+/* --- the target streams of a binding's publishes (publish_streams) ------- */
+
+/* One stream a binding's publishes land in, as the server has it. */
+typedef struct {
+    const char *name;                 /* borrowed */
+    gboolean found;                   /* FALSE: no such stream, or unreadable (error says) */
+    const char *error;                /* borrowed; why its info could not be read, when
+                                         not for want of the stream; NULL otherwise */
+    guint64 duplicate_window_ms;      /* how long it remembers a Nats-Msg-Id */
+} JetPublishStream;
+
+/* The duplicate window the binding's publishes need (docs/forwarding.md,
+ * "No duplicates on redelivery"): the worst case of the envelope, since
+ * every delivery of a message, and so every repeat of its publishes, comes
+ * within it of the first, and a stream's window runs from the first copy
+ * it stored (a duplicate does not extend it).  G_MAXUINT64 when retries
+ * are unlimited.  A window must be longer than this: equal is too short. */
+guint64 jet_schedule_dedup_need_ms(const JetScheduleReport *report);
+
+/* Adds the publish streams' violations to a checked report: the error
+ * publish-stream-missing for each stream not found (or unreadable), the
+ * warning publish-dedup-window for each window not longer than
+ * jet_schedule_dedup_need_ms(); each code once, naming every stream.
+ * Pure, like jet_schedule_check. */
+void jet_schedule_check_publish_streams(JetScheduleReport *report, const JetPublishStream *streams,
+                                        gsize n_streams);
+
 #endif

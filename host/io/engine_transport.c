@@ -310,11 +310,15 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
     natsMsg_Destroy(m);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
-        if (jerr != 0)
+        /* No responders: nats.c 3.4 also sets JetStream error 10076 ("not
+         * enabled"), but the host is talking to JetStream: no stream
+         * captures the subject, and the reason says so (docs/forwarding.md). */
+        if (s == NATS_NO_RESPONDERS)
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s (no stream captures this subject)", why);
+        else if (jerr != 0)
             g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s (JetStream error %d)", why, (int)jerr);
         else
-            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s%s", why,
-                        s == NATS_NO_RESPONDERS ? " (no stream captures this subject)" : "");
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s", why);
         return FALSE;
     }
     gboolean ok = pa != NULL && pa->Stream != NULL && *pa->Stream != '\0';

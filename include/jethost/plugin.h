@@ -11,7 +11,7 @@
  * The smallest complete plugin is plugins/template/template.c.
  * docs/plugin-guide.md is the guide: write, build, test (on the mock host,
  * <jethost/mock.h>) and ship a plugin.  docs/plugins.md documents the plugins
- * jethost ships (paced, retry, exec).
+ * jethost ships (paced, retry, exec, forward).
  *
  * Stability rules, kept for every 1.x release:
  *   - a plugin built against 1.m loads in every host 1.n with n >= m;

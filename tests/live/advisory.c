@@ -155,41 +155,10 @@ static guint64 stopped_count(const char *log, const char *key)
 
 /* --- the server's view ---------------------------------------------------------- */
 
-static guint64 stream_msgs(jsCtx *js, const char *stream)
-{
-    jsStreamInfo *si = NULL;
-    if (js_GetStreamInfo(&si, js, stream, NULL, NULL) != NATS_OK)
-        return 0;
-    guint64 n = si->State.Msgs;
-    jsStreamInfo_Destroy(si);
-    return n;
-}
-
-static gint64 stream_created(jsCtx *js, const char *stream)
-{
-    jsStreamInfo *si = NULL;
-    g_assert_cmpint(js_GetStreamInfo(&si, js, stream, NULL, NULL), ==, NATS_OK);
-    gint64 c = si->Created;
-    jsStreamInfo_Destroy(si);
-    return c;
-}
-
-typedef struct {
-    jsCtx *js;
-    const char *stream;
-    guint64 want;
-} CountWait;
-
-static gboolean has_msgs(gpointer data)
-{
-    CountWait *w = data;
-    return stream_msgs(w->js, w->stream) >= w->want;
-}
-
 static void wait_msgs(T *t, const char *stream, guint64 want)
 {
-    CountWait w = { t->js, stream, want };
-    g_assert_true(jet_test_wait_until(has_msgs, &w, WAIT_MS));
+    JetTestStreamWait w = { t->js, stream, want };
+    g_assert_true(jet_test_wait_until(jet_test_stream_has, &w, WAIT_MS));
 }
 
 typedef struct {
@@ -249,7 +218,7 @@ static void assert_dark_record(T *t, guint64 dlq_seq, guint64 seq, const char *t
     Record rec, orig;
     record_read(t, DLQ, dlq_seq, &rec);
     record_read(t, "ORDERS", seq, &orig);
-    gint64 created = stream_created(t->js, "ORDERS");
+    gint64 created = jet_test_stream_created(t->js, "ORDERS");
     g_autofree char *id = g_strdup_printf("jethost:ORDERS.c:%" G_GUINT64_FORMAT ":%" G_GINT64_FORMAT, seq, created);
     g_assert_cmpstr(g_ptr_array_index(rec.p.headers, 0), ==, "Nats-Msg-Id");
     g_assert_cmpstr(g_ptr_array_index(rec.p.headers, 1), ==, id);
@@ -418,7 +387,7 @@ static void test_kept_while_down(void)
     publish(&t, 1, "dark-1");
     drive_dark(&t, 1);
     wait_msgs(&t, ADV, 1);
-    g_assert_cmpuint(stream_msgs(t.js, DLQ), ==, 0);
+    g_assert_cmpuint(jet_test_stream_msgs(t.js, DLQ), ==, 0);
 
     host_start(&t, &h, "template", NULL);
     wait_msgs(&t, DLQ, 1);
@@ -426,7 +395,7 @@ static void test_kept_while_down(void)
     g_autofree char *log2 = host_stop(&h);
     g_assert_cmpuint(jet_test_count_lines(log2, "event=max-deliveries-captured"), ==, 1);
     g_assert_cmpuint(stopped_count(log2, "captured"), ==, 1);
-    g_assert_cmpuint(stream_msgs(t.js, DLQ), ==, 1);
+    g_assert_cmpuint(jet_test_stream_msgs(t.js, DLQ), ==, 1);
     assert_dark_record(&t, 1, 1, "t-1");
 
     /* Another goes dark while no host runs; the next start handles that one
@@ -442,7 +411,7 @@ static void test_kept_while_down(void)
     g_assert_cmpuint(jet_test_count_lines(log3, "event=max-deliveries-captured"), ==, 1);
     g_assert_cmpuint(jet_test_count_lines(log3, "stream seq 2 (orders.new)"), ==, 1);
     g_assert_cmpuint(stopped_count(log3, "MAX_DELIVERIES advisories"), ==, 1);
-    g_assert_cmpuint(stream_msgs(t.js, DLQ), ==, 2);
+    g_assert_cmpuint(jet_test_stream_msgs(t.js, DLQ), ==, 2);
     assert_dark_record(&t, 2, 2, "t-2");
     t_free(&t);
 }
@@ -489,7 +458,7 @@ static void live(gboolean bind)
     g_autofree char *log = host_stop(&h);
     g_assert_cmpuint(jet_test_count_lines(log, "event=max-deliveries-captured"), ==, 1);
     g_assert_cmpuint(stopped_count(log, "captured"), ==, 1);
-    g_assert_cmpuint(stream_msgs(t.js, DLQ), ==, 1);
+    g_assert_cmpuint(jet_test_stream_msgs(t.js, DLQ), ==, 1);
     jsStreamInfo *si = NULL;
     natsStatus s = js_GetStreamInfo(&si, t.js, ADV, NULL, NULL);
     jsStreamInfo_Destroy(si);
@@ -538,7 +507,7 @@ static void test_lost(void)
     g_assert_cmpuint(jet_test_count_lines(log, "stream seq 1: "), >=, 1);
     g_assert_cmpuint(stopped_count(log, "lost"), ==, 1);
     g_assert_cmpuint(stopped_count(log, "captured"), ==, 0);
-    g_assert_cmpuint(stream_msgs(t.js, DLQ), ==, 0);
+    g_assert_cmpuint(jet_test_stream_msgs(t.js, DLQ), ==, 0);
     /* Acked once, not redelivered. */
     jsConsumerInfo *ci = jet_test_consumer_info(t.js, ADV, ADV_CONSUMER);
     g_assert_cmpint(ci->NumRedelivered, ==, 0);
@@ -561,7 +530,7 @@ static void test_collision(void)
     wait_msgs(&t, ADV, 1);
 
     g_autofree char *id =
-        g_strdup_printf("jethost:ORDERS.c:1:%" G_GINT64_FORMAT, stream_created(t.js, "ORDERS"));
+        g_strdup_printf("jethost:ORDERS.c:1:%" G_GINT64_FORMAT, jet_test_stream_created(t.js, "ORDERS"));
     natsMsg *forged = NULL;
     g_assert_cmpint(natsMsg_Create(&forged, "jethost.dlq.orders", NULL, "forged", 6), ==, NATS_OK);
     natsMsgHeader_Set(forged, "Nats-Msg-Id", id);
@@ -579,7 +548,7 @@ static void test_collision(void)
     g_autofree char *log = host_stop(&h);
     g_assert_cmpuint(jet_test_count_lines(log, "event=capture-collision"), ==, 1);
     g_assert_cmpuint(stopped_count(log, "captured"), ==, 1);
-    g_assert_cmpuint(stream_msgs(t.js, DLQ), ==, 2);
+    g_assert_cmpuint(jet_test_stream_msgs(t.js, DLQ), ==, 2);
     Record rec;
     record_read(&t, DLQ, 2, &rec);
     g_autofree char *after = g_strdup_printf("%s:after-1", id);
@@ -622,7 +591,7 @@ static void test_same_id_as_engine(void)
     g_assert_cmpuint(stopped_count(log, "already captured"), ==, 1);
     g_assert_cmpuint(stopped_count(log, "invalid"), ==, 1);
     g_assert_cmpuint(stopped_count(log, "captured"), ==, 0);
-    g_assert_cmpuint(stream_msgs(t.js, DLQ), ==, 1);
+    g_assert_cmpuint(jet_test_stream_msgs(t.js, DLQ), ==, 1);
     Record rec;
     record_read(&t, DLQ, 1, &rec);
     g_assert_cmpstr(hdr(&rec, "Jethost-Cause"), ==, "rejected");

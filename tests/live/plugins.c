@@ -16,23 +16,6 @@
 #include <signal.h>
 #include <string.h>
 
-typedef struct {
-    jsCtx *js;
-    const char *stream, *consumer;
-    guint64 floor;
-} FloorWait;
-
-static gboolean floor_reached(gpointer data)
-{
-    FloorWait *fw = data;
-    jsConsumerInfo *ci = NULL;
-    if (js_GetConsumerInfo(&ci, fw->js, fw->stream, fw->consumer, NULL, NULL) != NATS_OK)
-        return FALSE;
-    gboolean ok = ci->AckFloor.Stream >= fw->floor && ci->NumAckPending == 0 && ci->NumPending == 0;
-    jsConsumerInfo_Destroy(ci);
-    return ok;
-}
-
 /* [host] and one [binding NAME] for the built plugin PLUGIN, with short
  * waits; extra is appended to the binding. */
 static char *config_for(const char *url, const char *binding, const char *plugin, const char *consumer,
@@ -44,37 +27,6 @@ static char *config_for(const char *url, const char *binding, const char *plugin
                            "[binding %s]\nplugin = %s\nstream = ORDERS\nconsumer = %s\n"
                            "ack_wait = 2s\nexpires = 2s\nidle_heartbeat = 1s\nfloor_age = 0\n%s",
                            url, state, binding, path, consumer, extra);
-}
-
-/* Spawns `jethost run -c CONF` with the config text; stderr to a file. */
-static GSubprocess *run_host(const char *name, const char *text, char **errlog)
-{
-    g_autofree char *file = g_strdup_printf("%s.conf", name);
-    g_autofree char *conf = jet_test_write_file(file, text);
-    g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
-    *errlog = g_build_filename(jet_test_private_dir(), errfile, NULL);
-    const char *args[] = { "run", "-c", conf, NULL };
-    return jet_test_jethost_spawn(*errlog, args);
-}
-
-static void stop_host(GSubprocess *host, const char *errlog)
-{
-    g_subprocess_send_signal(host, SIGTERM);
-    int rc = jet_test_jethost_wait(host, 20000);
-    if (rc != 0) {
-        g_autofree char *log = NULL;
-        g_file_get_contents(errlog, &log, NULL, NULL);
-        g_error("jethost exited with %d:\n%s", rc, log != NULL ? log : "");
-    }
-}
-
-static char *read_text(const char *path)
-{
-    g_autofree char *log = NULL;
-    g_autoptr(GError) err = NULL;
-    g_file_get_contents(path, &log, NULL, &err);
-    g_assert_no_error(err);
-    return g_steal_pointer(&log);
 }
 
 /* Publishes one message with headers given as name, value, ..., NULL. */
@@ -91,50 +43,14 @@ static void publish(jsCtx *js, const char *subject, const void *data, int len, .
     g_assert_null(m);   /* the library owns it now */
 }
 
-static void publish_wait(jsCtx *js)
-{
-    jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MaxWait = 30000;
-    g_assert_cmpint(js_PublishAsyncComplete(js, &po), ==, NATS_OK);
-    natsMsgList pending = { 0 };
-    g_assert_cmpint(js_PublishAsyncGetPendingList(&pending, js), ==, NATS_NOT_FOUND);
-}
-
-static natsMsg *get_msg(jsCtx *js, const char *stream, guint64 seq)
-{
-    natsMsg *m = NULL;
-    jsErrCode jerr = 0;
-    natsStatus s = js_GetMsg(&m, js, stream, seq, NULL, &jerr);
-    if (s != NATS_OK)
-        g_error("get %s:%" G_GUINT64_FORMAT ": %s (err %d)", stream, seq, natsStatus_GetText(s), (int)jerr);
-    return m;
-}
-
-static const char *hget(natsMsg *m, const char *name)
-{
-    const char *v = NULL;
-    return natsMsgHeader_Get(m, name, &v) == NATS_OK ? v : NULL;
-}
-
-static guint64 stream_msgs(jsCtx *js, const char *stream)
-{
-    jsStreamInfo *si = NULL;
-    if (js_GetStreamInfo(&si, js, stream, NULL, NULL) != NATS_OK)
-        return 0;
-    guint64 n = si->State.Msgs;
-    jsStreamInfo_Destroy(si);
-    return n;
-}
-
 /* The DLQ's records by origin sequence: seq -> natsMsg (owned by the table). */
 static GHashTable *read_dlq(jsCtx *js)
 {
     GHashTable *t = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)natsMsg_Destroy);
-    guint64 n = stream_msgs(js, "JETHOST_DLQ");
+    guint64 n = jet_test_stream_msgs(js, "JETHOST_DLQ");
     for (guint64 seq = 1; seq <= n; seq++) {
-        natsMsg *rec = get_msg(js, "JETHOST_DLQ", seq);
-        const char *origin = hget(rec, "Jethost-Origin-Seq");
+        natsMsg *rec = jet_test_stream_get(js, "JETHOST_DLQ", seq);
+        const char *origin = jet_test_msg_header(rec, "Jethost-Origin-Seq");
         g_assert_nonnull(origin);
         guint64 o = g_ascii_strtoull(origin, NULL, 10);
         g_assert_false(g_hash_table_contains(t, GSIZE_TO_POINTER(o)));   /* captured once */
@@ -176,7 +92,7 @@ static void paced_publish(jsCtx *js)
             break;
         }
     }
-    publish_wait(js);
+    jet_test_publish_wait(js);
 }
 
 static gboolean file_has_data(gpointer data)
@@ -257,7 +173,7 @@ static void paced_compare(JsonObject *o, natsMsg *m, guint64 seq)
  * entry in any. */
 static void paced_file_is_stream(jsCtx *js, const char *path)
 {
-    g_autofree char *lines_text = read_text(path);
+    g_autofree char *lines_text = jet_test_read_text(path);
     g_assert_true(g_str_has_suffix(lines_text, "}\n"));
     g_auto(GStrv) lines = g_strsplit(lines_text, "\n", -1);
     g_assert_cmpuint(g_strv_length(lines), ==, PACED_N + 1);
@@ -267,7 +183,7 @@ static void paced_file_is_stream(jsCtx *js, const char *path)
         g_autoptr(GError) err = NULL;
         if (!json_parser_load_from_data(p, lines[seq - 1], -1, &err))
             g_error("line %" G_GUINT64_FORMAT " is not JSON (%s): %s", seq, err->message, lines[seq - 1]);
-        natsMsg *m = get_msg(js, "ORDERS", seq);
+        natsMsg *m = jet_test_stream_get(js, "ORDERS", seq);
         paced_compare(json_node_get_object(json_parser_get_root(p)), m, seq);
         natsMsg_Destroy(m);
         g_assert_null(strstr(lines[seq - 1], "\"kv\":"));
@@ -286,15 +202,15 @@ static void test_paced_matches_stream(void)
     g_autofree char *extra = g_strdup_printf("batch = 10\noption.path = %s\noption.rate = 100\n", out);
     g_autofree char *text = config_for(jet_test_server_url(srv), "audit", "paced", "audit", extra);
     g_autofree char *errlog = NULL;
-    g_autoptr(GSubprocess) host = run_host("paced", text, &errlog);
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn_config("paced", text, &errlog);
 
     /* From the first line to the last ack: 199 slots 10 ms apart. */
     g_assert_true(jet_test_wait_until(file_has_data, out, 30000));
     gint64 t0 = g_get_monotonic_time();
-    FloorWait fw = { js, "ORDERS", "audit", PACED_N };
-    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    JetTestFloorWait fw = { js, "ORDERS", "audit", PACED_N };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 30000));
     gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
-    stop_host(host, errlog);
+    jet_test_jethost_stop(host, errlog);
     g_test_message("%d messages at rate 100 took %" G_GINT64_FORMAT " ms", PACED_N, took_ms);
     g_assert_cmpint(took_ms, >=, 1900);
     g_assert_cmpint(took_ms, <, 15000);
@@ -354,7 +270,7 @@ static void test_paced_every_kind(void)
         "option.path = %s\n",
         jet_test_server_url(srv), state, plugin, ord_out, plugin, kv_out);
     g_autofree char *errlog = NULL;
-    g_autoptr(GSubprocess) host = run_host("paced-kinds", text, &errlog);
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn_config("paced-kinds", text, &errlog);
     LinesWait kw = { kv_out, 2 };
     g_assert_true(jet_test_wait_until(has_lines, &kw, 30000));
     g_assert_cmpint(kvStore_Delete(kv, "app.a"), ==, NATS_OK);
@@ -362,10 +278,10 @@ static void test_paced_every_kind(void)
     g_assert_true(jet_test_wait_until(has_lines, &kw, 30000));
     LinesWait ow = { ord_out, PACED_N };
     g_assert_true(jet_test_wait_until(has_lines, &ow, 30000));
-    stop_host(host, errlog);
+    jet_test_jethost_stop(host, errlog);
 
     paced_file_is_stream(js, ord_out);
-    g_autofree char *kv_text = read_text(kv_out);
+    g_autofree char *kv_text = jet_test_read_text(kv_out);
     g_auto(GStrv) kv_lines = g_strsplit(kv_text, "\n", -1);
     g_assert_cmpuint(g_strv_length(kv_lines), ==, 4);
     static const char *const want[] = {
@@ -378,7 +294,7 @@ static void test_paced_every_kind(void)
         g_assert_true(g_str_has_suffix(kv_lines[i], want[i]));
         g_assert_true(g_str_has_prefix(kv_lines[i], "{\"subject\":\"$KV.CFG.app."));
     }
-    g_autofree char *log = read_text(errlog);
+    g_autofree char *log = jet_test_read_text(errlog);
     g_assert_nonnull(strstr(log, "binding=cfg event=plugin msg=\"the bucket's current values are written; updates follow\""));
     kvStore_Destroy(kv);
     jet_test_js_close(nc, js);
@@ -409,17 +325,6 @@ static const struct {
 
 #define RETRY_ROUNDS 2
 
-typedef struct {
-    jsCtx *js;
-    guint64 captured;
-} DlqWait;
-
-static gboolean dlq_has(gpointer data)
-{
-    DlqWait *w = data;
-    return stream_msgs(w->js, "JETHOST_DLQ") >= w->captured;
-}
-
 static void test_retry_outcomes(void)
 {
     g_autoptr(JetTestServer) srv = jet_test_server_start();
@@ -437,22 +342,22 @@ static void test_retry_outcomes(void)
             publish(js, "orders.new", data, (int)strlen(data), NULL);
         captured += faults[i % G_N_ELEMENTS(faults)].cause != NULL;
     }
-    publish_wait(js);
+    jet_test_publish_wait(js);
 
     g_autofree char *text = config_for(jet_test_server_url(srv), "rehearsal", "retry", "rehearsal",
                                        "workers = 2\nbatch = 5\nrungs = 100ms, 200ms\nmax_attempts = 3\n"
                                        "max_postpone_delay = 10s\n");
     g_autofree char *errlog = NULL;
-    g_autoptr(GSubprocess) host = run_host("retry", text, &errlog);
-    FloorWait fw = { js, "ORDERS", "rehearsal", n };
-    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
-    DlqWait dw = { js, captured };
-    g_assert_true(jet_test_wait_until(dlq_has, &dw, 10000));
-    stop_host(host, errlog);
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn_config("retry", text, &errlog);
+    JetTestFloorWait fw = { js, "ORDERS", "rehearsal", n };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 30000));
+    JetTestStreamWait dw = { js, "JETHOST_DLQ", captured };
+    g_assert_true(jet_test_wait_until(jet_test_stream_has, &dw, 10000));
+    jet_test_jethost_stop(host, errlog);
 
     g_autoptr(GHashTable) dlq = read_dlq(js);
     g_assert_cmpuint(g_hash_table_size(dlq), ==, captured);
-    g_autofree char *log = read_text(errlog);
+    g_autofree char *log = jet_test_read_text(errlog);
     /* Per round: 19 handler calls, 5 acks, 7 retries, 2 postpones. */
     if (strstr(log, "handled 38: acked 10, retried 14, postponed 4, released 0") == NULL)
         g_error("unexpected totals in the log:\n%s", log);
@@ -462,7 +367,7 @@ static void test_retry_outcomes(void)
         const char *cause = faults[i % G_N_ELEMENTS(faults)].cause;
         natsMsg *rec = g_hash_table_lookup(dlq, GSIZE_TO_POINTER(seq));
         g_test_message("seq %" G_GUINT64_FORMAT " '%s': %s", seq, fault != NULL ? fault : "(none)",
-                       rec != NULL ? hget(rec, "Jethost-Cause") : "acked");
+                       rec != NULL ? jet_test_msg_header(rec, "Jethost-Cause") : "acked");
         if (cause == NULL) {
             /* Acked, on the delivery its fault says, as the decision log shows. */
             g_assert_null(rec);
@@ -481,17 +386,17 @@ static void test_retry_outcomes(void)
         }
         g_assert_nonnull(rec);
         g_assert_cmpstr(natsMsg_GetSubject(rec), ==, "jethost.dlq.rehearsal");
-        g_assert_cmpstr(hget(rec, "Jethost-Cause"), ==, cause);
-        g_assert_cmpstr(hget(rec, "Jethost-Reason"), ==, faults[i % G_N_ELEMENTS(faults)].reason);
-        g_assert_cmpstr(hget(rec, "Jethost-Origin-Stream"), ==, "ORDERS");
-        g_assert_cmpstr(hget(rec, "Jethost-Plugin"), ==, "retry");
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Cause"), ==, cause);
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Reason"), ==, faults[i % G_N_ELEMENTS(faults)].reason);
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Origin-Stream"), ==, "ORDERS");
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Plugin"), ==, "retry");
         /* The original message travels with it. */
         g_autofree char *data = g_strdup_printf("order %u", i + 1);
         g_assert_cmpmem(natsMsg_GetData(rec), natsMsg_GetDataLength(rec), data, strlen(data));
-        g_assert_cmpstr(hget(rec, "Order"), ==, data);
-        g_assert_cmpstr(hget(rec, "Jethost-Orig-Jethost-Fault"), ==, fault);
+        g_assert_cmpstr(jet_test_msg_header(rec, "Order"), ==, data);
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Orig-Jethost-Fault"), ==, fault);
         if (strcmp(cause, "exhausted") == 0)
-            g_assert_cmpstr(hget(rec, "Jethost-Failures"), ==, "3");
+            g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Failures"), ==, "3");
     }
     jet_test_js_close(nc, js);
 }
@@ -534,7 +439,7 @@ static void test_exec_exit_codes(void)
         g_autofree char *script = exec_script((int)(i % EX_KINDS), trace);
         publish(js, "orders.new", script, (int)strlen(script), "Kind", kinds[i % EX_KINDS], NULL);
     }
-    publish_wait(js);
+    jet_test_publish_wait(js);
 
     /* The payload is the script: sh evaluates what arrives on stdin. */
     g_autofree char *text = config_for(jet_test_server_url(srv), "scripts", "exec", "scripts",
@@ -542,15 +447,15 @@ static void test_exec_exit_codes(void)
                                        "option.shell = true\noption.timeout = 10s\n"
                                        "option.command = eval \"$(cat)\"\n");
     g_autofree char *errlog = NULL;
-    g_autoptr(GSubprocess) host = run_host("exec", text, &errlog);
-    FloorWait fw = { js, "ORDERS", "scripts", n };
-    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
-    DlqWait dw = { js, n / EX_KINDS };
-    g_assert_true(jet_test_wait_until(dlq_has, &dw, 10000));
-    stop_host(host, errlog);
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn_config("exec", text, &errlog);
+    JetTestFloorWait fw = { js, "ORDERS", "scripts", n };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 30000));
+    JetTestStreamWait dw = { js, "JETHOST_DLQ", n / EX_KINDS };
+    g_assert_true(jet_test_wait_until(jet_test_stream_has, &dw, 10000));
+    jet_test_jethost_stop(host, errlog);
 
     /* Each run, by (seq, delivery). */
-    g_autofree char *runs_text = read_text(trace);
+    g_autofree char *runs_text = jet_test_read_text(trace);
     g_auto(GStrv) runs = g_strsplit(runs_text, "\n", -1);
     g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (char **r = runs; *r != NULL && **r; r++) {
@@ -577,15 +482,15 @@ static void test_exec_exit_codes(void)
             continue;
         }
         g_assert_nonnull(rec);
-        g_assert_cmpstr(hget(rec, "Jethost-Cause"), ==, "rejected");
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Cause"), ==, "rejected");
         g_autofree char *reason = g_strdup_printf("order %" G_GUINT64_FORMAT ": no such customer", seq);
-        g_assert_cmpstr(hget(rec, "Jethost-Reason"), ==, reason);
-        g_assert_cmpstr(hget(rec, "Jethost-Plugin"), ==, "exec");
-        g_assert_cmpstr(hget(rec, "Jethost-Deliveries"), ==, "1");
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Reason"), ==, reason);
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Plugin"), ==, "exec");
+        g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Deliveries"), ==, "1");
     }
     /* The host's own account: a retry on rung 1 for each exit 75, a postpone
      * by the printed delay for each exit 76, and the totals. */
-    g_autofree char *log = read_text(errlog);
+    g_autofree char *log = jet_test_read_text(errlog);
     for (guint64 seq = 1; seq <= n; seq++) {
         int kind = (int)((seq - 1) % EX_KINDS);
         g_autofree char *retry = g_strdup_printf("stream seq %" G_GUINT64_FORMAT " delivery 1: retry in 200 ms: database busy\"", seq);

@@ -10,23 +10,6 @@
 #include <sys/stat.h>
 #include <string.h>
 
-typedef struct {
-    jsCtx *js;
-    const char *stream, *consumer;
-    guint64 floor;
-} FloorWait;
-
-static gboolean floor_reached(gpointer data)
-{
-    FloorWait *fw = data;
-    jsConsumerInfo *ci = NULL;
-    if (js_GetConsumerInfo(&ci, fw->js, fw->stream, fw->consumer, NULL, NULL) != NATS_OK)
-        return FALSE;
-    gboolean ok = ci->AckFloor.Stream >= fw->floor && ci->NumAckPending == 0 && ci->NumPending == 0;
-    jsConsumerInfo_Destroy(ci);
-    return ok;
-}
-
 static char *config_for(const char *url, const char *plugin, const char *extra)
 {
     g_autofree char *state = g_build_filename(jet_test_private_dir(), "state", NULL);
@@ -50,8 +33,8 @@ static void test_thousand_acked_in_order(void)
     const char *args[] = { "run", "-c", conf, NULL };
     g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
 
-    FloorWait fw = { js, "ORDERS", "billing", 1000 };
-    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    JetTestFloorWait fw = { js, "ORDERS", "billing", 1000 };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 60000));
     g_subprocess_send_signal(host, SIGTERM);
     g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
 
@@ -208,8 +191,8 @@ static void test_sigterm_mid_stream(void)
     const char *args2[] = { "run", "-c", conf2, NULL };
     g_autoptr(GSubprocess) host2 = jet_test_jethost_spawn(errlog, args2);
     /* Well within AckWait (30 s): the released messages were not waiting for it. */
-    FloorWait fw = { js, "ORDERS", "billing", 100 };
-    g_assert_true(jet_test_wait_until(floor_reached, &fw, 15000));
+    JetTestFloorWait fw = { js, "ORDERS", "billing", 100 };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 15000));
     g_subprocess_send_signal(host2, SIGTERM);
     g_assert_cmpint(jet_test_jethost_wait(host2, 20000), ==, 0);
     g_assert_cmpuint(count_lines(handled), ==, 100);
@@ -474,8 +457,8 @@ static void test_two_hosts(void)
     WaitingPulls wp = { js, 4 };
     g_assert_true(jet_test_wait_until(pulls_waiting, &wp, 30000));
     jet_test_publish_n(js, "orders.new", 10000);
-    FloorWait fw = { js, "ORDERS", "billing", 10000 };
-    g_assert_true(jet_test_wait_until(floor_reached, &fw, 120000));
+    JetTestFloorWait fw = { js, "ORDERS", "billing", 10000 };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 120000));
     for (int i = 0; i < 2; i++) {
         g_subprocess_send_signal(hosts[i], SIGTERM);
         g_assert_cmpint(jet_test_jethost_wait(hosts[i], 20000), ==, 0);

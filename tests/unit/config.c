@@ -232,6 +232,10 @@ static const struct {
     { HOST BIND "dlq_subject = dlq.*\n", "[binding orders] dlq_subject: subject 'dlq.*' must not contain wildcards" },
     { HOST BIND "subjects = orders.*, a b\n", "[binding orders] subjects: subject 'a b' must not contain white space" },
     { HOST BIND "subjects = orders.*,\n", "[binding orders] subjects: 'orders.*,' has an empty item" },
+    { HOST BIND "publish_streams = FWD, A.B\n", "[binding orders] publish_streams: 'A.B' must not contain '.'" },
+    { HOST BIND "publish_streams = FWD,\n", "[binding orders] publish_streams: 'FWD,' has an empty item" },
+    { HOST BIND "publish_streams = FWD, AUDIT, FWD\n", "[binding orders] publish_streams: 'FWD' is named twice" },
+    { HOST BIND "publish_streams = F\x01WD\n", "[binding orders] publish_streams: 'F\\x01WD' must not contain white space" },
     /* cross-key checks */
     { HOST BIND "threshold = 10\n", "[binding orders] threshold: 10 must be less than batch (10)" },
     { HOST BIND "batch = 5\nthreshold = 7\n", "[binding orders] threshold: 7 must be less than batch (5)" },
@@ -447,6 +451,7 @@ static void test_defaults(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(b->consumer, ==, "billing");
     g_assert_cmpint(b->manage, ==, JET_MANAGE_CREATE);
     g_assert_null(b->subjects);
+    g_assert_null(b->publish_streams);
     g_assert_null(b->filter_subject);
     g_assert_cmpuint(b->workers, ==, 1);
     g_assert_cmpuint(b->batch, ==, 10);
@@ -496,6 +501,7 @@ static void test_values(Fixture *fx, gconstpointer data)
         "stream = ORDERS\n"
         "consumer = billing\n"
         "subjects = orders.*, orders.eu.>\n"
+        "publish_streams = FWD ,AUDIT\n"
         "filter_subject = orders.eu.>\n"
         "workers = 64\n"
         "batch = 10000\n"
@@ -566,6 +572,9 @@ static void test_values(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(g_strv_length(b->subjects), ==, 2);
     g_assert_cmpstr(b->subjects[0], ==, "orders.*");
     g_assert_cmpstr(b->subjects[1], ==, "orders.eu.>");
+    g_assert_cmpuint(g_strv_length(b->publish_streams), ==, 2);
+    g_assert_cmpstr(b->publish_streams[0], ==, "FWD");
+    g_assert_cmpstr(b->publish_streams[1], ==, "AUDIT");
     g_assert_cmpstr(b->filter_subject, ==, "orders.eu.>");
     g_assert_cmpuint(b->workers, ==, 64);
     g_assert_cmpuint(b->batch, ==, 10000);

@@ -1736,6 +1736,167 @@ static void test_budget_line_past_guint(void)
     g_assert_null(jet_schedule_report_find(&r, "breaker-no-room"));
 }
 
+/* --- the target streams of a binding's publishes (publish_streams) -------- */
+
+/* The check, then the publish streams on its report. */
+static JetScheduleReport check_publish(const JetScheduleInput *in, const JetPublishStream *streams, gsize n)
+{
+    JetScheduleReport r = check(in);
+    jet_schedule_check_publish_streams(&r, streams, n);
+    for (gsize i = 0; i < r.n_violations; i++)
+        g_test_message("%s %s: %s", jet_schedule_severity_name(r.violations[i].severity),
+                       r.violations[i].code, r.violations[i].message);
+    return r;
+}
+
+static JetPublishStream found(const char *name, guint64 window_ms)
+{
+    return (JetPublishStream){ .name = name, .found = TRUE, .duplicate_window_ms = window_ms };
+}
+
+/* The window must be longer than the worst case: equal is too short (the
+ * envelope leaves out handler and publish time). */
+static void test_publish_window_boundary(void)
+{
+    JetScheduleInput in = base();
+    guint64 worst = 21 * S + 90 * S;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(jet_schedule_dedup_need_ms(&r), ==, worst);
+
+    JetPublishStream s = found("FWD", worst - 1);
+    r = check_publish(&in, &s, 1);
+    assert_codes(&r, CODES("publish-dedup-window"));
+    assert_severity(&r, "publish-dedup-window", JET_SCHEDULE_WARNING);
+    const char *msg = jet_schedule_report_find(&r, "publish-dedup-window")->message;
+    assert_contains(msg, "duplicate window of FWD (1m 50s 999ms) not longer than the worst case 1m 51s "
+                         "(ladder 21s + postpone horizon 0 + last postpone 0 + crash fallback 1m 30s)");
+    assert_contains(msg, "raise duplicate_window above 1m 51s");
+
+    s.duplicate_window_ms = worst;
+    r = check_publish(&in, &s, 1);
+    assert_codes(&r, CODES("publish-dedup-window"));
+
+    s.duplicate_window_ms = worst + 1;
+    r = check_publish(&in, &s, 1);
+    assert_codes(&r, NONE);
+
+    /* No streams: nothing to say. */
+    r = check_publish(&in, NULL, 0);
+    assert_codes(&r, NONE);
+}
+
+/* Every term counts: the postpone horizon and its overshoot (a message
+ * postponed after a failed publish publishes again when it is acked), and
+ * the crash fallback with the consumer's AckWait when the server has one. */
+static void test_publish_window_terms(void)
+{
+    JetScheduleInput in = base();
+    in.postpone_horizon_ms = 1 * H;
+    in.max_postpone_delay_ms = 15 * M;
+    guint64 worst = 21 * S + 1 * H + 15 * M + 90 * S;
+    JetScheduleReport r = check(&in);
+    g_assert_cmpuint(jet_schedule_dedup_need_ms(&r), ==, worst);
+    JetPublishStream s = found("FWD", 2 * M);   /* the server's default window */
+    r = check_publish(&in, &s, 1);
+    assert_codes(&r, CODES("publish-dedup-window"));
+    assert_contains(jet_schedule_report_find(&r, "publish-dedup-window")->message,
+                    "worst case 1h 16m 51s (ladder 21s + postpone horizon 1h + last postpone 15m + crash fallback "
+                    "1m 30s)");
+    s.duplicate_window_ms = worst + 1;
+    r = check_publish(&in, &s, 1);
+    assert_codes(&r, NONE);
+
+    /* The consumer's AckWait replaces the binding's. */
+    in = base();
+    consumer(&in, 2 * S, -1, NULL, 0);
+    r = check(&in);
+    g_assert_cmpuint(jet_schedule_dedup_need_ms(&r), ==, 21 * S + 6 * S);
+    s.duplicate_window_ms = 27 * S;
+    r = check_publish(&in, &s, 1);
+    assert_codes(&r, CODES("publish-dedup-window"));
+    s.duplicate_window_ms = 27 * S + 1;
+    r = check_publish(&in, &s, 1);
+    assert_codes(&r, NONE);
+}
+
+/* A stream the server does not have is an error; one it could not read is
+ * too, saying why; each code once, naming every stream. */
+static void test_publish_streams_missing(void)
+{
+    JetScheduleInput in = base();
+    JetPublishStream s[] = {
+        found("FWD", 1 * H),
+        { .name = "NOPE", .found = FALSE },
+        found("SHORT", 1 * S),
+        { .name = "LOCKED", .found = FALSE, .error = "cannot be read: timeout" },
+        found("TINY", 0),
+    };
+    JetScheduleReport r = check_publish(&in, s, G_N_ELEMENTS(s));
+    assert_codes(&r, CODES("publish-stream-missing", "publish-dedup-window"));
+    assert_severity(&r, "publish-stream-missing", JET_SCHEDULE_ERROR);
+    const char *msg = jet_schedule_report_find(&r, "publish-stream-missing")->message;
+    assert_contains(msg, "not on the server: NOPE (does not exist), LOCKED (cannot be read: timeout);");
+    g_assert_null(strstr(msg, "FWD"));
+    msg = jet_schedule_report_find(&r, "publish-dedup-window")->message;
+    assert_contains(msg, "duplicate window of SHORT (1s), TINY (0) not longer than the worst case 1m 51s");
+    g_assert_null(strstr(msg, "FWD"));
+}
+
+/* Unlimited retries outlive any window. */
+static void test_publish_window_unlimited(void)
+{
+    JetScheduleInput in = base();
+    in.max_attempts = 0;
+    JetScheduleReport r = check(&in);
+    g_assert_true(r.unlimited);
+    g_assert_cmpuint(jet_schedule_dedup_need_ms(&r), ==, G_MAXUINT64);
+    JetPublishStream s = found("FWD", 365 * 24 * H);
+    r = check_publish(&in, &s, 1);
+    assert_codes(&r, CODES("publish-dedup-window"));
+    assert_contains(jet_schedule_report_find(&r, "publish-dedup-window")->message,
+                    "retries without bound (max_attempts 0, MaxDeliver unlimited) can redeliver a message after "
+                    "any duplicate window, FWD (365d)");
+
+    /* With a finite MaxDeliver the budget line bounds it again. */
+    in.max_deliver = 7;
+    r = check(&in);
+    guint64 need = jet_schedule_dedup_need_ms(&r);
+    g_assert_cmpuint(need, ==, r.worst_case_ms);
+    g_assert_cmpuint(need, <, G_MAXUINT64);
+    s.duplicate_window_ms = need + 1;
+    r = check_publish(&in, &s, 1);
+    g_assert_null(jet_schedule_report_find(&r, "publish-dedup-window"));
+}
+
+/* Many streams: one violation per code, its list cut short, the message
+ * whole. */
+static void test_publish_streams_many(void)
+{
+    JetScheduleInput in = base();
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    JetPublishStream s[80];
+    for (gsize i = 0; i < G_N_ELEMENTS(s); i++) {
+        char *name = g_strdup_printf("STREAM_WITH_A_LONG_NAME_%" G_GSIZE_FORMAT, i);
+        g_ptr_array_add(names, name);
+        s[i] = i % 2 ? found(name, 1 * S) : (JetPublishStream){ .name = name, .found = FALSE };
+    }
+    JetScheduleReport r = check_publish(&in, s, G_N_ELEMENTS(s));
+    assert_codes(&r, CODES("publish-stream-missing", "publish-dedup-window"));
+    for (gsize i = 0; i < r.n_violations; i++) {
+        assert_contains(r.violations[i].message, ", ...");
+        g_assert_cmpuint(strlen(r.violations[i].message), <, sizeof r.violations[i].message - 1);
+    }
+    assert_contains(jet_schedule_report_find(&r, "publish-stream-missing")->message, "; the plugin's publishes");
+    assert_contains(jet_schedule_report_find(&r, "publish-dedup-window")->message, "or shorten the schedule");
+
+    /* The longest terms too. */
+    in.postpone_horizon_ms = 1 * 24 * H + 1 * H + 1 * M + 1 * S + 1;
+    in.max_postpone_delay_ms = in.postpone_horizon_ms;
+    in.ack_wait_ms = in.postpone_horizon_ms;
+    r = check_publish(&in, s, G_N_ELEMENTS(s));
+    assert_contains(jet_schedule_report_find(&r, "publish-dedup-window")->message, "or shorten the schedule");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1777,5 +1938,10 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/breaker/room-reach-edge", test_breaker_room_reach_edge);
     g_test_add_func("/schedule/budget/max-time-names-max-deliver", test_budget_max_time_names_max_deliver);
     g_test_add_func("/schedule/budget/line-past-guint", test_budget_line_past_guint);
+    g_test_add_func("/schedule/publish/window-boundary", test_publish_window_boundary);
+    g_test_add_func("/schedule/publish/window-terms", test_publish_window_terms);
+    g_test_add_func("/schedule/publish/streams-missing", test_publish_streams_missing);
+    g_test_add_func("/schedule/publish/window-unlimited", test_publish_window_unlimited);
+    g_test_add_func("/schedule/publish/streams-many", test_publish_streams_many);
     return g_test_run();
 }
