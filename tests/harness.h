@@ -59,9 +59,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetTestServer, jet_test_server_free)
 gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms);
 
 /* --- JetStream helpers for real-server tests --- */
-/* Guarded too: JetTestJs, a typedef, may not be declared twice. */
-#ifndef JET_TEST_HARNESS_JS_H
-#define JET_TEST_HARNESS_JS_H
 #include <nats/nats.h>
 #include <gio/gio.h>
 
