@@ -30,10 +30,18 @@
  *       waiting for the pub-ack, then natsConnection_Request(reply, "+ACK"),
  *       waiting for the server's confirmation.  Nothing else: no provenance
  *       headers, no original headers, no log line.
+ *   rawloop forward URL STREAM CONSUMER N BATCH SUBJECT
+ *       Publish-then-ack by hand, beside jethost with the forward plugin:
+ *       the same loop as `capture`, each payload republished to SUBJECT
+ *       under the same kind of Nats-Msg-Id (so the target's duplicate
+ *       window costs both sides alike), the pub-ack waited for, then a
+ *       plain "+ACK" published, as jethost acks a forwarded message.  No
+ *       template is filled in: SUBJECT is fixed.
  *   rawloop dlq URL STREAM SUBJECT
  *       (Re)creates STREAM as jethost's managed mode creates its DLQ stream:
  *       file storage, limits retention without limits, a 2 h duplicate
- *       window, SUBJECT (e.g. jethost.dlq.>).
+ *       window, SUBJECT (e.g. jethost.dlq.>).  The forward case's target
+ *       stream FWD is made the same way.
  *   rawloop msgs URL STREAM                  prints the stream's message count
  *   rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S
  *       Polls the consumer's info every 5 ms (a missing consumer counts as
@@ -513,8 +521,12 @@ static uint64_t ack_stream_seq(const char *reply)
     return ack_parse(reply, &consumer, &len);
 }
 
-static int mode_capture(const char *url, const char *stream, const char *consumer, long n, long batch,
-                        const char *dlq_subject)
+/* capture and forward share this loop: each message republished to
+ * `subject` under a Nats-Msg-Id, its pub-ack waited for, then the origin
+ * acked, as a request when `confirmed` (jethost confirms the ack of a
+ * dead-lettered message, not that of a forwarded one). */
+static int republish_loop(const char *mode, const char *url, const char *stream, const char *consumer, long n,
+                          long batch, const char *subject, bool confirmed)
 {
     natsConnection *nc = connect_to(url);
     jsCtx *js = js_for(nc);
@@ -557,26 +569,30 @@ static int mode_capture(const char *url, const char *stream, const char *consume
         DIE_IF(s, "next message");
         const char *reply = natsMsg_GetReply(m);
         if (reply != NULL && strncmp(reply, "$JS.ACK.", 8) == 0) {
-            /* 1. the record, 2. its pub-ack, 3. the ack, 4. its confirmation */
+            /* 1. the copy, 2. its pub-ack, 3. the ack, 4. its confirmation */
             char msg_id[320];
-            natsMsg *dlq = NULL;
+            natsMsg *copy = NULL;
             jsPubAck *pa = NULL;
             jsErrCode jerr = 0;
             snprintf(msg_id, sizeof msg_id, "raw:%s.%s:%" PRIu64, stream, consumer, ack_stream_seq(reply));
-            DIE_IF(natsMsg_Create(&dlq, dlq_subject, NULL, natsMsg_GetData(m), natsMsg_GetDataLength(m)),
-                   "dlq message");
-            DIE_IF(natsMsgHeader_Set(dlq, "Nats-Msg-Id", msg_id), "msg id");
-            s = js_PublishMsg(&pa, js, dlq, &po, &jerr);
+            DIE_IF(natsMsg_Create(&copy, subject, NULL, natsMsg_GetData(m), natsMsg_GetDataLength(m)),
+                   "republished message");
+            DIE_IF(natsMsgHeader_Set(copy, "Nats-Msg-Id", msg_id), "msg id");
+            s = js_PublishMsg(&pa, js, copy, &po, &jerr);
             if (s != NATS_OK)
-                fprintf(stderr, "rawloop: capture publish: error code %d\n", (int)jerr);
-            DIE_IF(s, "capture publish");
+                fprintf(stderr, "rawloop: %s publish: error code %d\n", mode, (int)jerr);
+            DIE_IF(s, "republish");
             if (pa->Duplicate)
                 duplicates++;
             jsPubAck_Destroy(pa);
-            natsMsg_Destroy(dlq);
-            natsMsg *confirm = NULL;
-            DIE_IF(natsConnection_Request(&confirm, nc, reply, "+ACK", 4, 5000), "confirmed ack");
-            natsMsg_Destroy(confirm);
+            natsMsg_Destroy(copy);
+            if (confirmed) {
+                natsMsg *confirm = NULL;
+                DIE_IF(natsConnection_Request(&confirm, nc, reply, "+ACK", 4, 5000), "confirmed ack");
+                natsMsg_Destroy(confirm);
+            } else {
+                DIE_IF(natsConnection_PublishString(nc, reply, "+ACK"), "ack");
+            }
             got++;
             if (++received == want)
                 active = false;
@@ -592,14 +608,26 @@ static int mode_capture(const char *url, const char *stream, const char *consume
     int64_t t1 = mono_ns();
     DIE_IF(natsConnection_Flush(nc), "flush");
     double secs = (double)(t1 - t0) / 1e9;
-    printf("RESULT mode=capture batch=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld duplicates=%ld "
-           "rss_kb=%ld cpu_ms=%ld\n", batch, got, secs, secs > 0 ? (double)got / secs : 0.0, pulls, statuses,
+    printf("RESULT mode=%s batch=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld duplicates=%ld "
+           "rss_kb=%ld cpu_ms=%ld\n", mode, batch, got, secs, secs > 0 ? (double)got / secs : 0.0, pulls, statuses,
            duplicates, peak_rss_kb(), cpu_ms());
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     natsInbox_Destroy(inbox);
     disconnect(js, nc);
     return 0;
+}
+
+static int mode_capture(const char *url, const char *stream, const char *consumer, long n, long batch,
+                        const char *dlq_subject)
+{
+    return republish_loop("capture", url, stream, consumer, n, batch, dlq_subject, true);
+}
+
+static int mode_forward(const char *url, const char *stream, const char *consumer, long n, long batch,
+                        const char *target)
+{
+    return republish_loop("forward", url, stream, consumer, n, batch, target, false);
 }
 
 static int mode_dlq(const char *url, const char *stream, const char *subject)
@@ -1043,6 +1071,7 @@ static int usage(void)
     fprintf(stderr, "usage: rawloop publish URL STREAM SUBJECT N SIZE\n"
                     "       rawloop fetch|raw URL STREAM CONSUMER N BATCH\n"
                     "       rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT\n"
+                    "       rawloop forward URL STREAM CONSUMER N BATCH SUBJECT\n"
                     "       rawloop dlq URL STREAM SUBJECT\n"
                     "       rawloop msgs URL STREAM\n"
                     "       rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S\n"
@@ -1074,6 +1103,8 @@ int main(int argc, char **argv)
         rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
     else if (strcmp(mode, "capture") == 0 && argc == 8)
         rc = mode_capture(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7]);
+    else if (strcmp(mode, "forward") == 0 && argc == 8)
+        rc = mode_forward(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7]);
     else if (strcmp(mode, "dlq") == 0 && argc == 5)
         rc = mode_dlq(url, argv[3], argv[4]);
     else if (strcmp(mode, "msgs") == 0 && argc == 4)

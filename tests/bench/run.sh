@@ -13,6 +13,10 @@
 # DLQ stream, wait for the pub-ack, confirmed ack) beside `rawloop capture`
 # doing the same by hand, at batch 10 and 100 on a stream FAIL of N_FAIL
 # messages, the DLQ stream re-created before each run;
+# then forwarding: jethost with the forward plugin (publish-then-ack: each
+# message republished to stream FWD, its pub-ack waited for, then the origin
+# acked) beside `rawloop forward` doing the same by hand, at batch 10 and 100
+# on a stream ORDERS of N_FWD messages, FWD re-created before each run;
 # then the publish-to-handler latency at a steady 1,000 msgs/s beside a core
 # request/reply round trip, and jethost's peak RSS with a 1 ms handler over
 # two run lengths;
@@ -26,8 +30,9 @@
 # Prints one table and writes it to $JET_BUILDDIR/bench-results.txt.
 #
 # Env: N (200000), REPS (3), QUICK=1 (N=20000, N_FAIL=2000, REPS=1, shorter
-# latency and RSS runs), N_FAIL (20000), CASES (which parts run, any of
-# "throughput failure latency rss ordered kv sustained"; default all of them,
+# latency and RSS runs), N_FAIL (20000), N_FWD (20000; QUICK 10000), CASES
+# (which parts run, any of "throughput failure forward latency rss ordered
+# kv sustained"; default all of them,
 # but QUICK leaves sustained out; e.g. CASES=failure),
 # LAT_N (10000) and LAT_RATE (1000), RSS_SMALL (10000) and
 # RSS_LARGE (100000), NATSJS_DIR (a directory where `require('nats')` works;
@@ -51,7 +56,7 @@ set -uo pipefail
 NATS_SERVER=${NATS_SERVER:-nats-server}
 
 if [ "${QUICK:-0}" = 1 ]; then
-    N=${N:-20000}; REPS=${REPS:-1}; N_FAIL=${N_FAIL:-2000}
+    N=${N:-20000}; REPS=${REPS:-1}; N_FAIL=${N_FAIL:-2000}; N_FWD=${N_FWD:-10000}
     LAT_N=${LAT_N:-2000}; RSS_SMALL=${RSS_SMALL:-1000}; RSS_LARGE=${RSS_LARGE:-10000}
     ORD_N=${ORD_N:-20000}; CKPT_N=${CKPT_N:-2000}; KV_KEYS=${KV_KEYS:-2000}
     SLOW_N=${SLOW_N:-1000}; SLOW_KEYS=${SLOW_KEYS:-200}; SLOW_UPDATES=${SLOW_UPDATES:-800}
@@ -59,10 +64,11 @@ fi
 N=${N:-200000}
 REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
+N_FWD=${N_FWD:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
-    CASES=${CASES:-throughput failure latency rss ordered kv}
+    CASES=${CASES:-throughput failure forward latency rss ordered kv}
 else
-    CASES=${CASES:-throughput failure latency rss ordered kv sustained}
+    CASES=${CASES:-throughput failure forward latency rss ordered kv sustained}
 fi
 CASES=${CASES//,/ }
 LAT_N=${LAT_N:-10000}
@@ -89,21 +95,26 @@ FAIL_BATCHES="10 100"
 DLQ_STREAM=JETHOST_DLQ             # jethost's managed default ...
 DLQ_SUBJECTS='jethost.dlq.>'       # ... and the subjects it would give it
 DLQ_SUBJECT=jethost.dlq.bench      # the binding's default dlq_subject
+FWD_STREAM=FWD
+FWD_SUBJECTS='fwd.>'
+FWD_TEMPLATE='fwd.{token:2}'       # orders.new -> fwd.new: the forward plugin's option.subject
+FWD_SUBJECT=fwd.new                # where rawloop forward publishes (no template on that side)
 
 RAW=$JET_BUILDDIR/tests/bench/rawloop
 JH=$JET_BUILDDIR/host/jethost
 SO=$JET_BUILDDIR/tests/bench/.libs/noop.so
+FWD_SO=$JET_BUILDDIR/plugins/forward/.libs/forward.so
 OUT=$JET_BUILDDIR/bench-results.txt
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
-for f in "$RAW" "$JH" "$SO"; do [ -e "$f" ] || die "$f is missing (run make bench)"; done
+for f in "$RAW" "$JH" "$SO" "$FWD_SO"; do [ -e "$f" ] || die "$f is missing (run make bench)"; done
 want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
     case $c in
-        throughput | failure | latency | rss | ordered | kv | sustained) ;;
-        *) die "CASES: unknown part '$c' (throughput failure latency rss ordered kv sustained)" ;;
+        throughput | failure | forward | latency | rss | ordered | kv | sustained) ;;
+        *) die "CASES: unknown part '$c' (throughput failure forward latency rss ordered kv sustained)" ;;
     esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
@@ -154,6 +165,7 @@ done
 
 mkdir -m 700 "$WORK/plugins" "$WORK/state" "$WORK/runs"
 cp "$SO" "$WORK/plugins/noop.so" && chmod 600 "$WORK/plugins/noop.so"
+cp "$FWD_SO" "$WORK/plugins/forward.so" && chmod 600 "$WORK/plugins/forward.so"
 
 RESULTS=$WORK/results.txt   # label batch rep rate rss_kb total_rate cpu_ns_per_msg
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
@@ -164,9 +176,10 @@ field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
 floor_timeout() { echo $((120 + $1 / 500)); }
 
 # host_conf BINDING: the [host] group and the start of the binding's group
+# (the plugin: $RUN_PLUGIN, default noop)
 host_conf() {
     printf '[host]\nserver = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n' "$URL" "$WORK/state"
-    printf '[binding %s]\nplugin = %s\n' "$1" "$WORK/plugins/noop.so"
+    printf '[binding %s]\nplugin = %s\n' "$1" "${RUN_PLUGIN:-$WORK/plugins/noop.so}"
 }
 
 # jethost_conf FILE STREAM CONSUMER BATCH THRESHOLD [option lines...]
@@ -270,30 +283,55 @@ run_node() {
         node "$ANCHORS_DIR/consume.js" "$URL" BENCH @C@ "$N" "$batch" ack
 }
 
-# run_failure LABEL BATCH REP: one failure-path run on stream FAIL (N_FAIL
-# messages), the DLQ stream re-created first so every run starts from the
-# same empty stream and duplicate window; afterwards the DLQ must hold exactly
-# N_FAIL records (one per message: nothing lost, nothing doubled).
-run_failure() {
-    local label=$1 batch=$2 rep=$3 rc
+# into_target TARGET SUBJECTS COUNT LABEL BATCH REP cmd...: one run that
+# republishes COUNT messages into stream TARGET, the stream re-created first
+# so every run starts from the same empty stream and duplicate window;
+# afterwards it must hold exactly COUNT messages (one per message: nothing
+# lost, nothing doubled), or the run does not count.
+into_target() {
+    local target=$1 subjects=$2 count=$3 label=$4 batch=$5 rep=$6 rc
+    shift 6
     local c=${label}_b${batch}_r${rep}
-    "$RAW" dlq "$URL" "$DLQ_STREAM" "$DLQ_SUBJECTS" >/dev/null 2>"$WORK/dlq.err" ||
-        { cat "$WORK/dlq.err" >&2; say "$c: could not create the DLQ stream"; echo "$label $batch $rep FAIL - - -" >>"$RESULTS"; return 1; }
-    if [ "$label" = jethost_fail ]; then
-        RUN_STREAM=FAIL run_jethost jethost_fail "$batch" 0 "$rep" "$N_FAIL" "option.verdict = reject"
-    else
-        RUN_STREAM=FAIL RUN_N=$N_FAIL run_client capture "$batch" "$rep" "$RAW" capture "$URL" FAIL @C@ "$N_FAIL" "$batch" "$DLQ_SUBJECT"
-    fi
+    "$RAW" dlq "$URL" "$target" "$subjects" >/dev/null 2>"$WORK/target.err" ||
+        { cat "$WORK/target.err" >&2; say "$c: could not create stream $target"; echo "$label $batch $rep FAIL - - -" >>"$RESULTS"; return 1; }
+    "$@"
     rc=$?
     [ "$rc" -eq 0 ] || return $rc
     local records
-    records=$("$RAW" msgs "$URL" "$DLQ_STREAM" 2>/dev/null | sed -n 's/.* msgs=\([0-9]*\).*/\1/p')
-    if [ "$records" != "$N_FAIL" ]; then
-        say "$c: the DLQ stream holds ${records:-?} records, not $N_FAIL"
+    records=$("$RAW" msgs "$URL" "$target" 2>/dev/null | sed -n 's/.* msgs=\([0-9]*\).*/\1/p')
+    if [ "$records" != "$count" ]; then
+        say "$c: stream $target holds ${records:-?} messages, not $count"
         # the run does not count: its rate line goes, a FAIL line takes its place
         sed -i "/^$label $batch $rep /d" "$RESULTS"
         echo "$label $batch $rep FAIL - - -" >>"$RESULTS"
         return 1
+    fi
+}
+
+# run_failure LABEL BATCH REP: one failure-path run on stream FAIL (N_FAIL
+# messages) into the DLQ stream.
+run_failure() {
+    local label=$1 batch=$2 rep=$3
+    if [ "$label" = jethost_fail ]; then
+        RUN_STREAM=FAIL into_target "$DLQ_STREAM" "$DLQ_SUBJECTS" "$N_FAIL" "$label" "$batch" "$rep" \
+            run_jethost jethost_fail "$batch" 0 "$rep" "$N_FAIL" "option.verdict = reject"
+    else
+        RUN_STREAM=FAIL RUN_N=$N_FAIL into_target "$DLQ_STREAM" "$DLQ_SUBJECTS" "$N_FAIL" "$label" "$batch" "$rep" \
+            run_client capture "$batch" "$rep" "$RAW" capture "$URL" FAIL @C@ "$N_FAIL" "$batch" "$DLQ_SUBJECT"
+    fi
+}
+
+# run_forward LABEL BATCH REP: one forwarding run, stream ORDERS (N_FWD
+# messages) into stream FWD.
+run_forward() {
+    local label=$1 batch=$2 rep=$3
+    if [ "$label" = jethost_fwd ]; then
+        RUN_STREAM=ORDERS RUN_PLUGIN=$WORK/plugins/forward.so \
+            into_target "$FWD_STREAM" "$FWD_SUBJECTS" "$N_FWD" "$label" "$batch" "$rep" \
+            run_jethost jethost_fwd "$batch" 0 "$rep" "$N_FWD" "option.subject = $FWD_TEMPLATE"
+    else
+        RUN_STREAM=ORDERS RUN_N=$N_FWD into_target "$FWD_STREAM" "$FWD_SUBJECTS" "$N_FWD" "$label" "$batch" "$rep" \
+            run_client fwd_raw "$batch" "$rep" "$RAW" forward "$URL" ORDERS @C@ "$N_FWD" "$batch" "$FWD_SUBJECT"
     fi
 }
 
@@ -309,6 +347,8 @@ run_case() {
         raw) run_client raw "$batch" "$rep" "$RAW" raw "$URL" BENCH @C@ "$N" "$batch" ;;
         jethost_fail) run_failure jethost_fail "$batch" "$rep" ;;
         capture) run_failure capture "$batch" "$rep" ;;
+        jethost_fwd) run_forward jethost_fwd "$batch" "$rep" ;;
+        fwd_raw) run_forward fwd_raw "$batch" "$rep" ;;
         nodejs)
             # consume.js runs from its own directory (never copied here)
             local here=$PWD
@@ -543,6 +583,7 @@ ENV_TXT=$WORK/env.txt
     else
         echo "workload: REPS=$REPS, server $URL"
     fi
+    want forward && echo "forward:  stream ORDERS, N_FWD=$N_FWD x $SIZE B, forwarded to $FWD_STREAM ($FWD_SUBJECTS, file, 2 h duplicate window) re-created per run; jethost option.subject = $FWD_TEMPLATE"
     want failure && echo "failure:  stream FAIL, N_FAIL=$N_FAIL x $SIZE B, every message REJECTed; DLQ stream $DLQ_STREAM ($DLQ_SUBJECTS, file, 2 h duplicate window) re-created per run"
     want ordered && echo "ordered:  stream ORD, ORD_N=$ORD_N x $SIZE B (file), checkpoint runs CKPT_N=$CKPT_N; slow: SLOW_N=$SLOW_N, SLOW_SLEEP_US=$SLOW_SLEEP_US, SLOW_LIMIT=$SLOW_LIMIT"
     want sustained && echo "sustain:  SUS_N=$SUS_N, SUS_KEYS=$SUS_KEYS, SUS_SLEEP_US=$SUS_SLEEP_US, SUS_REPS=$SUS_REPS"
@@ -568,6 +609,7 @@ if want throughput || want rss; then
     FILL_RATE=$(field rate "$WORK/fill.out")
 fi
 want failure && fill FAIL fail.x "$N_FAIL" "$WORK/fill-fail.out"
+want forward && fill ORDERS orders.new "$N_FWD" "$WORK/fill-orders.out"
 want ordered && fill ORD ord.x "$ORD_N" "$WORK/fill-ord.out"
 
 # --- throughput, alternating -----------------------------------------------------
@@ -586,16 +628,24 @@ want throughput && for rep in $(seq "$REPS"); do
     done
 done
 
-# --- the failure path, alternating ------------------------------------------------
-want failure && for rep in $(seq "$REPS"); do
-    for batch in $FAIL_BATCHES; do
-        cases=(jethost_fail capture)
-        k=${#cases[@]}
-        for i in $(seq 0 $((k - 1))); do
-            run_case "${cases[$(((i + rep - 1) % k))]}" "$batch" "$rep" || fails=$((fails + 1))
+# --- the failure path and forwarding, alternating ---------------------------------
+# pair_reps PART CASE CASE: REPS repetitions at batch 10 and 100, the two
+# cases' order rotating from one repetition to the next
+pair_reps() {
+    local part=$1 rep batch i
+    shift
+    want "$part" || return 0
+    local pair=("$@")
+    for rep in $(seq "$REPS"); do
+        for batch in $FAIL_BATCHES; do
+            for i in 0 1; do
+                run_case "${pair[$(((i + rep - 1) % 2))]}" "$batch" "$rep" || fails=$((fails + 1))
+            done
         done
     done
-done
+}
+pair_reps failure jethost_fail capture
+pair_reps forward jethost_fwd fwd_raw
 
 # --- latency at a steady rate, beside a core round trip ---------------------------
 if want latency; then
@@ -736,7 +786,7 @@ slow_row() {
 {
     echo "jethost benchmark (tests/bench/run.sh)"
     cat "$ENV_TXT"
-    if want throughput || want failure || want rss; then
+    if want throughput || want failure || want forward || want rss; then
     echo "rate = messages / time between the first and the last movement of the consumer's ack floor"
     echo "       (server-side, polled every 5 ms; process start, connect and consumer creation excluded alike)"
     fi
@@ -786,6 +836,19 @@ slow_row() {
             "$(ratio "$(med jethost_fail "$b")" "$(med capture "$b")")" "$(rsscell jethost_fail "$b")" "$(rsscell capture "$b")"
     done
     echo "target: jh/raw >= 0.5"
+    fi
+    if want forward; then
+    echo
+    echo "forwarding, $N_FWD messages each run from ORDERS to $FWD_STREAM: each republished under a Nats-Msg-Id, the"
+    echo "pub-ack waited for, then the origin acked (plain ack); one message at a time.  msgs/s median [min-max]:"
+    printf '%-6s %-24s %-24s %-8s %-16s %-16s %-10s %-10s %-8s\n' batch "jethost + forward" "nats.c forward loop" "jh/raw" \
+        "RSS jethost" "RSS raw" "CPU jh us" "CPU raw us" "cpu jh/raw"
+    for b in $FAIL_BATCHES; do
+        printf '%-6s %-24s %-24s %-8s %-16s %-16s %-10s %-10s %-8s\n' "$b" "$(cell jethost_fwd "$b")" "$(cell fwd_raw "$b")" \
+            "$(ratio "$(med jethost_fwd "$b")" "$(med fwd_raw "$b")")" "$(rsscell jethost_fwd "$b")" "$(rsscell fwd_raw "$b")" \
+            "$(cpucell jethost_fwd "$b")" "$(cpucell fwd_raw "$b")" \
+            "$(ratio "$(cpumed jethost_fwd "$b")" "$(cpumed fwd_raw "$b")")"
+    done
     fi
     if want latency; then
     echo
