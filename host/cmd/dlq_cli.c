@@ -401,27 +401,15 @@ static int replay_one(Dlq *d, guint64 seq)
     g_autofree char *block = jet_hdr_write(headers, &block_len, &e);
     gsize len = 0;
     const char *data = bytes_data(r.m->data, &len);
-    natsMsg *m = block != NULL ? jet_nats_msg_new_raw(subject, block, block_len, data, len, &e) : NULL;
-    if (m == NULL) {
+    if (block == NULL && e != NULL) {
         fprintf(d->err, "jethost dlq: %s:%" G_GUINT64_FORMAT ": building the replay: %s\n", d->stream, seq,
                 e->message);
         return JET_EXIT_FAILURE;
     }
-    /* No publish options: they would re-encode the block (nats_raw.h). */
     jsPubAck *pa = NULL;
-    jsErrCode jerr = 0;
-    natsStatus s = js_PublishMsg(&pa, jet_conn_js(d->conn), m, NULL, &jerr);
-    natsMsg_Destroy(m);
-    if (s != NATS_OK) {
-        g_autofree char *why = jet_nats_error(s);
-        fprintf(d->err, "jethost dlq: %s:%" G_GUINT64_FORMAT ": replay to %s: %s%s\n", d->stream, seq, subject,
-                why, s == NATS_NO_RESPONDERS ? " (no stream captures this subject)" : "");
-        return JET_EXIT_FAILURE;
-    }
-    if (pa == NULL || pa->Stream == NULL || *pa->Stream == '\0') {
-        fprintf(d->err, "jethost dlq: %s:%" G_GUINT64_FORMAT ": replay to %s: the reply is not a JetStream "
-                        "pub-ack (it names no stream)\n", d->stream, seq, subject);
-        jsPubAck_Destroy(pa);
+    if (!jet_js_publish_raw(jet_conn_js(d->conn), subject, block, block_len, data, len, &pa, &e)) {
+        fprintf(d->err, "jethost dlq: %s:%" G_GUINT64_FORMAT ": replay to %s: %s\n", d->stream, seq, subject,
+                e->message);
         return JET_EXIT_FAILURE;
     }
     print_replayed(d, seq, subject, pa, msg_id);

@@ -122,27 +122,9 @@ int jet_pub_main(int argc, char **argv)
     if (conn == NULL)
         return rc;
     for (gint i = 0; i < count && rc == JET_EXIT_OK; i++) {
-        natsMsg *m = jet_nats_msg_new_raw(subject, block, block_len, data, len, &err);
-        if (m == NULL) {
-            fprintf(stderr, "jethost pub: %s\n", err->message);
-            rc = JET_EXIT_FAILURE;
-            break;
-        }
-        /* No publish options: they would re-encode the block (nats_raw.h). */
         jsPubAck *pa = NULL;
-        jsErrCode jerr = 0;
-        natsStatus s = js_PublishMsg(&pa, jet_conn_js(conn), m, NULL, &jerr);
-        natsMsg_Destroy(m);
-        if (s != NATS_OK) {
-            g_autofree char *why_pub = jet_nats_error(s);
-            fprintf(stderr, "jethost pub: %s: %s%s\n", subject, why_pub,
-                    s == NATS_NO_RESPONDERS ? " (no stream captures this subject)" : "");
-            rc = JET_EXIT_FAILURE;
-            break;
-        }
-        if (pa == NULL || pa->Stream == NULL || *pa->Stream == '\0') {
-            fprintf(stderr, "jethost pub: %s: the reply is not a JetStream pub-ack (it names no stream)\n", subject);
-            jsPubAck_Destroy(pa);
+        if (!jet_js_publish_raw(jet_conn_js(conn), subject, block, block_len, data, len, &pa, &err)) {
+            fprintf(stderr, "jethost pub: %s: %s\n", subject, err->message);
             rc = JET_EXIT_FAILURE;
             break;
         }

@@ -301,31 +301,7 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
         return FALSE;
     gsize len = 0;
     const void *data = g_bytes_get_data(p->data, &len);
-    natsMsg *m = jet_nats_msg_new_raw(p->subject, block, block_len, data, len, error);
-    if (m == NULL)
-        return FALSE;
-    jsPubAck *pa = NULL;
-    jsErrCode jerr = 0;
-    natsStatus s = js_PublishMsg(&pa, jet_conn_js(e->conn), m, NULL, &jerr);
-    natsMsg_Destroy(m);
-    if (s != NATS_OK) {
-        g_autofree char *why = jet_nats_error(s);
-        /* No responders: nats.c 3.4 also sets JetStream error 10076 ("not
-         * enabled"), but the host is talking to JetStream: no stream
-         * captures the subject, and the reason says so (docs/forwarding.md). */
-        if (s == NATS_NO_RESPONDERS)
-            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s (no stream captures this subject)", why);
-        else if (jerr != 0)
-            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s (JetStream error %d)", why, (int)jerr);
-        else
-            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s", why);
-        return FALSE;
-    }
-    gboolean ok = pa != NULL && pa->Stream != NULL && *pa->Stream != '\0';
-    jsPubAck_Destroy(pa);
-    if (!ok)
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "the reply is not a JetStream pub-ack (it names no stream)");
-    return ok;
+    return jet_js_publish_raw(jet_conn_js(e->conn), p->subject, block, block_len, data, len, NULL, error);
 }
 
 const JetTransport jet__engine_transport = {

@@ -80,3 +80,41 @@ natsMsg *jet_nats_msg_new_raw(const char *subject, const char *block, gsize bloc
     }
     return m;
 }
+
+gboolean jet_js_publish_raw(jsCtx *js, const char *subject, const char *block, gsize block_len, const void *data,
+                            gsize data_len, jsPubAck **pa_out, GError **error)
+{
+    if (pa_out != NULL)
+        *pa_out = NULL;
+    natsMsg *m = jet_nats_msg_new_raw(subject, block, block_len, data, data_len, error);
+    if (m == NULL)
+        return FALSE;
+    /* No publish options: they would re-encode the block. */
+    jsPubAck *pa = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_PublishMsg(&pa, js, m, NULL, &jerr);
+    natsMsg_Destroy(m);
+    if (s != NATS_OK) {
+        g_autofree char *why = jet_nats_error(s);
+        /* No responders: nats.c 3.4 also sets JetStream error 10076 ("not
+         * enabled"), but this is JetStream talking: no stream captures the
+         * subject, and the reason says so. */
+        if (s == NATS_NO_RESPONDERS)
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s (no stream captures this subject)", why);
+        else if (jerr != 0)
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s (JetStream error %d)", why, (int)jerr);
+        else
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s", why);
+        return FALSE;
+    }
+    if (pa == NULL || pa->Stream == NULL || *pa->Stream == '\0') {
+        jsPubAck_Destroy(pa);
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "the reply is not a JetStream pub-ack (it names no stream)");
+        return FALSE;
+    }
+    if (pa_out != NULL)
+        *pa_out = pa;
+    else
+        jsPubAck_Destroy(pa);
+    return TRUE;
+}

@@ -40,4 +40,12 @@ gboolean jet_nats_raw_intact(natsMsg *m);
 natsMsg *jet_nats_msg_new_raw(const char *subject, const char *block, gsize block_len, const void *data,
                               gsize data_len, GError **error);
 
+/* Publishes such a message to JetStream and waits for its pub-ack, left in
+ * *pa (may be NULL; free with jsPubAck_Destroy).  FALSE with the reason: the
+ * server's words, "(no stream captures this subject)" when nothing answered,
+ * the JetStream error code when the server gave one, or a reply that names
+ * no stream (no pub-ack at all). */
+gboolean jet_js_publish_raw(jsCtx *js, const char *subject, const char *block, gsize block_len, const void *data,
+                            gsize data_len, jsPubAck **pa, GError **error);
+
 #endif
