@@ -22,8 +22,10 @@ char *jet_position_to_json(const JetPosition *p, gsize *len)
 {
     /* life only when known: a record without it reads as before. */
     g_autofree char *life = p->life > 0 ? g_strdup_printf(",\"life\":%" G_GINT64_FORMAT, p->life) : g_strdup("");
-    char *s = g_strdup_printf("{\"v\":%d,\"pos\":%" G_GUINT64_FORMAT ",\"in\":%" G_GUINT64_FORMAT ",\"s\":%u%s}",
-                              JET_POSITION_VERSION, p->pos, p->in, p->strikes, life);
+    /* n only for a span: a precise mark reads as an older host's. */
+    g_autofree char *n = p->n > 1 ? g_strdup_printf(",\"n\":%u", p->n) : g_strdup("");
+    char *s = g_strdup_printf("{\"v\":%d,\"pos\":%" G_GUINT64_FORMAT ",\"in\":%" G_GUINT64_FORMAT "%s,\"s\":%u%s}",
+                              JET_POSITION_VERSION, p->pos, p->in, n, p->strikes, life);
     if (len != NULL)
         *len = strlen(s);
     return s;
@@ -67,24 +69,38 @@ gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, G
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
         return bad(error, "not an object");
     JsonObject *o = json_node_get_object(root);
-    guint64 v = 0, pos = 0, in = 0, s = 0, life = 0;
+    guint64 v = 0, pos = 0, in = 0, s = 0, life = 0, n = 1;
     if (!member(o, "v", G_MAXINT64, &v, error) || !member(o, "pos", G_MAXINT64, &pos, error) ||
         !member(o, "in", G_MAXINT64, &in, error) || !member(o, "s", G_MAXUINT32, &s, error) ||
         !member(o, "life", G_MAXINT64, &life, error))
+        return FALSE;
+    if (json_object_has_member(o, "n") && !member(o, "n", JET_POSITION_MAX_SPAN, &n, error))
         return FALSE;
     if (v != JET_POSITION_VERSION)
         return bad(error, "another version");
     if (in != 0 && in <= pos)
         return bad(error, "the message in the handler is at or before the position");
+    /* A span is only ever written with a message going to the handler, and
+     * names none to strike: anything else is not this host's record. */
+    if (n == 0)
+        return bad(error, "a span of no messages");
+    if (n > 1 && (in == 0 || s != 0))
+        return bad(error, "a span without a message in the handler, or with strikes");
     out->pos = pos;
     out->in = in;
     out->strikes = (guint32)s;
     out->life = (gint64)life;
+    out->n = (guint32)n;
     return TRUE;
 }
 
 void jet_position_crashed(const JetPosition *p, guint64 *crashed, guint32 *strikes)
 {
+    if (p->n > 1) {
+        *crashed = 0;
+        *strikes = 0;
+        return;
+    }
     *crashed = p->in;
     *strikes = p->in != 0 && p->strikes < G_MAXUINT32 ? p->strikes + 1 : 0;
 }
@@ -100,4 +116,11 @@ void jet_position_start(const JetPosition *p, gint64 life, gboolean resume, JetP
         return;
     out->resume_after = resume ? p->pos : 0;
     jet_position_crashed(p, &out->crashed, &out->strikes);
+    /* A span names no culprit: its messages are handled again one precise
+     * mark each, so that a second death names it (docs/ordered.md, "Span
+     * marks"). */
+    if (p->n > 1) {
+        out->careful_from = p->in;
+        out->careful_n = p->n;
+    }
 }

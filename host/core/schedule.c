@@ -46,6 +46,8 @@ void jet_schedule_input_from_binding(const JetBindingConfig *b, JetScheduleInput
          * to stall, no server redelivery; crashes attributed by the
          * position record while the ledger is on. */
         in->ordered = TRUE;
+        /* At batch 1 a span is one message: every mark is precise. */
+        in->ordered_span = b->checkpoint != JET_CHECKPOINT_KV && b->batch > 1;
         in->breaker = JET_BREAKER_MODE_OFF;
         in->floor_age_ms = 0;
         in->max_deliver = -1;
@@ -165,12 +167,16 @@ static void crash_term(const JetScheduleInput *in, JetScheduleReport *out)
     if (in->ordered) {
         /* One message in the handler at a time, named by the position
          * record: each death is its strike, and the next host captures it
-         * at crash_limit strikes before it runs (docs/ordered.md). */
+         * at crash_limit strikes before it runs (docs/ordered.md).  Without
+         * checkpoint = kv the record is a span mark first: that death names
+         * no message, and the span's replay, one mark a message, dies once
+         * more to name it ("Span marks"). */
         if (in->crash_limit == 0)
             return;
         out->crash_captured = TRUE;
+        out->crash_span = in->ordered_span;
         out->crash_strikes = in->crash_limit;
-        out->crash_capture_delivery = (guint64)in->crash_limit + 1;
+        out->crash_capture_delivery = (guint64)in->crash_limit + 1 + (in->ordered_span ? 1 : 0);
         out->crash_deliveries = out->crash_capture_delivery;
         return;
     }
@@ -557,10 +563,12 @@ static void crash_term_line(GString *s, const JetScheduleReport *r)
     if (r->ordered) {
         if (r->crash_captured) {
             g_snprintf(value, sizeof value, "%" G_GUINT64_FORMAT " deliveries", r->crash_deliveries);
-            why = g_strdup_printf("a message that kills the host: %" G_GUINT64_FORMAT " deaths, each with it "
+            why = g_strdup_printf("a message that kills the host: %s%" G_GUINT64_FORMAT " deaths, each with it "
                                   "alone in the handler (the position record names it), captured as "
                                   "poison at delivery %" G_GUINT64_FORMAT " before it runs (crash_limit %u "
-                                  "strikes)", r->crash_strikes, r->crash_capture_delivery, r->crash_limit);
+                                  "strikes)", r->crash_span ? "1 death within a span mark (no checkpoint: "
+                                  "names no message), then " : "", r->crash_strikes,
+                                  r->crash_capture_delivery, r->crash_limit);
         } else {
             g_strlcpy(value, "never", sizeof value);
             why = g_strdup(r->crash_attributed ? "crash_limit 0: a message that kills the host is never "

@@ -47,6 +47,9 @@ typedef struct {
     gboolean ordered;                 /* kind = ordered or kv: one message at a time, retried in
                                          place, a death attributed by the position record
                                          (docs/ordered.md), not by AckWait redelivery */
+    gboolean ordered_span;            /* ordered without checkpoint = kv: span marks, so a
+                                         message that kills the host dies once unnamed first
+                                         (docs/ordered.md, "Span marks") */
 
     /* --- Optional bound --------------------------------------------------- */
     guint64 max_time_to_dead_letter_ms;   /* 0 = no bound */
@@ -116,12 +119,15 @@ typedef struct {
      * to retry a failed capture.  An ordered binding's message never dies
      * beside others (one is in the handler at a time, and the position
      * record names it): crash_limit deaths, then captured at delivery
-     * crash_limit + 1 before it runs. */
+     * crash_limit + 1 before it runs; without checkpoint = kv one death more
+     * first, within a span mark that names no message (crash_span), so
+     * captured at its crash_limit + 2nd handing. */
     gboolean ordered;                 /* the input's: an ordered binding's terms */
     gboolean crash_attributed;        /* FALSE with ledger = false: no suspects, no poison */
     gboolean crash_captured;          /* it is captured at all; FALSE: it goes dark at a finite
                                          MaxDeliver, or is redelivered without bound */
     gboolean crash_at_budget_line;    /* the budget line captures it, before crash_limit strikes */
+    gboolean crash_span;              /* ordered_span: its first death strikes nothing */
     guint64 crash_capture_delivery;   /* the delivery its capture is first tried at */
     guint64 crash_strikes;            /* its strikes then: deaths while handled alone */
     guint64 crash_deliveries;         /* capture delivery + capture_reserve (finite MaxDeliver),

@@ -17,8 +17,10 @@
  * executor's (executor.h), on the engine's transport with nothing to ack.
  *
  * With the ledger on, the position record (position.h) names the message
- * in the handler, so that the next host strikes a message that killed this
- * one; a watch thread reports a handler past handler_timeout, since the
+ * in the handler (with checkpoint = kv), or a span of up to `batch` of them
+ * (without: one write a batch, and a span a host died in is handled again
+ * one mark a message), so that a next host strikes a message that killed
+ * this one; a watch thread reports a handler past handler_timeout, since the
  * worker is the thread that is stuck. */
 #include "engine_private.h"
 #include "ack_subject.h"
@@ -54,6 +56,14 @@ struct JetOrdered {
     guint64 crashed;
     guint32 crashed_strikes;
     guint64 mark_in;           /* `in` of the last record written: 0 once nothing is in the handler */
+    /* Without checkpoint = kv one span mark covers up to `batch` handler
+     * entries (docs/ordered.md, "Span marks"): how many the last one still
+     * covers (0: the next entry writes a record). */
+    guint32 span_left;
+    /* After a host died within a span: the messages from careful_from on
+     * still to be handled with a precise mark each (0: none). */
+    guint64 careful_from;
+    guint32 careful_left;
     gboolean record_failing;   /* the last write failed (logged once until one lands) */
     /* The delivery in the handler now, for the watch (under the engine's
      * lease lock); NULL between messages. */
@@ -437,8 +447,15 @@ static gboolean record_read(JetEngine *e, JetOrdered *o, GError **error)
     o->position = start.resume_after;
     o->crashed = start.crashed;
     o->crashed_strikes = start.strikes;
+    o->careful_from = start.careful_from;
+    o->careful_left = start.careful_n;
     if (o->resume)
         jet_log(JET_LOG_INFO, name, "checkpoint", "resuming after stream seq %" G_GUINT64_FORMAT, p.pos);
+    if (o->careful_left != 0)
+        jet_log(JET_LOG_WARNING, name, "span-suspect",
+                "a host died with one of %u messages from stream seq %" G_GUINT64_FORMAT " on in its handler, "
+                "which one unknown: nothing is struck, and they are handled again one mark each", o->careful_left,
+                o->careful_from);
     if (o->crashed != 0)
         jet_log(JET_LOG_WARNING, name, "suspect",
                 "stream seq %" G_GUINT64_FORMAT " was in the handler of a host that did not finish it: strike %u "
@@ -447,18 +464,20 @@ static gboolean record_read(JetEngine *e, JetOrdered *o, GError **error)
 }
 
 /* Writes where the binding is: after pos, with `in` going to the handler
- * (0: nothing in it).  A failed write is logged, not fatal: it costs
+ * (0: nothing in it), the record covering n handler entries from `in` on
+ * (1: `in` alone).  A failed write is logged, not fatal: it costs
  * duplicates after a restart (with checkpoint = kv) or a strike, never a
  * skipped message. */
-static void record_write(JetEngine *e, JetOrdered *o, guint64 in)
+static void record_write(JetEngine *e, JetOrdered *o, guint64 in, guint32 n)
 {
     if (o->record_key == NULL)
         return;
     JetPosition p = {
         .pos = o->position,
         .in = in,
-        .strikes = in != 0 && in == o->crashed ? o->crashed_strikes : 0,
+        .strikes = in != 0 && n <= 1 && in == o->crashed ? o->crashed_strikes : 0,
         .life = o->life,
+        .n = in != 0 ? n : 1,
     };
     gsize len = 0;
     g_autofree char *json = jet_position_to_json(&p, &len);
@@ -493,6 +512,26 @@ static void record_strikes(JetEngine *e, guint64 seq, guint32 strikes)
                 ": cannot record its strike: %s", seq, err != NULL ? err->message : "no answer");
 }
 
+/* The record before a handler entry for stream seq seq.  precise: this
+ * message alone (checkpoint = kv, where the record is the checkpoint; a
+ * suspect; the careful replay of a span).  Otherwise one span mark covers
+ * the next `batch` entries, so a busy binding writes once a batch, not once
+ * a message (docs/ordered.md, "Span marks"); a record that says nothing is
+ * in the handler starts a new one. */
+static void mark_entry(JetEngine *e, JetOrdered *o, guint64 seq, gboolean precise)
+{
+    if (precise) {
+        record_write(e, o, seq, 1);
+        o->span_left = 0;
+        return;
+    }
+    if (o->mark_in == 0 || o->span_left == 0) {
+        record_write(e, o, seq, e->b->batch);
+        o->span_left = e->b->batch;
+    }
+    o->span_left--;
+}
+
 /* --- one message, in place ------------------------------------------------- */
 
 static JetOrdered *o_of(Worker *w)
@@ -511,10 +550,16 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
     g_auto(JetHdrParse) hdrs = { 0 };
     g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
     natsMsg *m = it->msg;
-    record_write(e, o_of(w), meta->stream_seq);
+    JetOrdered *o = o_of(w);
+    gboolean precise = o->resume || meta->stream_seq == o->crashed;
+    if (o->careful_left > 0 && meta->stream_seq >= o->careful_from) {
+        precise = TRUE;
+        o->careful_left--;
+    }
+    mark_entry(e, o, meta->stream_seq, precise);
     /* A message a host died with counts those deaths as deliveries, and
      * its ledger record holds them as strikes (executor.h: attribution). */
-    guint32 strikes = meta->stream_seq == o_of(w)->crashed ? o_of(w)->crashed_strikes : 0;
+    guint32 strikes = meta->stream_seq == o->crashed ? o->crashed_strikes : 0;
     if (strikes > 0)
         record_strikes(e, meta->stream_seq, strikes);
     for (guint32 attempt = 1 + strikes;; attempt++) {
@@ -544,11 +589,11 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
             return TRUE;
         /* Waiting is not being in the handler: a host that dies now was
          * not killed by this message. */
-        record_write(e, o_of(w), 0);
+        record_write(e, o, 0, 1);
         pause_ms(e, done.action.delay_ms);
         if (stopping(e))
             return FALSE;
-        record_write(e, o_of(w), meta->stream_seq);
+        mark_entry(e, o, meta->stream_seq, precise);
     }
 }
 
@@ -717,7 +762,7 @@ gpointer jet__ordered_main(gpointer data)
         if (s != NATS_OK && o->mark_in != 0 && !stopping(e))
             /* Nothing came: the handler is done with what the record names.
              * Said once, so a host killed while idle strikes nothing. */
-            record_write(e, o, 0);
+            record_write(e, o, 0, 1);
         if (s == NATS_OK) {
             o->last_heard_us = now_us();
             int code = 0;
@@ -759,6 +804,6 @@ gpointer jet__ordered_main(gpointer data)
     natsSubscription_Unsubscribe(w->sub);
     drop_consumer(e, o);
     /* Stopped cleanly: nothing in the handler. */
-    record_write(e, o, 0);
+    record_write(e, o, 0, 1);
     return NULL;
 }

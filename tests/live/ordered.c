@@ -805,32 +805,53 @@ static void assert_poison(Rig *r, guint64 k)
     natsMsg_Destroy(m);
 }
 
+/* A server with n messages on ORDERS, one of which (stream seq k, returned:
+ * neither the first nor the last) the test's plugin will stop on. */
+static guint64 rig_culprit(Rig *r, guint n, const char *what)
+{
+    rig_server(r);
+    const guint64 k = (guint64)g_test_rand_int_range(2, (gint32)n - 1);
+    g_test_message("%s stream seq %" G_GUINT64_FORMAT, what, k);
+    jet_test_publish_n(r->js, "orders.new", n);
+    return k;
+}
+
 /* A message that kills the host every time: each restart strikes it, and
  * at crash_limit it is dead-lettered as poison without running, so the
  * binding goes on instead of dying on it for ever.  With checkpoint = kv
  * each restart resumes at that message; without, it begins at deliver (all:
- * the stream's start), and the position record still names the message in
- * the handler. */
+ * the stream's start), and its first death is within a span mark, which
+ * names no message: the next host strikes nothing, handles the span one mark
+ * a message, dies on it again, and from then on the record names it
+ * (docs/ordered.md, "Span marks"): one death more. */
 static void test_poison(gconstpointer data)
 {
     const gboolean checkpoint = GPOINTER_TO_INT(data);
     Rig r = { 0 };
-    rig_server(&r);
     const guint n = 20;
-    const guint64 k = (guint64)g_test_rand_int_range(2, 19);
-    g_test_message("abort() on stream seq %" G_GUINT64_FORMAT "%s", k, checkpoint ? "" : ", no checkpoint");
-    jet_test_publish_n(r.js, "orders.new", n);
+    const guint64 k = rig_culprit(&r, n, checkpoint ? "abort() on" : "no checkpoint, abort() on");
     g_autofree char *extra = g_strdup_printf("%scrash_limit = 2\noption.abort_seq = %" G_GUINT64_FORMAT "\n",
                                              checkpoint ? "checkpoint = kv\n" : "", k);
-    g_assert_cmpuint(supervise(&r, checkpoint ? "poison" : "nockpt", extra, n, 128 + SIGABRT), ==, 2);
-    /* k twice (its second run with a strike: delivery 2), then poison; the
-     * rest once, and without a checkpoint what comes before k once a run. */
+    const guint deaths = checkpoint ? 2 : 3;
+    g_assert_cmpuint(supervise(&r, checkpoint ? "poison" : "nockpt", extra, n, 128 + SIGABRT), ==, deaths);
+    /* k at each death (its last with a strike: delivery 2), then poison;
+     * the rest once, and without a checkpoint what comes before k once a
+     * run. */
     g_autofree guint *last = NULL;
     g_autofree guint *count = handled_counts(&r, n, checkpoint, &last);
     for (guint64 s = 1; s <= n; s++)
-        g_assert_cmpuint(count[s], ==, s == k ? 2 : s < k && !checkpoint ? 3 : 1);
+        g_assert_cmpuint(count[s], ==, s == k ? deaths : s < k && !checkpoint ? deaths + 1 : 1);
     g_assert_cmpuint(last[k], ==, 2);
     assert_poison(&r, k);
+    if (!checkpoint) {
+        /* The second host strikes nothing; the third strikes k. */
+        g_autofree char *second = log_of("nockpt-1");
+        g_assert_cmpuint(jet_test_count_lines(second, "event=span-suspect"), ==, 1);
+        g_assert_cmpuint(jet_test_count_lines(second, "event=suspect"), ==, 0);
+        g_autofree char *third = log_of("nockpt-2");
+        g_autofree char *struck = g_strdup_printf("event=suspect msg=\"stream seq %" G_GUINT64_FORMAT " ", k);
+        g_assert_cmpuint(jet_test_count_lines(third, struck), ==, 1);
+    }
     rig_free(&r);
 }
 
@@ -938,6 +959,112 @@ static void test_mark_blames_nobody_else(void)
     assert_unstruck(&r, n, 1);
     g_autofree char *flog = log_of("wait-f");
     g_assert_cmpuint(jet_test_count_lines(flog, "event=suspect"), ==, 0);
+    rig_free(&r);
+}
+
+/* The position record as it is now (the ledger bucket's key ordered.t). */
+static char *record_text(Rig *r)
+{
+    kvStore *kv = NULL;
+    g_assert_cmpint(js_KeyValue(&kv, r->js, "jethost_ledger"), ==, NATS_OK);
+    kvEntry *e = NULL;
+    g_assert_cmpint(kvStore_Get(&e, kv, "ordered.t"), ==, NATS_OK);
+    char *text = g_strdup(kvEntry_ValueString(e));
+    kvEntry_Destroy(e);
+    kvStore_Destroy(kv);
+    return text;
+}
+
+/* How many writes the ledger bucket has taken so far. */
+static guint64 ledger_writes(Rig *r)
+{
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, r->js, "KV_jethost_ledger", NULL, NULL), ==, NATS_OK);
+    guint64 last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    return last;
+}
+
+/* Without checkpoint = kv the record is written once a span of up to
+ * `batch` messages, not once a message (docs/ordered.md, "Span marks");
+ * with it, once a message (it is the checkpoint). */
+static void test_span_marks(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 200;
+    jet_test_publish_n(r.js, "orders.new", n);
+    run_until_handled(&r, "span-a", "", n);
+    guint64 spans = ledger_writes(&r);
+    g_test_message("%" G_GUINT64_FORMAT " writes for %u messages at batch 10", spans, n);
+    /* One a batch, another when a pull's round trip outlasts the idle
+     * mark's 10 ms, one at the stop. */
+    g_assert_cmpuint(spans, >=, n / 10);
+    g_assert_cmpuint(spans, <, n / 2);
+    g_autofree char *idle = record_text(&r);
+    g_assert_nonnull(strstr(idle, "\"in\":0,"));
+    g_assert_null(strstr(idle, "\"n\":"));
+
+    jet_test_publish_n(r.js, "orders.new", n);
+    run_until_handled(&r, "span-b", "checkpoint = kv\n", 2 * n);
+    guint64 precise = ledger_writes(&r) - spans;
+    g_test_message("%" G_GUINT64_FORMAT " writes for %u messages with checkpoint = kv", precise, n);
+    g_assert_cmpuint(precise, >=, n);
+    assert_once_in_order(&r, 1, 2 * n);
+    rig_free(&r);
+}
+
+/* A host killed within a span strikes nothing (the span names no
+ * message); the next host handles the span one mark a message, so its death
+ * names the culprit, which the host after it strikes (at crash_limit 1:
+ * poison, without running), and the binding goes on. */
+static void test_span_crash_careful(void)
+{
+    Rig r = { 0 };
+    const guint n = 30;
+    const guint64 k = rig_culprit(&r, n, "abort() on");
+    g_autofree char *extra = g_strdup_printf("crash_limit = 1\noption.abort_seq = %" G_GUINT64_FORMAT "\n", k);
+
+    GSubprocess *a = spawn_ordered(&r, "careful-a", extra);
+    g_assert_cmpint(jet_test_jethost_wait(a, 30000), ==, 128 + SIGABRT);
+    g_object_unref(a);
+    /* A span of a batch (10) that holds k, with no strikes. */
+    g_autofree char *span = record_text(&r);
+    g_test_message("after the first death: %s", span);
+    g_assert_nonnull(strstr(span, "\"n\":10,\"s\":0"));
+    guint64 from = 0;
+    g_assert_nonnull(strstr(span, "\"in\":"));
+    from = g_ascii_strtoull(strstr(span, "\"in\":") + 5, NULL, 10);
+    g_assert_cmpuint(from, <=, k);
+    g_assert_cmpuint(from + 10, >, k);
+
+    GSubprocess *b = spawn_ordered(&r, "careful-b", extra);
+    g_assert_cmpint(jet_test_jethost_wait(b, 30000), ==, 128 + SIGABRT);
+    g_object_unref(b);
+    g_autofree char *blog = log_of("careful-b");
+    g_assert_cmpuint(jet_test_count_lines(blog, "event=span-suspect"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(blog, "event=suspect"), ==, 0);
+    /* The careful replay named k alone. */
+    g_autofree char *precise = record_text(&r);
+    g_test_message("after the second death: %s", precise);
+    g_autofree char *named = g_strdup_printf("\"in\":%" G_GUINT64_FORMAT ",\"s\":0", k);
+    g_assert_nonnull(strstr(precise, named));
+    g_assert_null(strstr(precise, "\"n\":"));
+
+    /* Lines: 1..k by each of the two that died, then all but k. */
+    run_until_handled(&r, "careful-c", extra, 2 * (guint)k + n - 1);
+    g_autofree char *clog = log_of("careful-c");
+    g_autofree char *struck = g_strdup_printf("event=suspect msg=\"stream seq %" G_GUINT64_FORMAT " ", k);
+    g_assert_cmpuint(jet_test_count_lines(clog, struck), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(clog, "event=span-suspect"), ==, 0);
+    assert_poison(&r, k);
+    /* Before k: once a run; k: at each death, never struck before the
+     * third host (delivery 1 both times); after k: once. */
+    g_autofree guint *last = NULL;
+    g_autofree guint *count = handled_counts(&r, n, FALSE, &last);
+    for (guint64 s = 1; s <= n; s++)
+        g_assert_cmpuint(count[s], ==, s < k ? 3 : s == k ? 2 : 1);
+    g_assert_cmpuint(last[k], ==, 1);
     rig_free(&r);
 }
 
@@ -1081,19 +1208,19 @@ static void test_hung(void)
 static void test_hang_poison(void)
 {
     Rig r = { 0 };
-    rig_server(&r);
     const guint n = 12;
-    const guint64 k = (guint64)g_test_rand_int_range(2, 11);
-    g_test_message("hangs on stream seq %" G_GUINT64_FORMAT, k);
-    jet_test_publish_n(r.js, "orders.new", n);
+    const guint64 k = rig_culprit(&r, n, "hangs on");
     g_autofree char *extra = g_strdup_printf("crash_limit = 2\nhandler_timeout = 1s\nexit_on_any_hung = true\n"
                                              "option.block_seq = %" G_GUINT64_FORMAT "\n", k);
-    g_assert_cmpuint(supervise(&r, "hang", extra, n, 5), ==, 2);
-    /* k never finished a handler (hung twice, then poison). */
+    /* No checkpoint: the first hang is within a span mark, which names no
+     * message; the careful replay's hang names it (docs/ordered.md, "Span
+     * marks"). */
+    g_assert_cmpuint(supervise(&r, "hang", extra, n, 5), ==, 3);
+    /* k never finished a handler (hung three times, then poison). */
     g_autofree guint *last = NULL;
     g_autofree guint *count = handled_counts(&r, n, FALSE, &last);
     for (guint64 s = 1; s <= n; s++)
-        g_assert_cmpuint(count[s], ==, s < k ? 3 : s == k ? 0 : 1);
+        g_assert_cmpuint(count[s], ==, s < k ? 4 : s == k ? 0 : 1);
     assert_poison(&r, k);
     g_autofree char *log = log_of("hang-0");
     g_autofree char *hung = g_strdup_printf("event=handler-hung msg=\"stream seq %" G_GUINT64_FORMAT ": ", k);
@@ -1118,6 +1245,8 @@ int main(int argc, char **argv)
     g_test_add_data_func("/ordered/checkpoint-poison", GINT_TO_POINTER(TRUE), test_poison);
     g_test_add_data_func("/ordered/crash-no-checkpoint", GINT_TO_POINTER(FALSE), test_poison);
     g_test_add_func("/ordered/mark-blames-nobody-else", test_mark_blames_nobody_else);
+    g_test_add_func("/ordered/span-marks", test_span_marks);
+    g_test_add_func("/ordered/span-crash-careful", test_span_crash_careful);
     g_test_add_func("/ordered/first-bind", test_first_bind);
     g_test_add_func("/ordered/hung", test_hung);
     g_test_add_func("/ordered/hang-poison", test_hang_poison);

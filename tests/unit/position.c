@@ -8,18 +8,23 @@
 static void test_round_trip(void)
 {
     static const JetPosition cases[] = {
-        { 0, 0, 0, 0 },
-        { 41, 42, 0, 0 },
-        { 41, 42, 3, 0 },
-        { 100, 0, 0, 0 },
-        { G_MAXINT64 - 1, G_MAXINT64, G_MAXUINT32, G_MAXINT64 },
-        { 7, 8, 1, G_GINT64_CONSTANT(1733000000123456789) },
+        { 0, 0, 0, 0, 0 },
+        { 41, 42, 0, 0, 0 },
+        { 41, 42, 3, 0, 0 },
+        { 100, 0, 0, 0, 0 },
+        { G_MAXINT64 - 1, G_MAXINT64, G_MAXUINT32, G_MAXINT64, 0 },
+        { 7, 8, 1, G_GINT64_CONSTANT(1733000000123456789), 0 },
+        /* Span marks: n counts from `in` on, up to the largest batch. */
+        { 41, 42, 0, 0, 2 },
+        { 41, 42, 0, G_GINT64_CONSTANT(1733000000123456789), 100 },
+        { G_MAXINT64 - 1, G_MAXINT64, 0, G_MAXINT64, JET_POSITION_MAX_SPAN },
+        { 0, 1, 0, 0, 1 },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         gsize len = 0;
         g_autofree char *json = jet_position_to_json(&cases[i], &len);
         g_assert_cmpuint(len, ==, strlen(json));
-        JetPosition back = { 7, 7, 7, 7 };
+        JetPosition back = { 7, 7, 7, 7, 7 };
         g_autoptr(GError) err = NULL;
         g_assert_true(jet_position_from_json(json, len, &back, &err));
         g_assert_no_error(err);
@@ -27,12 +32,20 @@ static void test_round_trip(void)
         g_assert_cmpuint(back.in, ==, cases[i].in);
         g_assert_cmpuint(back.strikes, ==, cases[i].strikes);
         g_assert_cmpint(back.life, ==, cases[i].life);
+        /* n absent (or 0 in the struct) reads as 1: a precise mark. */
+        g_assert_cmpuint(back.n, ==, MAX(cases[i].n, 1));
     }
     /* A life not known is left out: the record reads as an older host's. */
     g_autofree char *json = jet_position_to_json(&cases[2], NULL);
     g_assert_cmpstr(json, ==, "{\"v\":1,\"pos\":41,\"in\":42,\"s\":3}");
     g_autofree char *with_life = jet_position_to_json(&cases[5], NULL);
     g_assert_cmpstr(with_life, ==, "{\"v\":1,\"pos\":7,\"in\":8,\"s\":1,\"life\":1733000000123456789}");
+    /* A precise mark leaves n out (an older host's record reads the same);
+     * a span says it. */
+    g_autofree char *precise = jet_position_to_json(&cases[9], NULL);
+    g_assert_cmpstr(precise, ==, "{\"v\":1,\"pos\":0,\"in\":1,\"s\":0}");
+    g_autofree char *span = jet_position_to_json(&cases[7], NULL);
+    g_assert_cmpstr(span, ==, "{\"v\":1,\"pos\":41,\"in\":42,\"n\":100,\"s\":0,\"life\":1733000000123456789}");
 }
 
 static void test_refused(void)
@@ -54,9 +67,28 @@ static void test_refused(void)
         { "{\"v\":1,\"pos\":5,\"in\":4}", "at or before the position" },
         { "{\"v\":1,\"life\":-1}", "out of range" },
         { "{\"v\":1,\"life\":\"x\"}", "not an integer" },
+        /* n: a span of none, negative, past the largest batch, huge, not
+         * an integer; a span with nothing in the handler or with strikes. */
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":0}", "a span of no messages" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":-1}", "out of range" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":10001}", "out of range" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":4294967297}", "out of range" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":9223372036854775807}", "out of range" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":99999999999999999999}", "out of range" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":1e3}", "not an integer" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":2.5}", "not an integer" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":\"10\"}", "not an integer" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":null}", "not an integer" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":true}", "not an integer" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":[10]}", "not an integer" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":{}}", "not an integer" },
+        { "{\"v\":1,\"pos\":5,\"in\":0,\"n\":10}", "a span without a message in the handler" },
+        { "{\"v\":1,\"pos\":5,\"n\":10}", "a span without a message in the handler" },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":10,\"s\":1}", "with strikes" },
+        { "{\"v\":1,\"pos\":5,\"in\":5,\"n\":10}", "at or before the position" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
-        JetPosition p = { 1, 2, 3, 4 };
+        JetPosition p = { 1, 2, 3, 4, 5 };
         g_autoptr(GError) err = NULL;
         g_assert_false(jet_position_from_json(cases[i].json, strlen(cases[i].json), &p, &err));
         g_assert_nonnull(err);
@@ -81,7 +113,7 @@ static void test_refused(void)
         { "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]", 0, "not" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(bytes); i++) {
-        JetPosition q = { 1, 2, 3, 4 };
+        JetPosition q = { 1, 2, 3, 4, 5 };
         g_autoptr(GError) err = NULL;
         gsize len = bytes[i].len != 0 ? bytes[i].len : strlen(bytes[i].data);
         g_assert_false(jet_position_from_json(bytes[i].data, len, &q, &err));
@@ -91,29 +123,61 @@ static void test_refused(void)
     }
 
     /* Unknown keys are ignored; absent counts are 0. */
-    JetPosition p = { 9, 9, 9, 9 };
+    JetPosition p = { 9, 9, 9, 9, 0 };
     const char *ok = "{\"v\":1,\"later\":\"x\"}";
     g_assert_true(jet_position_from_json(ok, strlen(ok), &p, NULL));
     g_assert_cmpuint(p.pos, ==, 0);
     g_assert_cmpuint(p.in, ==, 0);
     g_assert_cmpint(p.life, ==, 0);
+    g_assert_cmpuint(p.n, ==, 1);
+    /* n 1 said outright is a precise mark; the largest batch a span; the
+     * last of duplicate keys is the one read (json-glib's rule), and it is
+     * checked as any other. */
+    static const struct {
+        const char *json;
+        guint32 n;
+    } spans[] = {
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":1,\"s\":2}", 1 },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":10000}", JET_POSITION_MAX_SPAN },
+        { "{\"v\":1,\"pos\":5,\"in\":6,\"n\":0,\"n\":3}", 3 },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(spans); i++) {
+        JetPosition q = { 0 };
+        g_autoptr(GError) err = NULL;
+        g_assert_true(jet_position_from_json(spans[i].json, strlen(spans[i].json), &q, &err));
+        g_assert_no_error(err);
+        g_assert_cmpuint(q.n, ==, spans[i].n);
+        g_assert_cmpuint(q.in, ==, 6);
+    }
+    const char *dup_bad = "{\"v\":1,\"pos\":5,\"in\":6,\"n\":3,\"n\":0}";
+    g_assert_false(jet_position_from_json(dup_bad, strlen(dup_bad), &p, NULL));
 }
 
 static void test_crashed(void)
 {
     guint64 crashed = 99;
     guint32 strikes = 99;
-    JetPosition clean = { 10, 0, 0, 0 };
+    JetPosition clean = { 10, 0, 0, 0, 0 };
     jet_position_crashed(&clean, &crashed, &strikes);
     g_assert_cmpuint(crashed, ==, 0);
     g_assert_cmpuint(strikes, ==, 0);
-    JetPosition died = { 10, 11, 0, 0 };
+    JetPosition died = { 10, 11, 0, 0, 0 };
     jet_position_crashed(&died, &crashed, &strikes);
     g_assert_cmpuint(crashed, ==, 11);
     g_assert_cmpuint(strikes, ==, 1);
-    JetPosition again = { 10, 11, 2, 0 };
+    JetPosition again = { 10, 11, 2, 0, 0 };
     jet_position_crashed(&again, &crashed, &strikes);
     g_assert_cmpuint(strikes, ==, 3);
+    /* A span names no message: nothing is struck.  n 0 (a record built by
+     * hand) is a precise mark, as an absent n reads. */
+    JetPosition span = { 10, 11, 0, 0, 2 };
+    jet_position_crashed(&span, &crashed, &strikes);
+    g_assert_cmpuint(crashed, ==, 0);
+    g_assert_cmpuint(strikes, ==, 0);
+    JetPosition one = { 10, 11, 0, 0, 1 };
+    jet_position_crashed(&one, &crashed, &strikes);
+    g_assert_cmpuint(crashed, ==, 11);
+    g_assert_cmpuint(strikes, ==, 1);
 }
 
 /* What a start makes of a record: resumed from only with checkpoint = kv,
@@ -122,7 +186,7 @@ static void test_crashed(void)
 static void test_start(void)
 {
     const gint64 life = G_GINT64_CONSTANT(1733000000000000000);
-    JetPosition died = { 10, 11, 1, life };
+    JetPosition died = { 10, 11, 1, life, 0 };
     JetPositionStart st;
     jet_position_start(&died, life, TRUE, &st);
     g_assert_false(st.other_life);
@@ -144,13 +208,38 @@ static void test_start(void)
     }
     /* A record of an older host (no life), or a life not known now: taken
      * as this stream's. */
-    JetPosition old = { 10, 11, 0, 0 };
+    JetPosition old = { 10, 11, 0, 0, 0 };
     jet_position_start(&old, life, TRUE, &st);
     g_assert_false(st.other_life);
     g_assert_cmpuint(st.crashed, ==, 11);
     jet_position_start(&died, 0, TRUE, &st);
     g_assert_false(st.other_life);
     g_assert_cmpuint(st.resume_after, ==, 10);
+    g_assert_cmpuint(st.careful_n, ==, 0);
+    g_assert_cmpuint(st.careful_from, ==, 0);
+
+    /* A span: nothing struck, its messages handled one mark each from `in`
+     * on; resumed from or not, as any record. */
+    JetPosition span = { 10, 11, 0, life, 100 };
+    for (int resume = 0; resume <= 1; resume++) {
+        jet_position_start(&span, life, resume, &st);
+        g_assert_false(st.other_life);
+        g_assert_cmpuint(st.resume_after, ==, resume ? 10 : 0);
+        g_assert_cmpuint(st.crashed, ==, 0);
+        g_assert_cmpuint(st.strikes, ==, 0);
+        g_assert_cmpuint(st.careful_from, ==, 11);
+        g_assert_cmpuint(st.careful_n, ==, 100);
+    }
+    /* ...and nothing of it for another life of the stream. */
+    jet_position_start(&span, life + 1, FALSE, &st);
+    g_assert_true(st.other_life);
+    g_assert_cmpuint(st.careful_n, ==, 0);
+    g_assert_cmpuint(st.careful_from, ==, 0);
+    /* An idle record: nothing careful. */
+    JetPosition idle = { 10, 0, 0, life, 1 };
+    jet_position_start(&idle, life, FALSE, &st);
+    g_assert_cmpuint(st.careful_n, ==, 0);
+    g_assert_cmpuint(st.crashed, ==, 0);
 }
 
 static void test_key(void)

@@ -1308,8 +1308,9 @@ static void ordered_binding(JetBindingConfig *b, JetBindingKind kind, gboolean l
 }
 
 /* With the ledger, the position record names the message in the handler
- * (docs/ordered.md): crash_limit deaths, each alone in the handler, then
- * poison before it runs; no AckWait between deaths, nothing to warn. */
+ * (docs/ordered.md): with checkpoint = kv, crash_limit deaths, each alone
+ * in the handler, then poison before it runs; no AckWait between deaths,
+ * nothing to warn. */
 static void test_ordered_crash_attributed(void)
 {
     static const JetBindingKind kinds[] = { JET_KIND_ORDERED, JET_KIND_KV };
@@ -1317,9 +1318,11 @@ static void test_ordered_crash_attributed(void)
         guint64 rungs[2];
         JetBindingConfig b;
         ordered_binding(&b, kinds[k], TRUE, rungs);
+        b.checkpoint = JET_CHECKPOINT_KV;
         JetScheduleInput in;
         jet_schedule_input_from_binding(&b, &in);
         g_assert_true(in.ordered);
+        g_assert_false(in.ordered_span);
         g_assert_cmpuint(in.crash_limit, ==, 2);
         g_assert_cmpint(in.max_deliver, ==, -1);
         g_assert_cmpint(in.breaker, ==, JET_BREAKER_MODE_OFF);
@@ -1327,6 +1330,7 @@ static void test_ordered_crash_attributed(void)
         assert_codes(&r, NONE);
         g_assert_true(r.crash_attributed);
         g_assert_true(r.crash_captured);
+        g_assert_false(r.crash_span);
         g_assert_false(r.crash_at_budget_line);
         g_assert_cmpuint(r.crash_strikes, ==, 2);
         g_assert_cmpuint(r.crash_capture_delivery, ==, 3);
@@ -1344,7 +1348,73 @@ static void test_ordered_crash_attributed(void)
         assert_contains(text, "captured as poison at delivery 3 before it runs (crash_limit 2 strikes)");
         assert_contains(text, "checked as an ordered binding");
         g_assert_null(strstr(text, "AckWait 30s"));
+        g_assert_null(strstr(text, "span"));
     }
+}
+
+/* Without checkpoint = kv the record is a span mark (docs/ordered.md,
+ * "Span marks"): one death more, naming no message, before the crash_limit
+ * deaths alone; still nothing to warn, and no AckWait. */
+static void test_ordered_crash_span(void)
+{
+    static const JetBindingKind kinds[] = { JET_KIND_ORDERED, JET_KIND_KV };
+    static const guint limits[] = { 1, 2, 5 };
+    for (gsize k = 0; k < G_N_ELEMENTS(kinds); k++) {
+        for (gsize l = 0; l < G_N_ELEMENTS(limits); l++) {
+            guint64 rungs[2];
+            JetBindingConfig b;
+            ordered_binding(&b, kinds[k], TRUE, rungs);
+            b.checkpoint = JET_CHECKPOINT_NONE;
+            b.crash_limit = limits[l];
+            JetScheduleInput in;
+            jet_schedule_input_from_binding(&b, &in);
+            g_assert_true(in.ordered_span);
+            JetScheduleReport r = check(&in);
+            assert_codes(&r, NONE);
+            g_assert_true(r.crash_captured);
+            g_assert_true(r.crash_span);
+            g_assert_cmpuint(r.crash_strikes, ==, limits[l]);
+            g_assert_cmpuint(r.crash_capture_delivery, ==, limits[l] + 2);
+            g_assert_cmpuint(r.crash_deliveries, ==, limits[l] + 2);
+            g_assert_cmpuint(r.crash_fallback_ms, ==, 0);
+            g_assert_cmpuint(r.worst_case_ms, ==, 21 * S);
+            g_autofree char *text = jet_schedule_report_format(&r);
+            g_autofree char *want = g_strdup_printf(
+                "crash term          %u deliveries   a message that kills the host: 1 death within a span mark "
+                "(no checkpoint: names no message), then %u deaths, each with it alone in the handler",
+                limits[l] + 2, limits[l]);
+            assert_contains(text, want);
+            g_autofree char *at = g_strdup_printf("captured as poison at delivery %u before it runs (crash_limit %u "
+                                                  "strikes)", limits[l] + 2, limits[l]);
+            assert_contains(text, at);
+        }
+    }
+    /* At batch 1 a span is one message: no death more. */
+    guint64 rungs[2];
+    JetBindingConfig b;
+    ordered_binding(&b, JET_KIND_ORDERED, TRUE, rungs);
+    b.batch = 1;
+    JetScheduleInput in;
+    jet_schedule_input_from_binding(&b, &in);
+    g_assert_false(in.ordered_span);
+    JetScheduleReport one = check(&in);
+    g_assert_false(one.crash_span);
+    g_assert_cmpuint(one.crash_capture_delivery, ==, 3);
+    /* The span changes nothing where nothing is captured: crash_limit 0 or
+     * no ledger. */
+    b.batch = 10;
+    jet_schedule_input_from_binding(&b, &in);
+    g_assert_true(in.ordered_span);
+    in.crash_limit = 0;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, CODES("crash-unbounded"));
+    g_assert_false(r.crash_captured);
+    g_assert_false(r.crash_span);
+    in.crash_limit = 2;
+    in.ledger_off = TRUE;
+    r = check(&in);
+    assert_codes(&r, CODES("crash-unbounded"));
+    g_assert_false(r.crash_span);
 }
 
 /* Without the ledger there is no position record: nothing attributes a
@@ -1929,6 +1999,7 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/policy-only", test_policy_only);
     g_test_add_func("/schedule/from-binding", test_from_binding);
     g_test_add_func("/schedule/ordered/crash-attributed", test_ordered_crash_attributed);
+    g_test_add_func("/schedule/ordered/crash-span", test_ordered_crash_span);
     g_test_add_func("/schedule/ordered/crash-no-ledger", test_ordered_crash_no_ledger);
     g_test_add_func("/schedule/breaker/room", test_breaker_room);
     g_test_add_func("/schedule/breaker/no-ledger", test_breaker_no_ledger);
