@@ -74,6 +74,7 @@ static void test_appended_11(void)
  * struct, the plugin ABI's and the mock host's, where it sits and how big
  * it is, and each struct's size.  A change here is an ABI change: a new
  * member goes at the end, and this table grows with it. */
+#if UINTPTR_MAX == 0xffffffffffffffffu
 static const JetAbiRow lp64[] = {
         { "jet_host_api.struct_size", 0, 4 },
         { "jet_host_api.abi_major", 4, 2 },
@@ -256,7 +257,6 @@ static const JetAbiRow current_all[] = {
 
 static void test_lp64(void)
 {
-#if UINTPTR_MAX == 0xffffffffffffffffu
     g_assert_cmpuint(G_N_ELEMENTS(lp64), ==, G_N_ELEMENTS(current_all));
     for (gsize i = 0; i < G_N_ELEMENTS(lp64); i++) {
         g_assert_cmpstr(current_all[i].name, ==, lp64[i].name);
@@ -264,16 +264,17 @@ static void test_lp64(void)
             g_error("%s: offset %zu size %zu, pinned %zu and %zu", lp64[i].name, current_all[i].offset,
                     current_all[i].size, lp64[i].offset, lp64[i].size);
     }
-#else
-    g_test_skip("not an LP64 build");
-#endif
 }
+#endif
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/abi/frozen-1.0-members-unmoved", test_frozen_10);
     g_test_add_func("/abi/1.1-appended", test_appended_11);
+#if UINTPTR_MAX == 0xffffffffffffffffu
+    /* The pinned table is LP64's; another platform pins its own. */
     g_test_add_func("/abi/lp64-layout", test_lp64);
+#endif
     return g_test_run();
 }
