@@ -49,6 +49,7 @@ typedef enum {
     K_DELIVER,         /* all | new | last | last_per_subject | from_seq N | from_time T */
     K_CHECKPOINT,      /* none | kv */
     K_NAMES,           /* comma-separated stream names, each once -> char ** */
+    K_LANE_KEY,        /* header:NAME | subject:N -> JetLaneKeySpec */
 } KeyKind;
 
 static const char *const kind_names[] = {
@@ -72,6 +73,7 @@ static const char *const kind_names[] = {
     [K_DELIVER] = "start position",
     [K_CHECKPOINT] = "none or kv",
     [K_NAMES] = "name list",
+    [K_LANE_KEY] = "header:NAME or subject:N",
 };
 
 typedef struct {
@@ -242,6 +244,13 @@ static const KeyDef binding_keys[] = {
     { "claim_ttl", K_DURATION, "5s", NULL, FALSE, 200, DURATION_MAX_MS, B(claim_ttl_ms),
       "`exclusive = true`: a standby takes over a claim it has seen unrenewed for this long (by its "
       "own clock); at least twice `claim_heartbeat`" },
+    { "key", K_LANE_KEY, NULL, NULL, FALSE, NOB, B(lane_key),
+      "per-key lanes (durable only): `header:NAME` or `subject:N` (the Nth token, from 1); messages "
+      "with one key are handled one at a time in stream order, different keys in parallel; implies "
+      "`exclusive = true` unless it is set (docs/lanes.md)" },
+    { "max_lane_held", K_UINT, "1000", NULL, FALSE, 1, 1000000, B(max_lane_held),
+      "`key`: deliveries held behind an earlier message of their key (a retried or postponed "
+      "head) before the host stops pulling" },
 };
 
 /* --- the merged view of all files ---------------------------------------- */
@@ -811,6 +820,15 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
         return TRUE;
     case K_DELIVER:
         return parse_deliver(d, value, base, file, group, error);
+    case K_LANE_KEY: {
+        const char *lane_why = NULL;
+        if (!jet_lane_key_parse(value, (JetLaneKeySpec *)field, &lane_why)) {
+            g_autofree char *shown = jet_text_escape(value, strlen(value), FALSE);
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s': %s", shown, lane_why);
+            return FALSE;
+        }
+        return TRUE;
+    }
     case K_CHECKPOINT:
         if (strcmp(value, "none") == 0) {
             *(JetCheckpoint *)field = JET_CHECKPOINT_NONE;
@@ -1055,6 +1073,8 @@ static gboolean kind_keys_fit(const Section *sec, JetBindingConfig *b, GError **
             key_error(error, JET_ERROR_INVALID, sec->file, sec->group, "consumer", "required key is missing");
             return FALSE;
         }
+        if (b->lane_key.kind != JET_LANE_KEY_OFF && !is_set(sec, "exclusive"))
+            b->exclusive = TRUE;   /* order across hosts needs one of them at a time */
         static const char *const ordered_only[] = { "deliver", "checkpoint" };
         for (gsize i = 0; i < G_N_ELEMENTS(ordered_only); i++) {
             if (is_set(sec, ordered_only[i])) {
@@ -1067,7 +1087,7 @@ static gboolean kind_keys_fit(const Section *sec, JetBindingConfig *b, GError **
     }
     static const char *const durable_only[] = {
         "consumer", "workers", "threshold", "ack_wait", "max_deliver", "max_ack_pending", "capture_reserve",
-        "floor_age", "breaker", "min_deliveries",
+        "floor_age", "breaker", "min_deliveries", "key", "max_lane_held",
     };
     for (gsize i = 0; i < G_N_ELEMENTS(durable_only); i++) {
         if (is_set(sec, durable_only[i])) {

@@ -12,6 +12,7 @@
 #include <glib.h>
 
 #include <jethost/plugin.h>
+#include "lane_key.h"
 #include "settle.h"
 
 typedef enum {
@@ -136,6 +137,10 @@ typedef struct {
     gboolean exclusive;      /* claim the binding in the host's KV bucket before pulling */
     guint64 claim_heartbeat_ms;   /* the holder renews the claim this often */
     guint64 claim_ttl_ms;    /* a standby takes a claim not renewed for this long */
+
+    /* Per-key lanes (docs/lanes.md) */
+    JetLaneKeySpec lane_key; /* `key`; kind OFF: no lanes */
+    guint max_lane_held;     /* deliveries held behind their lane's head before pulls stop */
 
     /* option.NAME keys: name (without the prefix) -> value as written */
     GHashTable *options;

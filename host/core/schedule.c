@@ -41,6 +41,8 @@ void jet_schedule_input_from_binding(const JetBindingConfig *b, JetScheduleInput
     in->floor_age_ms = b->floor_age_ms;
     in->min_deliveries = b->min_deliveries;
     in->ledger_off = !b->ledger;
+    in->lanes = b->lane_key.kind != JET_LANE_KEY_OFF;
+    in->exclusive = b->exclusive;
     if (JET_KIND_IS_ORDERED(b->kind)) {
         /* In place, one at a time (docs/ordered.md): no breaker, no floor
          * to stall, no server redelivery; crashes attributed by the
@@ -490,6 +492,14 @@ void jet_schedule_check(const JetScheduleInput *in, JetScheduleReport *out)
             "the breaker (%s) needs the ledger's first-failure time and the binding keeps no "
             "ledger (ledger = false): it can never claim a message; set ledger = true or "
             "breaker = off", enforce ? "enforce" : "observe");
+
+    /* --- lanes across hosts ------------------------------------------------- */
+    if (in->lanes && !in->exclusive)
+        add(out, JET_SCHEDULE_WARNING, "lanes-not-exclusive",
+            "key is set and exclusive = false: every host keeps its own lanes, so two messages of one "
+            "key handled by two hosts may run at once and out of order; remove exclusive = false "
+            "(key implies it) or split the subjects into partitions, one exclusive binding each "
+            "(docs/lanes.md)");
 
     /* --- crashes with poison detection off --------------------------------- */
     if (in->crash_limit == 0 && !jet_schedule_report_find(out, "crash-unbounded")) {

@@ -50,6 +50,8 @@ typedef struct {
     gboolean ordered_span;            /* ordered without checkpoint = kv: span marks, so a
                                          message that kills the host dies once unnamed first
                                          (docs/ordered.md, "Span marks") */
+    gboolean lanes;                   /* `key`: per-key lanes (docs/lanes.md) */
+    gboolean exclusive;               /* one active host (docs/exclusive.md) */
 
     /* --- Optional bound --------------------------------------------------- */
     guint64 max_time_to_dead_letter_ms;   /* 0 = no bound */
