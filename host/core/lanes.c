@@ -29,6 +29,8 @@ struct Lane {
     GBytes *key;           /* NULL: the keyless lane */
     GQueue entries;        /* Entry*, by sequence; the head decides */
     gboolean blocked;      /* in JetLanes.blocked: its head waits for an unknown below it */
+    guint n_waiting;       /* its E_WAITING entries */
+    guint held;            /* what it adds to JetLanes.n_held: n_waiting when its head is away */
 };
 
 typedef struct {
@@ -46,6 +48,7 @@ struct JetLanes {
     gboolean gap_open;
     guint64 gap_from;      /* gap_open: unknown past this, up to the next first delivery */
     guint n_waiting, n_busy, n_out, n_ghost;
+    guint n_held;          /* waiting in lanes whose head is OUT or GHOST */
 };
 
 static gint seq_cmp(gconstpointer a, gconstpointer b, gpointer unused)
@@ -189,6 +192,8 @@ static void lane_maybe_drop(JetLanes *l, Lane *ln)
 static void lane_insert(Lane *ln, Entry *e)
 {
     e->lane = ln;
+    if (e->state == E_WAITING)
+        ln->n_waiting++;   /* set before it had a lane */
     GList *n = ln->entries.tail;
     while (n != NULL && ((Entry *)n->data)->seq > e->seq)
         n = n->prev;
@@ -201,8 +206,23 @@ static void lane_insert(Lane *ln, Entry *e)
     }
 }
 
+/* A lane's share of the held count, after anything in it changed. */
+static void lane_recount(JetLanes *l, Lane *ln)
+{
+    if (ln == NULL)
+        return;
+    const Entry *head = g_queue_peek_head(&ln->entries);
+    guint now = head != NULL && (head->state == E_OUT || head->state == E_GHOST) ? ln->n_waiting : 0;
+    l->n_held = l->n_held - ln->held + now;
+    ln->held = now;
+}
+
 static void set_state(JetLanes *l, Entry *e, EntryState to)
 {
+    if (e->lane != NULL && e->state == E_WAITING)
+        e->lane->n_waiting--;
+    if (e->lane != NULL && to == E_WAITING)
+        e->lane->n_waiting++;
     switch (e->state) {
     case E_WAITING: l->n_waiting--; break;
     case E_BUSY: l->n_busy--; break;
@@ -224,7 +244,7 @@ static void set_state(JetLanes *l, Entry *e, EntryState to)
 
 /* The lane's head gets its turn when it is a delivery in hand and nothing
  * below it may be an unsettled message of its key. */
-static void lane_update(JetLanes *l, Lane *ln)
+static void lane_turn(JetLanes *l, Lane *ln)
 {
     Entry *head = g_queue_peek_head(&ln->entries);
     if (head == NULL || head->state != E_WAITING) {
@@ -247,6 +267,12 @@ static void lane_update(JetLanes *l, Lane *ln)
     }
     set_state(l, head, E_READY);
     g_queue_push_tail(&l->ready, head);
+}
+
+static void lane_update(JetLanes *l, Lane *ln)
+{
+    lane_turn(l, ln);
+    lane_recount(l, ln);
 }
 
 /* The frontier moved up: every blocked lane looks again. */
@@ -358,6 +384,7 @@ void jet_lanes_settled(JetLanes *l, gpointer item, guint64 seq, JetLaneSettled h
     if (how == JET_LANE_OUT) {
         set_state(l, e, E_OUT);
         e->due_us = due_us;
+        lane_recount(l, e->lane);
         return;
     }
     if (in_ranges(l, seq)) {
@@ -422,6 +449,7 @@ void jet_lanes_resolve(JetLanes *l, guint64 seq, gboolean pending, const char *k
         g_tree_insert(l->entries, &e->seq, e);
         set_state(l, e, E_GHOST);
         lane_insert(lane_for(l, key, len), e);
+        lane_update(l, e->lane);
     }
     unblock(l);
 }
@@ -475,6 +503,7 @@ void jet_lanes_counts(const JetLanes *l, JetLaneCounts *out)
     out->ready = l->ready.length;
     out->busy = l->n_busy;
     out->waiting = l->n_waiting;
+    out->held = l->n_held;
     out->out = l->n_out;
     out->unknown_heads = l->n_ghost;
     out->blocked_on_unknown = g_hash_table_size(l->blocked) > 0;
@@ -552,5 +581,6 @@ gpointer jet_lanes_pop_waiting(JetLanes *l, guint64 *seq)
     /* Given back: it holds its lane as any release does. */
     set_state(l, e, E_OUT);
     e->due_us = 0;
+    lane_recount(l, e->lane);
     return item;
 }

@@ -75,7 +75,8 @@ typedef struct {
     guint lanes;          /* lanes with anything in them */
     guint ready;          /* handed out next */
     guint busy;           /* taken, not yet settled */
-    guint waiting;        /* held behind an earlier message of their lane (the bound counts these) */
+    guint waiting;        /* behind an earlier message of their lane */
+    guint held;           /* of them, in lanes whose head is given back or unknown (the bound counts these) */
     guint out;            /* given back to the server, holding their lane */
     guint unknown_heads;  /* resolved unknown sequences holding a lane */
     gboolean blocked_on_unknown;   /* something waits for a key to be read */

@@ -46,6 +46,10 @@ typedef struct {
     guint64 initial_done;      /* kv: 1 once the current values are all handled (an empty bucket too) */
     guint64 published;         /* plugin publishes that got their pub-ack (forward.h) */
     guint64 publish_failures;  /* plugin publishes that failed: the delivery became a retry */
+    guint64 lane_waits;        /* lanes: deliveries that waited behind an earlier one of their key */
+    guint64 lane_gaps;         /* lanes: deliveries lost on the way (delivery-sequence gaps) */
+    guint64 lane_reads;        /* lanes: unknown sequences whose key was read from the stream */
+    guint64 lane_bound;        /* lanes: times pulls stopped at max_lane_held */
 } JetStats;
 
 /* Adds n to a counter of s (any thread). */

@@ -2,6 +2,8 @@
 #include "engine_private.h"
 #include "ack_subject.h"
 #include "jet_msg.h"
+#include "lane_key.h"
+#include "lanes.h"
 #include "log.h"
 #include "pull_status.h"
 #include "settle.h"
@@ -67,6 +69,8 @@ static gboolean careful(JetEngine *e)
 /* The one worker that pulls in careful mode: the first not hung. */
 static guint careful_worker(JetEngine *e)
 {
+    if (jet__lanes_on(e))
+        return 0;   /* the router is the only one that pulls */
     for (guint i = 0; i < e->n_workers; i++)
         if (!g_atomic_int_get(&e->workers[i].hung))
             return i;
@@ -168,6 +172,8 @@ static Item *take_next(Worker *w, gint64 timeout_ms)
  * subscription (statuses included). */
 static guint waiting_msgs(Worker *w)
 {
+    if (w->sub == NULL)
+        return jet__lanes_on(w->eng) ? jet__lanes_ready_hint(w->eng) : 0;   /* a lane runner */
     int pending = 0;
     if (natsSubscription_GetPending(w->sub, &pending, NULL) != NATS_OK || pending < 0)
         pending = 0;
@@ -317,6 +323,16 @@ static gint64 acks_due(Worker *w, gint64 after_us)
     if (some && left <= 0)
         acks_flush(w);
     return MAX(left, 0);
+}
+
+void jet__acks_due(Worker *w)
+{
+    acks_due(w, ACK_COALESCE_US);
+}
+
+void jet__acks_flush(Worker *w)
+{
+    acks_flush(w);
 }
 
 static guint owed(const Worker *w);
@@ -589,6 +605,11 @@ static void release_item(Worker *w, Item *it)
     g_free(it);
 }
 
+void jet__release_item(Worker *w, Item *it)
+{
+    release_item(w, it);
+}
+
 static void take_one(Worker *w, Item *it)
 {
     JetEngine *e = w->eng;
@@ -630,9 +651,13 @@ static void take_one(Worker *w, Item *it)
     } else {
         JET_STAT_ADD(&w->stats, late_messages, 1);
     }
+    if (jet__lanes_on(e)) {
+        jet__lanes_route(w, it, &meta);   /* its lane hands it to a runner */
+        return;
+    }
     if (e->take_hook != NULL)
         e->take_hook(w->index, held, e->take_hook_data);
-    jet__deliver(e, it, &meta);
+    jet__deliver(e, it, &meta, NULL);
     natsMsg_Destroy(m);
     g_free(it);
 }
@@ -672,6 +697,9 @@ static gpointer worker_main(gpointer data)
     const guint threshold = e->b->threshold;
 
     w->generation = jet_conn_generation(e->conn);
+    gboolean lanes = jet__lanes_on(e);
+    if (lanes)
+        jet__lanes_start(w);
     while (!engine_stopping(e)) {
         guint gen = jet_conn_generation(e->conn);
         if (gen != w->generation) {
@@ -685,7 +713,13 @@ static gpointer worker_main(gpointer data)
         gint64 acks_left_us = acks_due(w, ACK_COALESCE_US);
         guint n_active = active_pulls(w);
         gboolean care = careful(e);
-        if (n_active == 0 && buffered == 0) {
+        gint64 take_ms = TAKE_STEP_US / 1000;
+        if (lanes) {
+            /* One pull at a time, sized by what the lanes can take in. */
+            guint n = n_active == 0 && buffered == 0 ? jet__lanes_pull_size(w, &take_ms) : 0;
+            if (n > 0)
+                issue_pull(w, care ? 1 : n);
+        } else if (n_active == 0 && buffered == 0) {
             if (!care)
                 issue_pull(w, batch);
             else if (w->index == careful_worker(e))
@@ -704,9 +738,11 @@ static gpointer worker_main(gpointer data)
         }
 
         /* Acks waiting for company wait no longer than they may. */
-        Item *it = take_next(w, acks_left_us > 0 ? (acks_left_us + 999) / 1000 : TAKE_STEP_US / 1000);
+        Item *it = take_next(w, acks_left_us > 0 ? (acks_left_us + 999) / 1000 : take_ms);
         if (it != NULL)
             take_one(w, it);
+        if (lanes)
+            jet__lanes_resolve_some(w);
         check_deadlines(w);
     }
 
@@ -743,6 +779,8 @@ static void observe_consumer(JetEngine *e)
     if (js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, e->b->consumer, NULL, NULL) != NATS_OK)
         return;
     observe_floor(e, ci->AckFloor.Stream);
+    if (jet__lanes_on(e))
+        jet__lanes_floor(e, ci->AckFloor.Stream);
     if (e->floor != NULL) {
         JetFloorSample sample = {
             .now_ns = g_get_real_time() * 1000,
@@ -765,7 +803,9 @@ static void observe_consumer(JetEngine *e)
         char line[512];
         if (report.log_line) {
             jet_floor_report_format(&report, FALSE, line, sizeof line);
-            jet_log(JET_LOG_WARNING, e->b->name, "floor-stalled", "%s", line);
+            g_autofree char *lane = jet__lanes_on(e) ? jet__lanes_describe(e, sample.ack_floor + 1) : NULL;
+            jet_log(JET_LOG_WARNING, e->b->name, "floor-stalled", "%s%s%s", line, lane != NULL ? "; " : "",
+                    lane != NULL ? lane : "");
         }
         if (report.log_saturation) {
             jet_floor_report_format(&report, TRUE, line, sizeof line);
@@ -827,9 +867,10 @@ static void every_worker_hung(JetEngine *e)
     if (e->hung_fired || e->hung_hook == NULL)
         return;
     guint hung = 0;
-    for (guint i = 0; i < e->n_workers; i++)
+    guint first = jet__lanes_on(e) ? 1 : 0;   /* a lane router runs no handler */
+    for (guint i = first; i < e->n_workers; i++)
         hung += g_atomic_int_get(&e->workers[i].hung) ? 1 : 0;
-    if (hung == 0 || (hung < e->n_workers && !e->b->exit_on_any_hung))
+    if (hung == 0 || (hung < e->n_workers - first && !e->b->exit_on_any_hung))
         return;
     e->hung_fired = TRUE;
     e->hung_hook(e, e->b->name, hung, e->hung_hook_data);
@@ -940,6 +981,12 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     g_cond_init(&e->lease_cond);
     e->held = g_hash_table_new(g_direct_hash, g_direct_equal);
     e->n_workers = ordered ? 1 : MAX(b->workers, 1);
+    if (!ordered && b->lane_key.kind != JET_LANE_KEY_OFF) {
+        e->lanes = jet_lanes_new();
+        g_mutex_init(&e->lanes_lock);
+        g_cond_init(&e->lanes_cond);
+        e->n_workers++;   /* worker 0 routes, the others run */
+    }
     e->workers = g_new0(Worker, e->n_workers);
     for (guint i = 0; i < e->n_workers; i++) {
         Worker *w = &e->workers[i];
@@ -1027,6 +1074,11 @@ void jet_engine_start(JetEngine *e)
     natsConnection *nc = jet_conn_nats(e->conn);
     for (guint i = 0; i < e->n_workers; i++) {
         Worker *w = &e->workers[i];
+        if (jet__lanes_on(e) && i > 0) {
+            g_autofree char *rname = g_strdup_printf("jet-%s-%u", e->b->name, i);
+            w->thread = g_thread_new(rname, jet__lanes_runner_main, w);
+            continue;
+        }
         char *inbox = NULL;
         natsInbox_Create((natsInbox **)&inbox);
         w->inbox = g_strdup(inbox);
@@ -1054,8 +1106,15 @@ void jet_engine_start(JetEngine *e)
         }
         return;
     }
-    jet_log(JET_LOG_INFO, e->b->name, "subscribed", "%u worker(s) on %s/%s, batch %u", e->n_workers,
-            e->b->stream, e->b->consumer, e->b->batch);
+    if (jet__lanes_on(e)) {
+        g_autofree char *key = jet_lane_key_format(&e->b->lane_key);
+        jet_log(JET_LOG_INFO, e->b->name, "subscribed", "%u worker(s) on %s/%s in lanes by %s, batch %u, at most %u "
+                "held behind a lane's head", e->n_workers - 1, e->b->stream, e->b->consumer, key, e->b->batch,
+                e->b->max_lane_held);
+    } else {
+        jet_log(JET_LOG_INFO, e->b->name, "subscribed", "%u worker(s) on %s/%s, batch %u", e->n_workers,
+                e->b->stream, e->b->consumer, e->b->batch);
+    }
     g_autofree char *kname = g_strdup_printf("jet-%s-lease", e->b->name);
     e->keeper = g_thread_new(kname, keeper_main, e);
 }
@@ -1076,6 +1135,10 @@ void jet_engine_join(JetEngine *e)
             g_thread_join(w->thread);
             w->thread = NULL;
         }
+    }
+    if (jet__lanes_on(e) && e->workers[0].sub != NULL) {
+        jet__lanes_release_all(e, &e->workers[0]);
+        natsConnection_FlushTimeout(jet_conn_nats(e->conn), 2000);
     }
     if (e->keeper != NULL) {
         g_mutex_lock(&e->lease_lock);
@@ -1116,6 +1179,13 @@ void jet_engine_free(JetEngine *e)
         jet__ordered_free(w->ordered);
     }
     g_free(e->workers);
+    if (e->lanes != NULL) {
+        /* Never started: nothing was routed. */
+        jet_lanes_free(e->lanes);
+        g_mutex_clear(&e->lanes_lock);
+        g_cond_clear(&e->lanes_cond);
+        g_free(e->lane_filter);
+    }
     g_hash_table_unref(e->held);
     g_mutex_clear(&e->floor_lock);
     jet_executor_free(e->executor);

@@ -48,6 +48,7 @@ typedef struct {
     gboolean in_gate;          /* its handler is between the gate's enter and leave */
     gboolean hung;             /* past handler_timeout: the gate was left on its behalf */
     gint64 hung_logged_us;     /* the last handler-hung line */
+    gboolean lane_ambiguous;   /* lanes: its key header has two values (dead-lettered) */
 } Item;
 
 /* Crash isolation: a suspect is handled alone.  Ordinary deliveries share
@@ -224,6 +225,18 @@ struct JetEngine {
     GMutex floor_lock;         /* the two below change together */
     guint64 observed_floor;    /* the last ack floor seen in consumer info (read atomically) */
     gint64 observed_at_us;
+
+    /* Per-key lanes (engine_lanes.c, docs/lanes.md); NULL without `key`.
+     * Worker 0 pulls and routes, workers 1..n run.  Under lanes_lock. */
+    struct JetLanes *lanes;
+    GMutex lanes_lock;
+    GCond lanes_cond;          /* something is ready */
+    guint64 lane_next_cseq;    /* the delivery sequence the next delivery should carry; 0: unknown */
+    char *lane_filter;         /* the consumer's filter subject, for reading unknown sequences */
+    gint lane_ready;           /* atomic: ready deliveries, for the runners' ack grouping */
+    /* The router's own (worker 0's thread). */
+    gboolean lane_at_bound;
+    gint64 lane_bound_next_us;
 };
 
 /* The counters a delivery's work adds to: its worker's. */
@@ -254,7 +267,7 @@ gboolean jet__release_hold(JetEngine *e, Item *it);
  * (with what can be read), then acked; a host release (drain) recorded in
  * the ledger before the NAK. */
 extern const JetTransport jet__engine_transport;
-void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta);
+void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *out);
 void jet__capture_malformed(JetEngine *e, Item *it);
 void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta);
 /* The delivery's header block as the server sent it, parsed by the host's
@@ -290,6 +303,30 @@ gboolean jet__gate_left_for_it(JetEngine *e, Item *it);
  * careful mode holds from begin until AckWait x 2 after the last end. */
 void jet__suspect_begin(JetEngine *e);
 void jet__suspect_end(JetEngine *e);
+
+/* engine.c, for the lane runners: acks that wait are sent when due / now;
+ * an item never handled is released (NAK, recorded) and freed. */
+void jet__acks_due(Worker *w);
+void jet__acks_flush(Worker *w);
+void jet__release_item(Worker *w, Item *it);
+
+/* engine_lanes.c: per-key lanes (docs/lanes.md).  The router (worker 0)
+ * reads the consumer's state before its first pull (start), sizes each
+ * pull (0: none now; *wait_ms: how long to wait for a message before
+ * asking again), routes each delivery, and reads the keys of unknown
+ * sequences; runners (workers 1..n) run what is ready. */
+gboolean jet__lanes_on(const JetEngine *e);
+void jet__lanes_start(Worker *w);
+guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms);
+void jet__lanes_route(Worker *w, Item *it, const JetAckMeta *meta);
+void jet__lanes_resolve_some(Worker *w);
+gpointer jet__lanes_runner_main(gpointer worker);
+guint jet__lanes_ready_hint(JetEngine *e);
+void jet__lanes_floor(JetEngine *e, guint64 floor);
+/* "stream seq N holds the floor in lane K: ..." or NULL (caller frees). */
+char *jet__lanes_describe(JetEngine *e, guint64 seq);
+/* After every thread is joined: what waits in lanes is given back. */
+void jet__lanes_release_all(JetEngine *e, Worker *w);
 
 /* The origin stream may have been deleted and re-created (a recovery, a
  * reconnect): its creation time is read again before the next capture. */

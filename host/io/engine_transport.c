@@ -401,7 +401,7 @@ static void delivery_init(JetEngine *e, JetDelivery *d, Item *it, const JetAckMe
     };
 }
 
-void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
+void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *out)
 {
     char stream[JET_NAME_BUF], consumer[JET_NAME_BUF];
     JetDelivery d;
@@ -409,20 +409,24 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta)
     /* The header block first, before anything could make nats.c read it. */
     g_auto(JetHdrParse) hdrs = { 0 };
     g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
+    if (malformed == NULL && it->lane_ambiguous)
+        malformed = g_strdup_printf("the lane key header %s has two different values: the message cannot be put "
+                                    "in one lane (docs/lanes.md)", e->b->lane_key.header);
     d.hdrs = &hdrs;
     d.malformed = malformed;
 
-    JetExecuted done;
-    jet_executor_deliver(e->executor, &d, &done);
+    JetExecuted local;
+    JetExecuted *done = out != NULL ? out : &local;
+    jet_executor_deliver(e->executor, &d, done);
 
     if (e->settle_hook != NULL)
-        e->settle_hook(d.stream_seq, d.deliveries, &done.action, e->settle_hook_data);
+        e->settle_hook(d.stream_seq, d.deliveries, &done->action, e->settle_hook_data);
     if (jet_log_enabled(JET_LOG_DEBUG))
         jet_log(JET_LOG_DEBUG, e->b->name, "settled", "seq %" G_GUINT64_FORMAT " %s delivery %u: %s%s%s%s%s",
-                d.stream_seq, d.subject, d.deliveries, jet_action_name(done.action.kind),
-                done.action.kind == JET_ACTION_CAPTURE ? " " : "",
-                done.action.kind == JET_ACTION_CAPTURE ? jet_cause_name(done.action.cause) : "",
-                done.stale ? " (stale)" : "", done.handled ? "" : " (handler not run)");
+                d.stream_seq, d.subject, d.deliveries, jet_action_name(done->action.kind),
+                done->action.kind == JET_ACTION_CAPTURE ? " " : "",
+                done->action.kind == JET_ACTION_CAPTURE ? jet_cause_name(done->action.cause) : "",
+                done->stale ? " (stale)" : "", done->handled ? "" : " (handler not run)");
 }
 
 void jet__capture_malformed(JetEngine *e, Item *it)
