@@ -91,8 +91,10 @@ JetClaimHolderMove jet_claim_holder_decide(gint64 ok_sent_us, gint64 tried_us, g
 typedef struct {
     guint64 won;                 /* claims made: created, or taken from a released key */
     guint64 taken_over;          /* of them, taken from a silent holder (ttl passed) */
-    guint64 lost;                /* a renewal found the key changed: someone else holds it */
-    guint64 expired;             /* renewals failed for ttl - heartbeat: stopped unsure */
+    guint64 lost;                /* someone else holds it: a renewal found the key changed, or the
+                                    key read once no renewal had got through for ttl - heartbeat */
+    guint64 expired;             /* no renewal got through for ttl - heartbeat and the key did not
+                                    name another holder (or could not be read): stopped unsure */
     guint64 renewals;            /* renewals written */
     guint64 renew_errors;        /* renewals that failed for another reason (retried) */
     guint64 released;            /* released at a drain */

@@ -93,6 +93,15 @@ static void stop_engine(JetExclusive *x)
     g_mutex_unlock(&x->lock);
 }
 
+/* Tells the engine we run to stop, without waiting for its drain. */
+static void halt_engine(JetExclusive *x)
+{
+    g_mutex_lock(&x->lock);
+    if (x->engine != NULL)
+        jet_engine_stop(x->engine);
+    g_mutex_unlock(&x->lock);
+}
+
 /* Won: starts the engine, unless the drain began meanwhile.  FALSE: the
  * claim should be given back at once. */
 static gboolean begin(JetExclusive *x)
@@ -154,10 +163,28 @@ static gpointer claimer_main(gpointer data)
         if (holding) {
             JetClaimHolderMove m = jet_claim_holder_decide(ok_sent_us, tried_us, now, hb_us, ttl_us);
             if (m == JET_CLAIM_EXPIRED) {
-                add(&x->claims.expired);
-                jet_log(JET_LOG_ERROR, b->name, "claim-expired",
-                        "no renewal of %s got through for %" G_GINT64_FORMAT " ms (claim_ttl - claim_heartbeat): "
-                        "stopping the binding before a standby may take it", x->key, (now - ok_sent_us) / 1000);
+                /* Past the fence a standby may start at any moment: the
+                 * engine stops before the key is read. */
+                halt_engine(x);
+                /* A host paused past claim_ttl (SIGSTOP, a frozen VM) wakes
+                 * here, not at a failed renewal: the key says whether a
+                 * standby took it meanwhile, and then saying it stopped
+                 * "before a standby may take it" would hide the overlap. */
+                JetClaimSeen seen;
+                JetClaimRecord other;
+                if (read_claim(x, &seen, &other, NULL) && seen.live && !seen.ours) {
+                    add(&x->claims.lost);
+                    jet_log(JET_LOG_WARNING, b->name, "claim-lost",
+                            "%s was taken while no renewal of ours got through for %" G_GINT64_FORMAT " ms (this "
+                            "host paused, or could not reach the server; now held by %s, run %s): stopping the "
+                            "binding at once, releasing what it holds; standing by", x->key,
+                            (now - ok_sent_us) / 1000, other.host, other.run);
+                } else {
+                    add(&x->claims.expired);
+                    jet_log(JET_LOG_ERROR, b->name, "claim-expired",
+                            "no renewal of %s got through for %" G_GINT64_FORMAT " ms (claim_ttl - claim_heartbeat): "
+                            "stopping the binding before a standby may take it", x->key, (now - ok_sent_us) / 1000);
+                }
                 holding = FALSE;
                 stop_engine(x);
                 watch.valid = FALSE;

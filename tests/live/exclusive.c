@@ -6,6 +6,18 @@
  *                    within claim_ttl + one pull window (measured)
  *   term-handover    SIGTERM the holder: it releases its claim after its
  *                    drain, and the standby handles within ~1 s of its exit
+ *   holder-loses-claim
+ *                    SIGSTOP the holder past claim_ttl: the standby takes
+ *                    over; the woken holder stops and stands by, handling
+ *                    nothing new, and takes the claim back when the other
+ *                    host stops
+ *   renew-conflict   the key written by someone else under the holder: its
+ *                    renewal fails, it stops, and takes over once that
+ *                    record goes unrenewed
+ *   ordered, kv      an ordered binding and a KV watch with checkpoint = kv:
+ *                    the standby makes no consumer, and after a SIGTERM of
+ *                    the holder mid-stream it resumes after the holder's
+ *                    last message: each handled once, none skipped
  *
  * Each host runs the shipped `paced` plugin appending to a file of its own,
  * so what a host handled is the lines of its file. */
@@ -25,24 +37,44 @@ typedef struct {
     char *out;       /* paced's file */
 } Host;
 
-static char *config_for(const char *url, const char *out)
+typedef enum { KIND_DURABLE, KIND_ORDERED, KIND_KV } Kind;
+
+#define KV_BUCKET "CFG"
+
+/* The binding's keys that differ by kind; the claim's are the same. */
+static const char *kind_keys(Kind kind)
+{
+    switch (kind) {
+    case KIND_ORDERED:
+        return "stream = ORDERS\nsubjects = orders.>\nkind = ordered\ndeliver = all\ncheckpoint = kv\n"
+               "batch = 10\nexpires = 1s\nidle_heartbeat = 500ms\n";
+    case KIND_KV:
+        return "kind = kv\nbucket = " KV_BUCKET "\ninitial = true\ncheckpoint = kv\n"
+               "batch = 10\nexpires = 1s\nidle_heartbeat = 500ms\n";
+    case KIND_DURABLE:
+    default:
+        return "stream = ORDERS\nconsumer = audit\nsubjects = orders.>\n"
+               "ack_wait = 2s\nexpires = 1s\nidle_heartbeat = 500ms\nfloor_age = 0\n";
+    }
+}
+
+/* rate: paced's option.rate, "0" for unlimited. */
+static char *config_for(const char *url, const char *name, Kind kind, const char *rate, const char *out)
 {
     g_autofree char *state = g_build_filename(jet_test_private_dir(), "state", NULL);
     g_autofree char *plugin = jet_test_plugin_copy("paced");
-    return g_strdup_printf("[host]\nserver = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n"
-                           "[binding audit]\nplugin = %s\nstream = ORDERS\nconsumer = audit\n"
-                           "subjects = orders.>\n"
-                           "ack_wait = 2s\nexpires = 1s\nidle_heartbeat = 500ms\nfloor_age = 0\n"
+    return g_strdup_printf("[host]\nserver = %s\nname = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n"
+                           "[binding audit]\nplugin = %s\n%s"
                            "exclusive = true\nclaim_ttl = %ums\nclaim_heartbeat = %ums\n"
-                           "option.path = %s\noption.rate = 0\n",
-                           url, state, plugin, TTL_MS, HEARTBEAT_MS, out);
+                           "option.path = %s\noption.rate = %s\n",
+                           url, name, state, plugin, kind_keys(kind), TTL_MS, HEARTBEAT_MS, out, rate);
 }
 
-static void host_start(Host *h, const char *url, const char *name)
+static void host_start_kind(Host *h, const char *url, const char *name, Kind kind, const char *rate)
 {
     g_autofree char *outname = g_strdup_printf("%s.jsonl", name);
     h->out = g_build_filename(jet_test_private_dir(), outname, NULL);
-    g_autofree char *text = config_for(url, h->out);
+    g_autofree char *text = config_for(url, name, kind, rate, h->out);
     g_autofree char *file = g_strdup_printf("%s.conf", name);
     g_autofree char *conf = jet_test_write_file(file, text);
     g_autofree char *errfile = g_strdup_printf("%s.stderr", name);
@@ -89,14 +121,19 @@ static void wait_lines(const char *path, const char *needle, guint n, guint time
 }
 
 /* Host A holds the claim, host B stands by (a handshake on their logs). */
-static void start_pair(JetTestServer *srv, const char *test, Host *a, Host *b)
+static void start_pair_kind(JetTestServer *srv, const char *test, Kind kind, const char *rate, Host *a, Host *b)
 {
     /* Files of their own per test: the private directory is the process's. */
     g_autofree char *na = g_strdup_printf("%s-a", test), *nb = g_strdup_printf("%s-b", test);
-    host_start(a, jet_test_server_url(srv), na);
+    host_start_kind(a, jet_test_server_url(srv), na, kind, rate);
     wait_lines(a->errlog, "event=claimed", 1, 20000, a->errlog);
-    host_start(b, jet_test_server_url(srv), nb);
+    host_start_kind(b, jet_test_server_url(srv), nb, kind, rate);
     wait_lines(b->errlog, "event=standing-by", 1, 20000, b->errlog);
+}
+
+static void start_pair(JetTestServer *srv, const char *test, Host *a, Host *b)
+{
+    start_pair_kind(srv, test, KIND_DURABLE, "0", a, b);
 }
 
 static void publish(jsCtx *js, guint n);
@@ -109,15 +146,21 @@ static void pair_handling(JetTestServer *srv, jsCtx *js, const char *test, Host 
     wait_lines(a->out, "\"stream_seq\"", 5, 20000, a->errlog);
 }
 
-static void publish(jsCtx *js, guint n)
+/* Bodies m<first> .. m<first + n - 1>. */
+static void publish_from(jsCtx *js, guint first, guint n)
 {
-    for (guint i = 0; i < n; i++) {
+    for (guint i = first; i < first + n; i++) {
         g_autofree char *body = g_strdup_printf("m%u", i);
         jsErrCode jerr = 0;
         natsStatus s = js_Publish(NULL, js, "orders.x", body, (int)strlen(body), NULL, &jerr);
         if (s != NATS_OK)
             g_error("publish: %s (%s, err %d)", natsStatus_GetText(s), nats_GetLastError(NULL), (int)jerr);
     }
+}
+
+static void publish(jsCtx *js, guint n)
+{
+    publish_from(js, 0, n);
 }
 
 static void stop_host(Host *h)
@@ -213,11 +256,357 @@ static void test_term_handover(void)
     jet_test_js_close(nc, js);
 }
 
+/* The stream seqs (a KV entry's: its revision) a host's paced file holds,
+ * in the order it handled them.  A line still being written is left out. */
+static GArray *handled_seqs(const char *path)
+{
+    GArray *seqs = g_array_new(FALSE, FALSE, sizeof(guint64));
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return seqs;
+    char *line = text;
+    for (char *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+        *nl = '\0';
+        const char *at = strstr(line, "\"stream_seq\":");
+        g_assert_nonnull(at);
+        guint64 seq = g_ascii_strtoull(at + strlen("\"stream_seq\":"), NULL, 10);
+        g_assert_cmpuint(seq, >=, 1);
+        g_array_append_val(seqs, seq);
+    }
+    return seqs;
+}
+
+typedef struct {
+    const char *path;
+    guint64 seq;
+} SeqWait;
+
+static gboolean seq_handled(gpointer data)
+{
+    SeqWait *w = data;
+    g_autoptr(GArray) seqs = handled_seqs(w->path);
+    for (guint i = 0; i < seqs->len; i++)
+        if (g_array_index(seqs, guint64, i) == w->seq)
+            return TRUE;
+    return FALSE;
+}
+
+typedef struct {
+    const char *path, *other;   /* other: a second host's file, or NULL */
+    guint64 from, to;
+} RangeWait;
+
+static void mark_seen(const char *path, guint64 from, guint64 to, gboolean *seen)
+{
+    g_autoptr(GArray) seqs = handled_seqs(path);
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 s = g_array_index(seqs, guint64, i);
+        if (s >= from && s <= to)
+            seen[s - from] = TRUE;
+    }
+}
+
+/* Every stream seq from..to is in the file(s) (lines count duplicates: a
+ * message redelivered after AckWait is two lines). */
+static gboolean range_handled(gpointer data)
+{
+    RangeWait *w = data;
+    g_autofree gboolean *seen = g_new0(gboolean, w->to - w->from + 1);
+    mark_seen(w->path, w->from, w->to, seen);
+    if (w->other != NULL)
+        mark_seen(w->other, w->from, w->to, seen);
+    for (guint64 s = w->from; s <= w->to; s++)
+        if (!seen[s - w->from])
+            return FALSE;
+    return TRUE;
+}
+
+static void wait_range2(const char *path, const char *other, guint64 from, guint64 to, const char *errlog)
+{
+    RangeWait w = { path, other, from, to };
+    if (!jet_test_wait_until(range_handled, &w, 20000))
+        g_error("%s: not every stream seq from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT " after 20 s; log:\n%s",
+                path, from, to, jet_test_read_text(errlog));
+}
+
+static void wait_range(const char *path, guint64 from, guint64 to, const char *errlog)
+{
+    wait_range2(path, NULL, from, to, errlog);
+}
+
+/* Waits until a log has a line with any of the needles (NULL-terminated). */
+typedef struct {
+    const char *path;
+    const char *const *needles;
+} AnyWait;
+
+static gboolean any_logged(gpointer data)
+{
+    AnyWait *w = data;
+    for (const char *const *n = w->needles; *n != NULL; n++)
+        if (file_lines(w->path, *n) > 0)
+            return TRUE;
+    return FALSE;
+}
+
+/* SIGSTOP the holder for longer than claim_ttl: the standby takes the claim
+ * while it sleeps.  Woken, the old holder must find out it no longer holds
+ * the claim (a renewal now would fail its compare-and-set), stop its engine
+ * and stand by behind the new holder, handling nothing more; when the new
+ * holder stops, it wins the claim back and handles again.  Nothing
+ * published along the way goes unhandled. */
+static void test_holder_loses_claim(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    Host a = { 0 }, b = { 0 };
+    gint64 t0 = g_get_monotonic_time();
+    pair_handling(srv, js, "lose", &a, &b);   /* stream seqs 1..5, by A */
+
+    g_subprocess_send_signal(a.proc, SIGSTOP);
+    gint64 stopped = g_get_monotonic_time();
+    wait_lines(b.errlog, "event=taken-over", 1, 20000, b.errlog);
+    gint64 taken_ms = (g_get_monotonic_time() - stopped) / 1000;
+    publish_from(js, 5, 5);   /* 6..10 */
+    wait_range(b.out, 6, 10, b.errlog);
+
+    g_subprocess_send_signal(a.proc, SIGCONT);
+    gint64 woken = g_get_monotonic_time();
+    const char *const stops[] = { "event=claim-lost", "event=claim-expired", NULL };
+    AnyWait aw = { a.errlog, stops };
+    if (!jet_test_wait_until(any_logged, &aw, 20000))
+        g_error("the woken holder did not stop; its log:\n%s", jet_test_read_text(a.errlog));
+    /* Standing by again means its engine was stopped and joined first. */
+    wait_lines(a.errlog, "event=standing-by", 1, 20000, a.errlog);
+    gint64 noticed_ms = (g_get_monotonic_time() - woken) / 1000;
+    g_assert_cmpuint(file_lines(a.errlog, "event=claim-expired"), ==, 0);
+    g_assert_cmpuint(file_lines(a.errlog, "event=claim-lost"), ==, 1);
+    g_assert_cmpuint(file_lines(a.errlog, "now held by lose-b"), ==, 1);
+    g_assert_cmpuint(file_lines(a.errlog, "is held by lose-b"), ==, 1);
+
+    /* Only the new holder handles what comes now.  Twenty messages: an
+     * old holder still pulling would get some of them. */
+    publish_from(js, 10, 20);   /* 11..30 */
+    wait_range2(b.out, a.out, 11, 30, b.errlog);
+    if (file_lines(a.out, "\"stream_seq\"") != 5)
+        g_error("the old holder handled messages after it lost its claim:\n%s", jet_test_read_text(a.out));
+    /* All of them by B before it stops: what it still held then would be
+     * released to A, and rightly handled there. */
+    wait_range(b.out, 11, 30, b.errlog);
+    g_assert_cmpuint(file_lines(b.errlog, "event=claim-lost"), ==, 0);
+
+    /* The new holder stops: the old one wins the claim back and handles. */
+    stop_host(&b);
+    g_assert_cmpuint(file_lines(b.errlog, "event=claim-released"), ==, 1);
+    wait_lines(a.errlog, "event=claimed", 2, 20000, a.errlog);
+    publish_from(js, 30, 5);   /* 31..35 */
+    wait_range(a.out, 31, 35, a.errlog);
+    stop_host(&a);
+    g_assert_cmpuint(file_lines(a.errlog, "event=claims-stopped"), ==, 1);
+    g_assert_cmpuint(file_lines(a.errlog, "claims won 2 (taken over from a silent holder 0), lost 1, expired 0"), ==,
+                     1);
+
+    /* Each of the 35 handled at least once, by one host or the other. */
+    g_autoptr(GArray) sa = handled_seqs(a.out);
+    g_autoptr(GArray) sb = handled_seqs(b.out);
+    guint count[36] = { 0 };
+    for (guint i = 0; i < sa->len + sb->len; i++) {
+        gboolean by_a = i < sa->len;
+        guint64 s = by_a ? g_array_index(sa, guint64, i) : g_array_index(sb, guint64, i - sa->len);
+        if (s > 35)
+            g_error("stream seq %" G_GUINT64_FORMAT " was never published", s);
+        count[s]++;
+        /* A handled 1..5 before its pause, 31..35 after it won back. */
+        if (by_a && s > 5 && s <= 30)
+            g_error("the old holder handled stream seq %" G_GUINT64_FORMAT " after losing its claim", s);
+    }
+    for (guint s = 1; s <= 35; s++)
+        if (count[s] == 0)
+            g_error("stream seq %u was never handled", s);
+    g_printerr("# holder-loses-claim: standby took over %" G_GINT64_FORMAT " ms after SIGSTOP; the woken holder "
+               "stood by %" G_GINT64_FORMAT " ms after SIGCONT; %" G_GINT64_FORMAT " ms in all\n", taken_ms,
+               noticed_ms, (g_get_monotonic_time() - t0) / 1000);
+    host_clear(&a);
+    host_clear(&b);
+    jet_test_js_close(nc, js);
+}
+
+typedef struct {
+    const char *out, *errlog;
+    guint handled;           /* lines in out when the claim was lost */
+    gboolean early;          /* a line more before the host logged its takeover */
+} TakeBackWait;
+
+static gboolean taken_back(gpointer data)
+{
+    TakeBackWait *w = data;
+    /* The out file first: the takeover is logged before the engine starts,
+     * so a line seen here with no takeover in the log read after it was
+     * handled while the claim was another's. */
+    guint lines = file_lines(w->out, "\"stream_seq\"");
+    gboolean logged = file_lines(w->errlog, "event=taken-over") > 0;
+    if (lines > w->handled && !logged)
+        w->early = TRUE;
+    return logged || w->early;
+}
+
+/* The renewal's compare-and-set: someone else writes the key under a
+ * running holder (here the test, as a host named "intruder" that then goes
+ * silent).  The holder's next renewal fails, it stops at once and stands by
+ * behind the intruder, handling nothing, and takes the claim over once the
+ * intruder's record has gone unrenewed for claim_ttl. */
+static void test_renew_conflict(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    gint64 t0 = g_get_monotonic_time();
+    Host a = { 0 };
+    host_start_kind(&a, jet_test_server_url(srv), "conflict-a", KIND_DURABLE, "0");
+    wait_lines(a.errlog, "event=claimed", 1, 20000, a.errlog);
+    publish_from(js, 0, 5);
+    wait_lines(a.out, "\"stream_seq\"", 5, 20000, a.errlog);
+
+    kvStore *ledger = NULL;
+    g_assert_cmpint(js_KeyValue(&ledger, js, "jethost_ledger"), ==, NATS_OK);
+    const char *intruder = "{\"host\":\"intruder\",\"run\":\"0123456789abcdef0123456789abcdef\","
+                           "\"renewed_ms\":0,\"state\":\"held\"}";
+    g_assert_cmpint(kvStore_PutString(NULL, ledger, "claim.audit", intruder), ==, NATS_OK);
+    gint64 put = g_get_monotonic_time();
+    wait_lines(a.errlog, "event=claim-lost", 1, 20000, a.errlog);
+    gint64 lost_ms = (g_get_monotonic_time() - put) / 1000;
+    /* Found by the failed renewal, not by waiting out the fence. */
+    g_assert_cmpuint(file_lines(a.errlog, "changed under us (now held by intruder)"), ==, 1);
+    wait_lines(a.errlog, "is held by intruder", 1, 20000, a.errlog);
+
+    /* Not handled while the intruder holds the claim; handled once the
+     * host has taken it over. */
+    TakeBackWait tw = { a.out, a.errlog, file_lines(a.out, "\"stream_seq\""), FALSE };
+    g_assert_cmpuint(tw.handled, ==, 5);
+    publish_from(js, 5, 5);
+    if (!jet_test_wait_until(taken_back, &tw, 20000))
+        g_error("no takeover from the silent intruder; log:\n%s", jet_test_read_text(a.errlog));
+    if (tw.early)
+        g_error("handled a message while the claim was the intruder's; log:\n%s", jet_test_read_text(a.errlog));
+    gint64 back_ms = (g_get_monotonic_time() - put) / 1000;
+    /* Taken over claim_ttl after the host first read the intruder's record. */
+    g_assert_cmpint(back_ms, >=, TTL_MS);
+    wait_range(a.out, 6, 10, a.errlog);
+    stop_host(&a);
+    g_assert_cmpuint(file_lines(a.errlog, "claims won 2 (taken over from a silent holder 1), lost 1, expired 0"), ==,
+                     1);
+    g_printerr("# renew-conflict: claim lost %" G_GINT64_FORMAT " ms after the key was overwritten, taken back after "
+               "%" G_GINT64_FORMAT " ms; %" G_GINT64_FORMAT " ms in all\n", lost_ms, back_ms,
+               (g_get_monotonic_time() - t0) / 1000);
+    kvStore_Destroy(ledger);
+    host_clear(&a);
+    jet_test_js_close(nc, js);
+}
+
+/* Consumers on a stream whose names start with prefix. */
+static guint consumers_named(jsCtx *js, const char *stream, const char *prefix)
+{
+    jsConsumerNamesList *list = NULL;
+    g_assert_cmpint(js_ConsumerNames(&list, js, stream, NULL, NULL), ==, NATS_OK);
+    guint n = 0;
+    for (int i = 0; list != NULL && i < list->Count; i++)
+        if (g_str_has_prefix(list->List[i], prefix))
+            n++;
+    jsConsumerNamesList_Destroy(list);
+    return n;
+}
+
+/* An ordered binding or a KV watch, exclusive, checkpoint = kv: the holder
+ * alone has a consumer and handles; SIGTERM it mid-stream and the standby
+ * resumes after the last message it handled, so that each of the messages
+ * is handled once across the two, in order, none skipped. */
+static void test_ordered_kind(gconstpointer data)
+{
+    const Kind kind = GPOINTER_TO_INT(data);
+    const gboolean kv = kind == KIND_KV;
+    const char *stream = kv ? "KV_" KV_BUCKET : "ORDERS";
+    const guint first = 30, more = 10, n = first + more;
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    kvStore *bucket = NULL;
+    gint64 t0 = g_get_monotonic_time();
+    if (kv) {
+        kvConfig kc;
+        kvConfig_Init(&kc);
+        kc.Bucket = KV_BUCKET;
+        kc.History = 1;
+        g_assert_cmpint(js_CreateKeyValue(&bucket, js, &kc), ==, NATS_OK);
+    }
+    /* A paced holder (20 a second) is still busy when it is stopped. */
+    Host a = { 0 }, b = { 0 };
+    start_pair_kind(srv, kv ? "kv" : "ord", kind, "20", &a, &b);
+    for (guint i = 0; i < first; i++) {
+        if (kv) {
+            g_autofree char *key = g_strdup_printf("app.k%02u", i);
+            g_assert_cmpint(kvStore_PutString(NULL, bucket, key, "v1"), ==, NATS_OK);
+        }
+    }
+    if (!kv)
+        publish_from(js, 0, first);
+    wait_lines(a.out, "\"stream_seq\"", 5, 20000, a.errlog);
+    /* The standby bound nothing: one consumer, the holder's. */
+    g_assert_cmpuint(consumers_named(js, stream, "jethost_ord_"), ==, 1);
+    g_assert_cmpuint(file_lines(b.errlog, "event=ordered-consumer"), ==, 0);
+    g_assert_cmpuint(file_lines(b.out, "\"stream_seq\""), ==, 0);
+
+    stop_host(&a);
+    g_assert_cmpuint(file_lines(a.errlog, "event=claim-released"), ==, 1);
+    g_autoptr(GArray) sa = handled_seqs(a.out);
+    g_assert_cmpuint(sa->len, >=, 5);
+    g_assert_cmpuint(sa->len, <, first);   /* stopped mid-stream, or the test shows nothing */
+    const guint64 last = g_array_index(sa, guint64, sa->len - 1);
+    wait_lines(b.errlog, "event=claimed", 1, 20000, b.errlog);
+    g_autofree char *resuming = g_strdup_printf("resuming after stream seq %" G_GUINT64_FORMAT, last);
+    wait_lines(b.errlog, resuming, 1, 20000, b.errlog);
+    for (guint i = 0; i < more; i++) {
+        if (kv) {
+            g_autofree char *key = g_strdup_printf("app.k%02u", i);
+            g_assert_cmpint(kvStore_PutString(NULL, bucket, key, "v2"), ==, NATS_OK);
+        }
+    }
+    if (!kv)
+        publish_from(js, first, more);
+    SeqWait sw = { b.out, n };
+    if (!jet_test_wait_until(seq_handled, &sw, 30000))
+        g_error("stream seq %u not handled by the new holder; its log:\n%s", n, jet_test_read_text(b.errlog));
+    stop_host(&b);
+    g_assert_cmpuint(file_lines(a.errlog, "event=claim-lost"), ==, 0);
+    g_assert_cmpuint(file_lines(b.errlog, "event=taken-over"), ==, 0);
+
+    /* A's then B's: 1..n, each once, in order. */
+    g_autoptr(GArray) sb = handled_seqs(b.out);
+    g_assert_cmpuint(sa->len + sb->len, ==, n);
+    for (guint i = 0; i < n; i++) {
+        guint64 s = i < sa->len ? g_array_index(sa, guint64, i) : g_array_index(sb, guint64, i - sa->len);
+        if (s != i + 1)
+            g_error("handled[%u] is stream seq %" G_GUINT64_FORMAT ", expected %u (A handled %u, B %u)", i, s, i + 1,
+                    sa->len, sb->len);
+    }
+    g_printerr("# %s: holder handled %u of %u before its SIGTERM, the standby the other %u; %" G_GINT64_FORMAT
+               " ms in all\n", kv ? "kv" : "ordered", sa->len, n, sb->len, (g_get_monotonic_time() - t0) / 1000);
+    host_clear(&a);
+    host_clear(&b);
+    if (bucket != NULL)
+        kvStore_Destroy(bucket);
+    jet_test_js_close(nc, js);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/exclusive/one-handles", test_one_handles);
     g_test_add_func("/exclusive/kill-takeover", test_kill_takeover);
     g_test_add_func("/exclusive/term-handover", test_term_handover);
+    g_test_add_func("/exclusive/holder-loses-claim", test_holder_loses_claim);
+    g_test_add_func("/exclusive/renew-conflict", test_renew_conflict);
+    g_test_add_data_func("/exclusive/ordered", GINT_TO_POINTER(KIND_ORDERED), test_ordered_kind);
+    g_test_add_data_func("/exclusive/kv", GINT_TO_POINTER(KIND_KV), test_ordered_kind);
     return g_test_run();
 }
