@@ -494,6 +494,12 @@ static void recover_consumer(Worker *w, const char *why)
         jet_log(JET_LOG_ERROR, e->b->name, "consumer-gone",
                 "consumer %s/%s is gone (%s); manage = bind: waiting for it to be put back",
                 e->b->stream, e->b->consumer, why);
+    if (jet__lanes_on(e)) {
+        /* A new consumer counts its deliveries from 1 again. */
+        g_mutex_lock(&e->lanes_lock);
+        e->lane_next_cseq = 0;
+        g_mutex_unlock(&e->lanes_lock);
+    }
     g_autoptr(GError) err = NULL;
     if (!jet_consumer_ensure_retrying(jet_conn_js(e->conn), e->b, start, 0, &e->stopping, NULL, &err))
         jet_log(JET_LOG_WARNING, e->b->name, "resubscribing", "stopped while recovering: %s", err->message);

@@ -252,8 +252,9 @@ static void test_bound(void)
     for (guint i = 0; i < n; i++)
         keys[i] = g_strdup(i % 8 == 1 ? "B" : "A");   /* seq 1 is A's head */
     publish_keyed(r.js, n, keys);
+    jet_test_stderr_begin("lanes-bound");
     rig_engine(&r, "key = header:Key\nworkers = 2\nbatch = 20\nmax_lane_held = 40\nack_wait = 2s\n"
-                   "option.postpone_first_seq = 1\noption.postpone_delay = 4s\n");
+                   "floor_age = 1s\noption.postpone_first_seq = 1\noption.postpone_delay = 4s\n");
     /* While the head is away: B's messages among those held are handled,
      * and what the server counts as pending stays near the bound. */
     PendingWatch pw = { &r, 0, 0 };
@@ -281,9 +282,43 @@ static void test_bound(void)
     pw.seq = n;
     g_assert_true(jet_test_wait_until(seq_acked, &pw, 60000));
     rig_stop(&r);
+    g_autofree char *log = jet_test_stderr_end();
+    /* The floor monitor names the lane that holds the floor. */
+    g_assert_cmpuint(jet_test_count_lines(log, "holds the floor in lane A: given back to the server"), >=, 1);
     g_autoptr(GArray) handled = read_handled(r.dir);
     g_assert_cmpuint(check_order(handled, keys, 1), ==, n);
     g_strfreev(keys);
+    rig_free(&r);
+}
+
+/* A message whose key header has two values fits no lane honestly: it is
+ * dead-lettered, and the rest go on. */
+static void test_ambiguous_key(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    char *keys[] = { "A", NULL, "A", NULL };
+    publish_keyed(r.js, 1, keys);
+    natsMsg *m = NULL;
+    g_assert_cmpint(natsMsg_Create(&m, "orders.new", NULL, "two", 3), ==, NATS_OK);
+    natsMsgHeader_Add(m, "Key", "A");
+    natsMsgHeader_Add(m, "Key", "B");
+    g_assert_cmpint(js_PublishMsgAsync(r.js, &m, NULL), ==, NATS_OK);
+    jet_test_publish_wait(r.js);
+    publish_keyed(r.js, 1, keys + 2);
+    rig_engine(&r, "key = header:Key\nworkers = 2\n");
+    FloorWait fw = { &r, 3 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    rig_stop(&r);
+    g_assert_cmpuint(dlq_count(r.js), ==, 1);
+    natsMsg *rec = NULL;
+    g_assert_cmpint(js_GetMsg(&rec, r.js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
+    g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Origin-Seq"), ==, "2");
+    g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Cause"), ==, "malformed-headers");
+    g_assert_nonnull(strstr(jet_test_msg_header(rec, "Jethost-Reason"), "two different values"));
+    natsMsg_Destroy(rec);
+    g_autoptr(GArray) handled = read_handled(r.dir);
+    g_assert_cmpuint(handled->len, ==, 2);
     rig_free(&r);
 }
 
@@ -400,6 +435,7 @@ int main(int argc, char **argv)
     g_test_add_func("/lanes/single-key", test_single_key);
     g_test_add_func("/lanes/throughput", test_throughput);
     g_test_add_func("/lanes/bound", test_bound);
+    g_test_add_func("/lanes/ambiguous-key", test_ambiguous_key);
     g_test_add_func("/lanes/kill-restart", test_kill_restart);
     g_test_add_func("/lanes/exclusive-handover", test_exclusive_handover);
     return g_test_run();
