@@ -31,6 +31,7 @@ struct Lane {
     gboolean blocked;      /* in JetLanes.blocked: its head waits for an unknown below it */
     guint n_waiting;       /* its E_WAITING entries */
     guint held;            /* what it adds to JetLanes.n_held: n_waiting when its head is away */
+    guint busy;            /* entries in a handler: one at a time, so the head waits for them */
 };
 
 typedef struct {
@@ -188,8 +189,10 @@ static void lane_maybe_drop(JetLanes *l, Lane *ln)
     g_hash_table_remove(l->lanes, ln->key);
 }
 
+static void set_state(JetLanes *l, Entry *e, EntryState to);
+
 /* Inserts e by sequence: from the tail, where new sequences go. */
-static void lane_insert(Lane *ln, Entry *e)
+static void lane_insert(JetLanes *l, Lane *ln, Entry *e)
 {
     e->lane = ln;
     if (e->state == E_WAITING)
@@ -203,6 +206,13 @@ static void lane_insert(Lane *ln, Entry *e)
     } else {
         g_queue_insert_after(&ln->entries, n, e);
         e->link = n->next;
+    }
+    /* Below a head that had its turn but was not taken (a redelivery after
+     * a lost ack): that head waits again, the earlier message goes first. */
+    Entry *next = e->link->next != NULL ? e->link->next->data : NULL;
+    if (e->link == ln->entries.head && next != NULL && next->state == E_READY) {
+        g_queue_remove(&l->ready, next);
+        set_state(l, next, E_WAITING);
     }
 }
 
@@ -225,7 +235,7 @@ static void set_state(JetLanes *l, Entry *e, EntryState to)
         e->lane->n_waiting++;
     switch (e->state) {
     case E_WAITING: l->n_waiting--; break;
-    case E_BUSY: l->n_busy--; break;
+    case E_BUSY: l->n_busy--; e->lane->busy--; break;
     case E_OUT: l->n_out--; break;
     case E_GHOST: l->n_ghost--; break;
     case E_READY:
@@ -234,7 +244,7 @@ static void set_state(JetLanes *l, Entry *e, EntryState to)
     e->state = to;
     switch (to) {
     case E_WAITING: l->n_waiting++; break;
-    case E_BUSY: l->n_busy++; break;
+    case E_BUSY: l->n_busy++; e->lane->busy++; break;
     case E_OUT: l->n_out++; break;
     case E_GHOST: l->n_ghost++; break;
     case E_READY:
@@ -265,6 +275,11 @@ static void lane_turn(JetLanes *l, Lane *ln)
         ln->blocked = FALSE;
         g_hash_table_remove(l->blocked, ln);
     }
+    /* A later message of the lane is in a handler (it had its turn before
+     * this earlier one came back): one at a time, so this one waits for
+     * its settlement. */
+    if (ln->busy > 0)
+        return;
     set_state(l, head, E_READY);
     g_queue_push_tail(&l->ready, head);
 }
@@ -275,12 +290,23 @@ static void lane_update(JetLanes *l, Lane *ln)
     lane_recount(l, ln);
 }
 
-/* The frontier moved up: every blocked lane looks again. */
+static gint head_cmp(gconstpointer a, gconstpointer b)
+{
+    const Entry *x = g_queue_peek_head((GQueue *)&((const Lane *)a)->entries);
+    const Entry *y = g_queue_peek_head((GQueue *)&((const Lane *)b)->entries);
+    if (x == NULL || y == NULL)
+        return (x != NULL) - (y != NULL);
+    return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
+}
+
+/* The frontier moved up: every blocked lane looks again, in stream order
+ * of their heads (not the hash table's, which follows addresses), so
+ * lanes freed together are handed out in the order their messages came. */
 static void unblock(JetLanes *l)
 {
     if (g_hash_table_size(l->blocked) == 0)
         return;
-    GList *lanes = g_hash_table_get_keys(l->blocked);
+    GList *lanes = g_list_sort(g_hash_table_get_keys(l->blocked), head_cmp);
     for (GList *n = lanes; n != NULL; n = n->next)
         lane_update(l, n->data);
     g_list_free(lanes);
@@ -313,6 +339,14 @@ gpointer jet_lanes_offer(JetLanes *l, const char *key, gsize len, guint64 seq, g
             ranges_add(l, l->gap_from, seq - 1);
         }
         l->last_first = MAX(l->last_first, seq);
+    } else if (l->gap_open && seq > l->gap_from) {
+        /* A redelivery past every first delivery seen: it was a first
+         * delivery, lost.  Others may be lost below it (unknown now) and
+         * past it (the gap stays open there); waiting for the next first
+         * delivery instead would hold it forever on an idle stream. */
+        ranges_add(l, l->gap_from, seq - 1);
+        l->gap_from = seq;
+        l->last_first = MAX(l->last_first, seq);
     }
     Entry *e = find(l, seq);
     gpointer replaced = NULL;
@@ -323,7 +357,7 @@ gpointer jet_lanes_offer(JetLanes *l, const char *key, gsize len, guint64 seq, g
         g_tree_insert(l->entries, &e->seq, e);
         set_state(l, e, E_WAITING);
         e->item = item;
-        lane_insert(lane_for(l, key, len), e);
+        lane_insert(l, lane_for(l, key, len), e);
     } else {
         switch (e->state) {
         case E_WAITING:
@@ -346,7 +380,7 @@ gpointer jet_lanes_offer(JetLanes *l, const char *key, gsize len, guint64 seq, g
              * not arrive): it goes through its lane once more. */
             set_state(l, e, E_WAITING);
             e->item = item;
-            lane_insert(lane_for(l, key, len), e);
+            lane_insert(l, lane_for(l, key, len), e);
             break;
         }
     }
@@ -384,17 +418,18 @@ void jet_lanes_settled(JetLanes *l, gpointer item, guint64 seq, JetLaneSettled h
     if (how == JET_LANE_OUT) {
         set_state(l, e, E_OUT);
         e->due_us = due_us;
-        lane_recount(l, e->lane);
+        /* An earlier message behind it may have waited for it to leave the handler. */
+        lane_update(l, e->lane);
         return;
     }
     if (in_ranges(l, seq)) {
         /* Inside a recovery range: remembered as settled until the floor
          * passes it, so it is never read back as an unknown. */
         Lane *ln = e->lane;
+        set_state(l, e, E_SETTLED);
         g_queue_delete_link(&ln->entries, e->link);
         e->link = NULL;
         e->lane = NULL;
-        set_state(l, e, E_SETTLED);
         lane_update(l, ln);
         lane_maybe_drop(l, ln);
         return;
@@ -448,7 +483,7 @@ void jet_lanes_resolve(JetLanes *l, guint64 seq, gboolean pending, const char *k
         e->state = E_SETTLED;
         g_tree_insert(l->entries, &e->seq, e);
         set_state(l, e, E_GHOST);
-        lane_insert(lane_for(l, key, len), e);
+        lane_insert(l, lane_for(l, key, len), e);
         lane_update(l, e->lane);
     }
     unblock(l);
@@ -581,6 +616,7 @@ gpointer jet_lanes_pop_waiting(JetLanes *l, guint64 *seq)
     /* Given back: it holds its lane as any release does. */
     set_state(l, e, E_OUT);
     e->due_us = 0;
-    lane_recount(l, e->lane);
+    /* Its lane no longer waits on an unknown for it. */
+    lane_update(l, e->lane);
     return item;
 }

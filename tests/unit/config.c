@@ -1054,6 +1054,131 @@ static void test_empty_computed_default(Fixture *fx, gconstpointer data)
     assert_load_error(fx->main, NULL, fx->main, "[host] name: must not be empty");
 }
 
+/* --- per-key lanes ------------------------------------------------------------ */
+
+/* `key` as written, and what it implies for `exclusive`. */
+static void test_lane_key(Fixture *fx, gconstpointer data)
+{
+    (void)data;
+    write_main(fx, HOST BIND);
+    g_autoptr(JetConfig) off = load_ok(fx, NULL);
+    const JetBindingConfig *ob = jet_config_binding(off, "orders");
+    g_assert_cmpint(ob->lane_key.kind, ==, JET_LANE_KEY_OFF);
+    g_assert_false(ob->exclusive);
+    g_assert_cmpuint(ob->max_lane_held, ==, 1000);
+
+    write_main(fx, HOST BIND "key = header:Account-Id\n");
+    g_autoptr(JetConfig) hdr = load_ok(fx, NULL);
+    const JetBindingConfig *hb = jet_config_binding(hdr, "orders");
+    g_assert_cmpint(hb->lane_key.kind, ==, JET_LANE_KEY_HEADER);
+    g_assert_cmpstr(hb->lane_key.header, ==, "Account-Id");
+    /* Order across hosts needs one host at a time. */
+    g_assert_true(hb->exclusive);
+
+    write_main(fx, HOST BIND "key = subject:3\n");
+    g_autoptr(JetConfig) subj = load_ok(fx, NULL);
+    const JetBindingConfig *sb = jet_config_binding(subj, "orders");
+    g_assert_cmpint(sb->lane_key.kind, ==, JET_LANE_KEY_SUBJECT);
+    g_assert_cmpuint(sb->lane_key.token, ==, 3);
+    g_assert_true(sb->exclusive);
+
+    /* Set either way, exclusive is what it says. */
+    write_main(fx, HOST BIND "key = subject:1\nexclusive = false\n");
+    g_autoptr(JetConfig) shared = load_ok(fx, NULL);
+    g_assert_false(jet_config_binding(shared, "orders")->exclusive);
+    g_assert_cmpint(jet_config_binding(shared, "orders")->lane_key.kind, ==, JET_LANE_KEY_SUBJECT);
+    write_main(fx, HOST BIND "key = subject:1\nexclusive = true\n");
+    g_autoptr(JetConfig) excl = load_ok(fx, NULL);
+    g_assert_true(jet_config_binding(excl, "orders")->exclusive);
+
+    /* exclusive = false in a drop-in still counts as set. */
+    write_main(fx, HOST BIND "key = header:A\n");
+    g_free(write_file(fx->dropins, "50-shared.conf", "[binding orders]\nexclusive = false\n", 0644));
+    g_autoptr(JetConfig) dropped = load_ok(fx, fx->dropins);
+    g_assert_false(jet_config_binding(dropped, "orders")->exclusive);
+}
+
+static void test_lane_key_errors(Fixture *fx, gconstpointer data)
+{
+    (void)data;
+    static const struct {
+        const char *line;
+        const char *expect;   /* after "MAIN: " */
+    } bad[] = {
+        { "key = header:a b\n", "[binding orders] key: 'header:a b': header:NAME needs a header name" },
+        { "key = header:\n", "[binding orders] key: 'header:': header:NAME needs a header name" },
+        { "key = header:a:b\n", "[binding orders] key: 'header:a:b': header:NAME" },
+        { "key = subject:0\n", "[binding orders] key: 'subject:0': subject:N needs a token number from 1" },
+        { "key = subject:256\n", "[binding orders] key: 'subject:256': subject:N" },
+        { "key = subject:-1\n", "[binding orders] key: 'subject:-1': subject:N" },
+        { "key = subject:1x\n", "[binding orders] key: 'subject:1x': subject:N" },
+        { "key = account\n", "[binding orders] key: 'account': must be header:NAME or subject:N" },
+        /* Control bytes in the value are escaped in the message. */
+        { "key = header:a\x01\x1b[2J\n", "[binding orders] key: 'header:a\\x01\\x1b[2J': header:NAME" },
+        { "key = header:a\\tb\n", "[binding orders] key: 'header:a\\x09b': header:NAME" },
+        /* Not UTF-8: refused before it is read, still named. */
+        { "key = \xff\n", "[binding orders] key: " },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *text = g_strconcat(HOST BIND, bad[i].line, NULL);
+        write_main(fx, text);
+        assert_load_error(fx->main, NULL, fx->main, bad[i].expect);
+    }
+    /* A bad key in a drop-in names the drop-in. */
+    write_main(fx, HOST BIND "key = header:A\n");
+    g_autofree char *dropin = write_file(fx->dropins, "50-key.conf", "[binding orders]\nkey = subject:x\n", 0644);
+    assert_load_error(fx->main, fx->dropins, dropin, "[binding orders] key: 'subject:x': subject:N");
+}
+
+/* Lanes are for durable bindings: an ordered binding is one at a time
+ * already, a kv one has no keyed work to spread. */
+static void test_lane_key_kinds(Fixture *fx, gconstpointer data)
+{
+    (void)data;
+    write_main(fx, HOST ORD "key = header:A\n");
+    assert_load_error(fx->main, NULL, fx->main, "[binding orders] key: not for kind = ordered");
+    write_main(fx, HOST ORD "max_lane_held = 5\n");
+    assert_load_error(fx->main, NULL, fx->main, "[binding orders] max_lane_held: not for kind = ordered");
+    write_main(fx, HOST KV "bucket = CFG\nkey = subject:2\n");
+    assert_load_error(fx->main, NULL, fx->main, "[binding orders] key: not for kind");
+    write_main(fx, HOST KV "bucket = CFG\nmax_lane_held = 5\n");
+    assert_load_error(fx->main, NULL, fx->main, "[binding orders] max_lane_held: not for kind");
+    /* Named in the drop-in that set it. */
+    write_main(fx, HOST ORD);
+    g_autofree char *dropin = write_file(fx->dropins, "50-key.conf", "[binding orders]\nkey = subject:1\n", 0644);
+    assert_load_error(fx->main, fx->dropins, dropin, "[binding orders] key: not for kind = ordered");
+}
+
+static void test_max_lane_held(Fixture *fx, gconstpointer data)
+{
+    (void)data;
+    static const struct {
+        const char *value;
+        guint want;
+    } ok[] = { { "1", 1 }, { "2", 2 }, { "1000", 1000 }, { "999999", 999999 }, { "1000000", 1000000 } };
+    for (gsize i = 0; i < G_N_ELEMENTS(ok); i++) {
+        g_autofree char *text = g_strdup_printf(HOST BIND "key = subject:1\nmax_lane_held = %s\n", ok[i].value);
+        write_main(fx, text);
+        g_autoptr(JetConfig) cfg = load_ok(fx, NULL);
+        g_assert_cmpuint(jet_config_binding(cfg, "orders")->max_lane_held, ==, ok[i].want);
+    }
+    static const struct {
+        const char *value;
+        const char *expect;
+    } bad[] = {
+        { "0", "[binding orders] max_lane_held: 0 is out of range (1..1000000)" },
+        { "1000001", "[binding orders] max_lane_held: 1000001 is out of range (1..1000000)" },
+        { "-1", "[binding orders] max_lane_held: " },
+        { "ten", "[binding orders] max_lane_held: 'ten' is not an integer" },
+        { "99999999999999999999", "[binding orders] max_lane_held: " },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *text = g_strdup_printf(HOST BIND "key = subject:1\nmax_lane_held = %s\n", bad[i].value);
+        write_main(fx, text);
+        assert_load_error(fx->main, NULL, fx->main, bad[i].expect);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -1083,5 +1208,9 @@ int main(int argc, char **argv)
                fx_teardown);
     g_test_add("/config/empty-computed-default", Fixture, NULL, fx_setup, test_empty_computed_default,
                fx_teardown);
+    g_test_add("/config/lanes/key", Fixture, NULL, fx_setup, test_lane_key, fx_teardown);
+    g_test_add("/config/lanes/key-errors", Fixture, NULL, fx_setup, test_lane_key_errors, fx_teardown);
+    g_test_add("/config/lanes/key-kinds", Fixture, NULL, fx_setup, test_lane_key_kinds, fx_teardown);
+    g_test_add("/config/lanes/max-lane-held", Fixture, NULL, fx_setup, test_max_lane_held, fx_teardown);
     return g_test_run();
 }

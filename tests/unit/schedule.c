@@ -1967,6 +1967,77 @@ static void test_publish_streams_many(void)
     assert_contains(jet_schedule_report_find(&r, "publish-dedup-window")->message, "or shorten the schedule");
 }
 
+/* --- lanes ------------------------------------------------------------------------ */
+
+/* Lanes keep order on one host only: shared between hosts they warn. */
+static void test_lanes_not_exclusive(void)
+{
+    const char *const WARN[] = { "lanes-not-exclusive", NULL };
+    JetScheduleInput in = base();
+    in.lanes = TRUE;
+    in.exclusive = FALSE;
+    JetScheduleReport r = check(&in);
+    assert_codes(&r, WARN);
+    assert_severity(&r, "lanes-not-exclusive", JET_SCHEDULE_WARNING);
+    const char *msg = message_of(&r, "lanes-not-exclusive");
+    assert_contains(msg, "exclusive = false");
+    assert_contains(msg, "key");
+
+    in.exclusive = TRUE;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.lanes = FALSE;
+    r = check(&in);
+    assert_codes(&r, NONE);
+    in.exclusive = FALSE;
+    r = check(&in);
+    assert_codes(&r, NONE);
+}
+
+/* The binding's key and exclusive reach the check. */
+static void test_lanes_from_binding(void)
+{
+    guint64 rungs[] = { 1 * S, 5 * S };
+    JetBindingConfig b;
+    memset(&b, 0, sizeof b);
+    b.rungs_ms = rungs;
+    b.n_rungs = G_N_ELEMENTS(rungs);
+    b.max_attempts = 6;
+    b.max_postpone_delay_ms = 15 * M;
+    b.ack_wait_ms = 30 * S;
+    b.max_deliver = -1;
+    b.max_ack_pending = 1000;
+    b.capture_reserve = 1;
+    b.crash_limit = 3;
+    b.workers = 1;
+    b.batch = 10;
+    b.ledger = TRUE;
+    b.lane_key.kind = JET_LANE_KEY_SUBJECT;
+    b.lane_key.token = 2;
+    JetScheduleInput in;
+    memset(&in, 0x5a, sizeof in);
+    jet_schedule_input_from_binding(&b, &in);
+    g_assert_true(in.lanes);
+    g_assert_false(in.exclusive);
+    JetScheduleReport r = check(&in);
+    g_assert_nonnull(jet_schedule_report_find(&r, "lanes-not-exclusive"));
+
+    b.exclusive = TRUE;
+    memset(&in, 0x5a, sizeof in);
+    jet_schedule_input_from_binding(&b, &in);
+    g_assert_true(in.exclusive);
+    r = check(&in);
+    g_assert_null(jet_schedule_report_find(&r, "lanes-not-exclusive"));
+
+    b.lane_key.kind = JET_LANE_KEY_OFF;
+    b.exclusive = FALSE;
+    memset(&in, 0x5a, sizeof in);
+    jet_schedule_input_from_binding(&b, &in);
+    g_assert_false(in.lanes);
+    r = check(&in);
+    g_assert_null(jet_schedule_report_find(&r, "lanes-not-exclusive"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2014,5 +2085,7 @@ int main(int argc, char **argv)
     g_test_add_func("/schedule/publish/streams-missing", test_publish_streams_missing);
     g_test_add_func("/schedule/publish/window-unlimited", test_publish_window_unlimited);
     g_test_add_func("/schedule/publish/streams-many", test_publish_streams_many);
+    g_test_add_func("/schedule/lanes/not-exclusive", test_lanes_not_exclusive);
+    g_test_add_func("/schedule/lanes/from-binding", test_lanes_from_binding);
     return g_test_run();
 }
