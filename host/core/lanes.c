@@ -332,6 +332,7 @@ static void entry_remove(JetLanes *l, Entry *e)
 
 gpointer jet_lanes_offer(JetLanes *l, const char *key, gsize len, guint64 seq, gboolean first, gpointer item)
 {
+    guint64 was = frontier(l);
     if (first) {
         if (l->gap_open) {
             /* The lost delivery, if it was a first one, lies in between. */
@@ -385,8 +386,10 @@ gpointer jet_lanes_offer(JetLanes *l, const char *key, gsize len, guint64 seq, g
         }
     }
     lane_update(l, e->lane);
-    /* Known now: the frontier may have moved past it. */
-    unblock(l);
+    /* Known now: the frontier may have moved past it (only then can a
+     * blocked lane go on, so the common case walks nothing). */
+    if (frontier(l) != was)
+        unblock(l);
     return replaced;
 }
 
