@@ -389,42 +389,63 @@ static gboolean log_has_lines(gpointer data)
     return h->len >= ll->lines;
 }
 
-/* Two hosts, exclusive (implied by key): one handles; killed, the standby
- * takes over and per-key order holds across the hand-over. */
+/* Milliseconds until `needle` shows in the log at path (fails after 20 s). */
+static gint64 ms_until_logged(const char *path, const char *needle)
+{
+    gint64 t0 = g_get_monotonic_time();
+    for (;;) {
+        g_autofree char *text = NULL;
+        if (g_file_get_contents(path, &text, NULL, NULL) && strstr(text, needle) != NULL)
+            return (g_get_monotonic_time() - t0) / 1000;
+        if (g_get_monotonic_time() - t0 > 20 * G_USEC_PER_SEC)
+            g_error("%s: no '%s' after 20 s", path, needle);
+        g_usleep(10 * 1000);
+    }
+}
+
+/* Two hosts, exclusive (implied by key): one handles.  Killed (SIGKILL),
+ * the standby takes over within claim_ttl plus one pull window; stopped
+ * (SIGTERM), a standby takes over within a second.  Per-key order holds
+ * across both hand-overs. */
 static void test_exclusive_handover(void)
 {
     guint64 seed = test_seed();
     g_autoptr(GRand) rng = g_rand_new_with_seed((guint32)seed);
     Rig r = { 0 };
     rig_server(&r);
-    const guint n = 1500;
-    g_auto(GStrv) keys = random_keys(rng, n, 30);
-    g_autofree char *e1 = NULL, *e2 = NULL;
+    const guint n = 1200;
+    g_auto(GStrv) keys = random_keys(rng, 2 * n, 30);
+    g_autofree char *e1 = NULL, *e2 = NULL, *e3 = NULL;
     g_autoptr(GSubprocess) h1 = spawn_host(&r, "lanes-a", "option.sleep = 2ms\n", &e1);
-    g_autoptr(GSubprocess) h2 = NULL;
     /* The first host holds the claim before the second starts. */
-    g_autofree char *text = NULL;
-    for (guint i = 0; i < 200; i++) {
-        g_free(text);
-        text = NULL;
-        if (g_file_get_contents(e1, &text, NULL, NULL) && strstr(text, "event=subscribed") != NULL)
-            break;
-        g_usleep(50 * 1000);
-    }
-    g_assert_nonnull(strstr(text, "event=subscribed"));
-    h2 = spawn_host(&r, "lanes-b", "option.sleep = 2ms\n", &e2);
+    ms_until_logged(e1, "event=subscribed");
+    g_autoptr(GSubprocess) h2 = spawn_host(&r, "lanes-b", "option.sleep = 2ms\n", &e2);
     publish_keyed(r.js, n, keys);
     LogLines some = { r.dir, 300 };
     g_assert_true(jet_test_wait_until(log_has_lines, &some, 60000));
     g_subprocess_force_exit(h1);
     g_assert_cmpint(jet_test_jethost_wait(h1, 10000), ==, 128 + SIGKILL);
+    gint64 kill_ms = ms_until_logged(e2, "event=subscribed");
+    g_test_message("SIGKILL: the standby pulled %" G_GINT64_FORMAT " ms later (claim_ttl 2 s, expires 2 s)", kill_ms);
+    g_assert_cmpint(kill_ms, <=, 2000 + 2000 + 1000);
     FloorWait fw = { &r, n };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 120000));
-    jet_test_jethost_stop(h2, e2);
-    g_autofree char *log2 = jet_test_read_text(e2);
-    g_assert_cmpuint(jet_test_count_lines(log2, "event=subscribed"), ==, 1);
+
+    g_autoptr(GSubprocess) h3 = spawn_host(&r, "lanes-c", "option.sleep = 2ms\n", &e3);
+    ms_until_logged(e3, "event=standing-by");
+    publish_keyed(r.js, n, keys + n);
+    LogLines more = { r.dir, n + 300 };
+    g_assert_true(jet_test_wait_until(log_has_lines, &more, 60000));
+    g_subprocess_send_signal(h2, SIGTERM);
+    gint64 term_ms = ms_until_logged(e3, "event=subscribed");
+    g_test_message("SIGTERM: the standby pulled %" G_GINT64_FORMAT " ms later", term_ms);
+    g_assert_cmpint(jet_test_jethost_wait(h2, 20000), ==, 0);
+    g_assert_cmpint(term_ms, <=, 1000 + 500);   /* one second, and the test's own polling on a loaded machine */
+    FloorWait all = { &r, 2 * n };
+    g_assert_true(jet_test_wait_until(floor_reached, &all, 120000));
+    jet_test_jethost_stop(h3, e3);
     g_autoptr(GArray) handled = read_handled(r.dir);
-    g_assert_cmpuint(check_order(handled, keys, 1) + dlq_count(r.js), ==, n);
+    g_assert_cmpuint(check_order(handled, keys, 1) + dlq_count(r.js), ==, 2 * n);
     rig_free(&r);
 }
 
