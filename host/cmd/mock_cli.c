@@ -465,6 +465,10 @@ static void print_settlement(const jet_mock *m, guint line, const jet_mock_settl
     json_builder_add_boolean_value(jb, s->handled);
     json_builder_set_member_name(jb, "verdict");
     json_builder_add_int_value(jb, s->verdict);
+    if (s->action == JET_MOCK_HELD) {
+        json_builder_set_member_name(jb, "held_behind");
+        json_builder_add_int_value(jb, (gint64)s->held_behind);
+    }
     if (s->action == JET_MOCK_CAPTURE) {
         json_builder_set_member_name(jb, "dlq");
         json_builder_begin_object(jb);
@@ -524,8 +528,12 @@ static void print_event(const jet_mock *m, const char *event, size_t violations_
     print_node(root);
 }
 
-/* A line {"event": "kv_initial_done"}: what the daemon signals once a KV
- * watch caught up, at the place in the input the test puts it. */
+/* An event line, at the place in the input the test puts it:
+ *   {"event": "kv_initial_done"}  what the daemon signals once a KV watch
+ *                                 caught up;
+ *   {"event": "deliver_held"}     runs the next message released from its
+ *                                 lane (jet_mock_deliver_held), printed as a
+ *                                 settlement of this line. */
 enum { EVENT_NONE, EVENT_DONE, EVENT_VIOLATION, EVENT_FAILED };
 
 static int event_line(jet_mock *m, guint line_no, JsonObject *o)
@@ -535,12 +543,23 @@ static int event_line(jet_mock *m, guint line_no, JsonObject *o)
     JsonNode *n = json_object_get_member(o, "event");
     const char *what = JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING
                            ? json_node_get_string(n) : NULL;
-    if (json_object_get_size(o) != 1 || g_strcmp0(what, "kv_initial_done") != 0) {
-        fprintf(stderr, "jethost mock: stdin:%u: an event line is exactly {\"event\": \"kv_initial_done\"}\n",
-                line_no);
+    if (json_object_get_size(o) != 1 ||
+        (g_strcmp0(what, "kv_initial_done") != 0 && g_strcmp0(what, "deliver_held") != 0)) {
+        fprintf(stderr, "jethost mock: stdin:%u: an event line is exactly {\"event\": \"kv_initial_done\"} "
+                "or {\"event\": \"deliver_held\"}\n", line_no);
         return EVENT_FAILED;
     }
     size_t before = jet_mock_violation_count(m);
+    if (strcmp(what, "deliver_held") == 0) {
+        jet_mock_settlement s;
+        int rc = jet_mock_deliver_held(m, &s);
+        if (rc < 0) {
+            fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no, jet_mock_error(m));
+            return EVENT_FAILED;
+        }
+        print_settlement(m, line_no, &s, before);
+        return rc == JET_MOCK_VIOLATION ? EVENT_VIOLATION : EVENT_DONE;
+    }
     int rc = jet_mock_kv_initial_done(m);
     if (rc < 0) {
         fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no, jet_mock_error(m));
@@ -582,7 +601,7 @@ int jet_mock_cli_main(int argc, char **argv)
         { "option", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &options, "a plugin option (repeatable)", "NAME=VALUE" },
         { "policy", 0, 0, G_OPTION_ARG_STRING_ARRAY, &policy,
           "a binding setting, as in the config: rungs, max_attempts, postpone_horizon, "
-          "max_postpone_delay, max_deliver, capture_reserve, crash_limit, kind, bucket (repeatable)", "KEY=VALUE" },
+          "max_postpone_delay, max_deliver, capture_reserve, crash_limit, kind, bucket, key (repeatable)", "KEY=VALUE" },
         { "binding", 'b', 0, G_OPTION_ARG_STRING, &binding, "the binding's name (default: mock)", "NAME" },
         { "clock", 0, 0, G_OPTION_ARG_STRING, &clock,
           "the clock at start: RFC 3339 or unix ns (default: 2024-01-01T00:00:00Z)", "TIME" },

@@ -417,7 +417,7 @@ static void lent_free(gpointer p)
  * drift from what a binding in a file gets. */
 static const char *const policy_keys[] = {
     "rungs", "max_attempts", "postpone_horizon", "max_postpone_delay", "max_deliver", "capture_reserve",
-    "crash_limit", "kind", "bucket", NULL,
+    "crash_limit", "kind", "bucket", "key", NULL,
 };
 
 int jet_mock_set_policy(jet_mock *m, const char *key, const char *value)
@@ -659,6 +659,7 @@ int jet_mock_start(jet_mock *m)
         m->state = MOCK_FAILED;
         return jet__mock_fail(m, JET_MOCK_EINIT, "%s", err->message);
     }
+    jet__mock_lanes_start(m);
     m->state = MOCK_STARTED;
     return JET_MOCK_OK;
 }
@@ -675,6 +676,7 @@ int jet_mock_stop(jet_mock *m)
     g_clear_pointer(&m->executor, jet_executor_free);
     g_clear_pointer(&m->inst, jet_instance_free);   /* runs fini() */
     registry_remove(c);
+    jet__mock_lanes_stop(m);   /* what was held is never handled now, as in a daemon that stops */
     m->state = MOCK_STOPPED;
     return jet_mock_violation_count(m) > before ? JET_MOCK_VIOLATION : JET_MOCK_OK;
 }
@@ -821,6 +823,16 @@ int jet_mock_kv_initial_done(jet_mock *m)
     m->owner = g_thread_self();
     jet_instance_kv_initial_done(m->inst);
     return jet_mock_violation_count(m) > before ? JET_MOCK_VIOLATION : JET_MOCK_OK;
+}
+
+jet_mock_msg *jet__mock_msg_copy(const jet_mock_msg *b)
+{
+    jet_mock_msg *c = g_new(jet_mock_msg, 1);
+    *c = *b;
+    c->subject = g_strdup(b->subject);
+    c->data = b->len > 0 ? g_memdup2(b->data, b->len) : NULL;
+    c->headers = headers_copy(b->headers);
+    return c;
 }
 
 void jet_mock_msg_free(jet_mock_msg *b)

@@ -353,6 +353,15 @@ int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *ou
         return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver: message and settlement must not be NULL");
     if (m->state != MOCK_STARTED)
         return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver: the mock is not started (jet_mock_start)");
+    ((jet_mock_msg *)b)->has_written = FALSE;
+    if (m->lanes != NULL)
+        return jet__mock_lanes_deliver(m, b, out);
+    return jet__mock_run(m, b, NULL, out);
+}
+
+int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out)
+{
+    memset(out, 0, sizeof *out);
     g_ptr_array_set_size(m->dlq_strings, 0);
     g_clear_pointer(&m->dlq_headers, g_free);
     g_ptr_array_set_size(m->pub_strings, 0);
@@ -369,6 +378,7 @@ int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *ou
         .data = (const char *)b->data,
         .len = b->len,
         .hdrs = &hdrs,
+        .malformed = malformed,
         .stream = m->stream,
         .consumer = m->consumer,
         .stream_seq = b->stream_seq,

@@ -10,6 +10,8 @@
 #include "host_strict.h"
 #include "instance.h"
 #include "jet_msg.h"
+#include "lane_key.h"
+#include "lanes.h"
 #include "ledger_record.h"
 #include "settle.h"
 
@@ -98,7 +100,21 @@ struct jet_mock {
     GArray *pub_headers;           /* jet_mock_header, every publish's in a row */
     char *pub_fail_reason;
     guint pub_fail_count;
+
+    /* Per-key lanes (the policy `key`; mock_lanes.c): NULL without one. */
+    JetLanes *lanes;               /* the daemon's table; its items are LaneItem* */
+    GHashTable *lane_of;           /* guint64* seq -> GBytes* its lane's key ("" for the keyless
+                                      lane), for every sequence the table holds */
+    GPtrArray *released;           /* LaneItem*: their turn came (taken from the table, so their
+                                      lane stays held), waiting for jet_mock_deliver_held() */
 };
+
+/* A message the mock keeps in its lane: a copy, since the caller may free
+ * its builder once jet_mock_deliver() returns. */
+typedef struct {
+    jet_mock_msg *msg;
+    guint64 seq;
+} LaneItem;
 
 struct jet_mock_msg {
     char *subject;
@@ -141,5 +157,18 @@ void jet__mock_lent_poison(Lent *l);
 
 /* mock_deliver.c: the executor's transport in memory. */
 extern const JetTransport jet__mock_transport;
+/* One delivery of b through the daemon's settlement sequence, lanes aside;
+ * malformed: NULL, or why its headers cannot be trusted (it is then
+ * dead-lettered unhandled, cause malformed-headers).  Fills *out. */
+int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out);
+
+/* mock.c: a deep copy of a builder. */
+jet_mock_msg *jet__mock_msg_copy(const jet_mock_msg *b);
+
+/* mock_lanes.c: the lanes, from jet_mock_start() to jet_mock_stop(). */
+void jet__mock_lanes_start(jet_mock *m);
+void jet__mock_lanes_stop(jet_mock *m);
+/* jet_mock_deliver() with a `key`: runs b, or keeps it in its lane. */
+int jet__mock_lanes_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out);
 
 #endif

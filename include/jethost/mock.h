@@ -110,6 +110,9 @@ JET_MOCK_API int jet_mock_set_option(jet_mock *m, const char *name, const char *
  *                                                and ctx_kind() say, and how the record
  *                                                names the origin
  *   bucket              (none)                   kind = kv: the bucket (required there)
+ *   key                 (none)                   per-key lanes, kind = durable only:
+ *                                                "header:NAME" or "subject:N" (see
+ *                                                "Lanes" below)
  * An ordered or KV binding's deliveries name the binding as their consumer
  * (the daemon's consumer names change), and a KV binding's stream is
  * KV_<bucket>, whatever jet_mock_set_binding() says.
@@ -223,7 +226,10 @@ typedef enum jet_mock_action {
     JET_MOCK_ACK = 0,        /* confirmed ack */
     JET_MOCK_RETRY = 1,      /* delayed NAK of a ladder rung; a failure is recorded */
     JET_MOCK_POSTPONE = 2,   /* delayed NAK of the plugin's delay; a postpone is recorded */
-    JET_MOCK_CAPTURE = 3     /* dead-lettered with provenance, then acked */
+    JET_MOCK_CAPTURE = 3,    /* dead-lettered with provenance, then acked */
+    JET_MOCK_HELD = 4        /* with a `key` policy: not handled, because an earlier
+                                message of its key has not settled for good; the mock
+                                keeps it (see "Lanes" below) */
 } jet_mock_action;
 
 typedef struct jet_mock_header {
@@ -234,18 +240,20 @@ typedef struct jet_mock_header {
 #define JET_MOCK_REASON_MAX 320
 
 /* What the daemon would do with one delivery.  Pointers are owned by the
- * mock and stay valid until the next jet_mock_deliver() on it, or its free.
+ * mock and stay valid until the next jet_mock_deliver() or
+ * jet_mock_deliver_held() on it, or its free.
  * Members are only ever added at the end. */
 typedef struct jet_mock_publish jet_mock_publish;
 
 typedef struct jet_mock_settlement {
     jet_mock_action action;
-    const char *action_name;      /* "ack", "retry", "postpone", "capture" */
+    const char *action_name;      /* "ack", "retry", "postpone", "capture", "held" */
     uint64_t delay_ms;            /* RETRY and POSTPONE: the NAK delay */
     const char *cause;            /* CAPTURE: "rejected", "poison", "breaker", "budget",
                                      "exhausted"; otherwise "none" */
     const char *outcome;          /* "acked", "retried", "postponed", "dead-lettered";
-                                     "stranded": a capture too large to build (no record) */
+                                     "stranded": a capture too large to build (no record);
+                                     "held": kept in its lane, not handled */
     int is_failure;               /* this delivery is a failed attempt */
     uint32_t failure_number;      /* k, when is_failure */
     int plugin_error;             /* the daemon counts the plugin's answer as an error */
@@ -273,6 +281,12 @@ typedef struct jet_mock_settlement {
      * included).  NULL and 0 when none was sent. */
     size_t n_publishes;
     const jet_mock_publish *publishes;
+    /* HELD: the stream seq of the message at the head of its lane, the one
+     * it waits for (given back with a RETRY or POSTPONE, a capture never
+     * acked, or released and not yet run by jet_mock_deliver_held()); 0
+     * otherwise.  Added with lanes: a libjethost-mock older than
+     * jet_mock_deliver_held() does not write it. */
+    uint64_t held_behind;
 } jet_mock_settlement;
 
 /* One publish sent.  Owned by the mock, valid as the settlement is. */
@@ -296,7 +310,8 @@ JET_MOCK_API int jet_mock_fail_publishes(jet_mock *m, const char *reason, unsign
 JET_MOCK_API int64_t jet_mock_metric(const jet_mock *m, const char *name, int *found);
 
 /* Delivers b to the plugin's handle() (unless the host would capture it
- * before: poison, breaker) and fills *out with the settlement.  Returns
+ * before: poison, breaker; or, with a `key`, its lane is held: action
+ * JET_MOCK_HELD, see "Lanes" below) and fills *out with the settlement.  Returns
  * JET_MOCK_OK, JET_MOCK_VIOLATION (in record mode; out is filled), or a
  * negative code (not started; out is then zeroed). */
 JET_MOCK_API int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out);
@@ -306,9 +321,42 @@ JET_MOCK_API int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_s
  * settlement wrote it (failures + 1 when s was a failure, the first-failure
  * time set at s->now_ns if it was the first, postpones + 1 after a
  * postpone, a suspect's crashes forgiven once it survived).  Returns JET_MOCK_OK, or JET_MOCK_ESTATE
- * when s ended the message (ack, capture): there is no next delivery.  The
- * clock is not moved: advance it by s->delay_ms yourself. */
+ * when s ended the message (ack, capture) or left it with the mock (held):
+ * there is no next delivery.  The clock is not moved: advance it by
+ * s->delay_ms yourself. */
 JET_MOCK_API int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s);
+
+/* --- lanes ---------------------------------------------------------------- */
+
+/* With the policy `key` set, the mock keeps the daemon's per-key lanes:
+ * messages with one key are handled one at a time, in stream order, and a
+ * message whose RETRY or POSTPONE gave it back to the server holds its
+ * key's lane until it is redelivered and settled for good (ACK or
+ * CAPTURE).  A message that arrives while its lane is held is not handled:
+ * jet_mock_deliver() returns JET_MOCK_OK with action JET_MOCK_HELD, and the
+ * mock keeps a copy of it (the builder may be freed).  Messages of other
+ * keys go on.  A message without the key goes to the keyless lane (one
+ * lane for all of them); one that carries the key header twice with two
+ * different values is dead-lettered, cause "malformed-headers", as the
+ * daemon does.
+ *
+ * Settling the head does not run what waited behind it: one
+ * jet_mock_deliver() is still one settlement, so a test sees each step.
+ * Call jet_mock_deliver_held() for each released message instead.
+ * docs/mock.md, "Lanes", has a walk-through. */
+
+/* Runs the next held message whose turn has come (its lane's head settled
+ * for good): the one with the lowest stream seq among them.  Fills *out as
+ * jet_mock_deliver() does and returns the same codes; JET_MOCK_ESTATE (out
+ * zeroed, jet_mock_error() says why) when none is ready, or when not
+ * started.  A held message that RETRYs or POSTPONEs here holds its lane in
+ * turn; redeliver it with jet_mock_msg_redeliver() on your own builder. */
+JET_MOCK_API int jet_mock_deliver_held(jet_mock *m, jet_mock_settlement *out);
+
+/* How many messages the mock keeps unhandled: held behind their lane's
+ * head, plus those released and waiting for jet_mock_deliver_held().  0
+ * without a `key`. */
+JET_MOCK_API size_t jet_mock_held_count(const jet_mock *m);
 
 /* The value of dead-letter header `name` in s, or NULL. */
 JET_MOCK_API const char *jet_mock_settlement_header(const jet_mock_settlement *s, const char *name);

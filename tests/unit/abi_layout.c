@@ -68,6 +68,12 @@ static void test_appended_11(void)
     g_assert_cmpint(JET_METRIC_GAUGE, ==, 1);
     g_assert_cmpint(JET_ESTATE, ==, -4);
     g_assert_cmpint(JET_ELIMIT, ==, -5);
+    /* The mock's actions too: a test may store or compare the numbers. */
+    g_assert_cmpint(JET_MOCK_ACK, ==, 0);
+    g_assert_cmpint(JET_MOCK_RETRY, ==, 1);
+    g_assert_cmpint(JET_MOCK_POSTPONE, ==, 2);
+    g_assert_cmpint(JET_MOCK_CAPTURE, ==, 3);
+    g_assert_cmpint(JET_MOCK_HELD, ==, 4);
 }
 
 /* The whole layout on LP64 (x86_64, aarch64): every member of every public
@@ -155,7 +161,8 @@ static const JetAbiRow lp64[] = {
         { "jet_mock_settlement.dlq_headers", 432, 8 },
         { "jet_mock_settlement.n_publishes", 440, 8 },
         { "jet_mock_settlement.publishes", 448, 8 },
-        { "jet_mock_settlement", 0, 456 },
+        { "jet_mock_settlement.held_behind", 456, 8 },
+        { "jet_mock_settlement", 0, 464 },
         { "jet_mock_publish.subject", 0, 8 },
         { "jet_mock_publish.n_headers", 8, 8 },
         { "jet_mock_publish.headers", 16, 8 },
@@ -245,6 +252,7 @@ static const JetAbiRow current_all[] = {
         JET_ABI_ROW(jet_mock_settlement, dlq_headers),
         JET_ABI_ROW(jet_mock_settlement, n_publishes),
         JET_ABI_ROW(jet_mock_settlement, publishes),
+        JET_ABI_ROW(jet_mock_settlement, held_behind),
         JET_ABI_SIZE(jet_mock_settlement),
         JET_ABI_ROW(jet_mock_publish, subject),
         JET_ABI_ROW(jet_mock_publish, n_headers),

@@ -1,0 +1,197 @@
+/* Per-key lanes in the mock host (mock.h, "Lanes"; docs/mock.md, "Lanes").
+ *
+ * The daemon's own lane table (lanes.c) and key extraction (lane_key.c),
+ * driven one delivery at a time by a test.  What is the mock's: the table
+ * hands a message out when its turn comes, and the mock runs it at once
+ * when that message is the one being delivered; any other message whose
+ * turn came (a successor released by its head's settlement) is taken from
+ * the table — so its lane stays held, as by a message in a handler — and
+ * waits in `released` until the test calls jet_mock_deliver_held().  One
+ * call, one settlement: a test sees every step.
+ *
+ * The mock settles everything itself and knows every sequence it was
+ * given, so the table's recovery side (unknown ranges, gaps, the ack floor)
+ * is not used: nothing is unknown here. */
+#include "mock_private.h"
+
+#include <string.h>
+
+static void item_free(LaneItem *it)
+{
+    jet_mock_msg_free(it->msg);
+    g_free(it);
+}
+
+void jet__mock_lanes_start(jet_mock *m)
+{
+    if (m->config->lane_key.kind == JET_LANE_KEY_OFF)
+        return;
+    m->lanes = jet_lanes_new();
+    m->lane_of = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)g_bytes_unref);
+    m->released = g_ptr_array_new();
+}
+
+void jet__mock_lanes_stop(jet_mock *m)
+{
+    if (m->lanes == NULL)
+        return;
+    for (guint i = 0; i < m->released->len; i++)
+        item_free(g_ptr_array_index(m->released, i));
+    g_ptr_array_unref(m->released);
+    m->released = NULL;
+    /* The table frees no item: take back every one it still keeps. */
+    LaneItem *it;
+    while ((it = jet_lanes_pop_waiting(m->lanes, NULL)) != NULL)
+        item_free(it);
+    g_clear_pointer(&m->lanes, jet_lanes_free);
+    g_clear_pointer(&m->lane_of, g_hash_table_unref);
+}
+
+/* What the table hands out goes to `released`: taken there, so its lane
+ * stays held until it has run and settled. */
+static void take_ready(jet_mock *m)
+{
+    LaneItem *it;
+    while ((it = jet_lanes_take(m->lanes, NULL)) != NULL)
+        g_ptr_array_add(m->released, it);
+}
+
+/* The lowest sequence the table holds in lane `key`: its head. */
+static guint64 lane_head(const jet_mock *m, GBytes *key)
+{
+    guint64 head = 0;
+    GHashTableIter iter;
+    gpointer k, v;
+    g_hash_table_iter_init(&iter, m->lane_of);
+    while (g_hash_table_iter_next(&iter, &k, &v)) {
+        guint64 seq = *(const guint64 *)k;
+        if (g_bytes_equal(v, key) && (head == 0 || seq < head))
+            head = seq;
+    }
+    return head;
+}
+
+/* What the daemon's engine gives as the delivery's malformed text when the
+ * lane key header is there twice with two values: no lane can be chosen
+ * honestly.  The name is a header token (jet_lane_key_parse checked it), so
+ * it is safe to print. */
+static char *ambiguous_text(const JetLaneKeySpec *spec)
+{
+    return g_strdup_printf("the lane key header '%s' has two different values", spec->header);
+}
+
+static gboolean ambiguous(const jet_mock *m, const jet_mock_msg *b)
+{
+    const char *key;
+    gsize len;
+    return jet_lane_key_of(&m->config->lane_key, b->subject, b->headers, &key, &len) == JET_LANE_AMBIGUOUS;
+}
+
+/* Runs b (a delivery of its sequence) and settles it in its lane: a
+ * message given back (RETRY, POSTPONE, or a capture that could not be built
+ * and so was never acked) keeps holding the lane; one settled for good
+ * releases its successor. */
+static int run_item(jet_mock *m, LaneItem *it, const jet_mock_msg *b, jet_mock_settlement *out)
+{
+    g_autofree char *malformed = ambiguous(m, b) ? ambiguous_text(&m->config->lane_key) : NULL;
+    int rc = jet__mock_run(m, b, malformed, out);
+    gboolean given_back = out->action == JET_MOCK_RETRY || out->action == JET_MOCK_POSTPONE ||
+                          strcmp(out->outcome, "stranded") == 0;
+    guint64 delay_us = MIN(out->delay_ms, (guint64)G_MAXINT32) * 1000;
+    jet_lanes_settled(m->lanes, it, it->seq, given_back ? JET_LANE_OUT : JET_LANE_DONE,
+                      jet_mock_clock_ns(m) / 1000 + (gint64)delay_us);
+    if (!given_back)
+        g_hash_table_remove(m->lane_of, &it->seq);
+    item_free(it);
+    take_ready(m);
+    return rc;
+}
+
+int jet__mock_lanes_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
+{
+    const char *key = NULL;
+    gsize len = 0;
+    guint64 seq = b->stream_seq;
+    if (jet_lane_key_of(&m->config->lane_key, b->subject, b->headers, &key, &len) == JET_LANE_AMBIGUOUS) {
+        GBytes *known = g_hash_table_lookup(m->lane_of, &seq);
+        if (known == NULL) {
+            g_autofree char *why = ambiguous_text(&m->config->lane_key);
+            return jet__mock_run(m, b, why, out);   /* no lane: dead-lettered at once */
+        }
+        /* A message already in a lane (its headers changed between
+         * deliveries): it keeps that lane, and is dead-lettered in its
+         * turn, which settles its place there. */
+        key = g_bytes_get_data(known, &len);
+        if (len == 0)
+            key = NULL;
+    }
+    /* Its turn had come and it waited for jet_mock_deliver_held(): this
+     * delivery of it runs instead. */
+    for (guint i = 0; i < m->released->len; i++) {
+        LaneItem *it = g_ptr_array_index(m->released, i);
+        if (it->seq == seq) {
+            g_ptr_array_remove_index(m->released, i);
+            return run_item(m, it, b, out);
+        }
+    }
+    /* A real key is never empty (lane_key.h): "" names the keyless lane. */
+    g_autoptr(GBytes) lane = g_bytes_new(key, len);
+    LaneItem *it = g_new0(LaneItem, 1);
+    it->msg = jet__mock_msg_copy(b);
+    it->seq = seq;
+    LaneItem *replaced = jet_lanes_offer(m->lanes, key, len, seq, b->deliveries <= 1, it);
+    if (replaced != NULL)
+        item_free(replaced);   /* an earlier delivery of it, still held: this one replaces it */
+    if (!g_hash_table_contains(m->lane_of, &seq))
+        g_hash_table_insert(m->lane_of, g_memdup2(&seq, sizeof seq), g_bytes_ref(lane));
+    take_ready(m);
+    if (g_ptr_array_remove(m->released, it))
+        return run_item(m, it, b, out);
+
+    /* Held: an earlier message of its lane has not settled for good. */
+    out->action = JET_MOCK_HELD;
+    out->action_name = "held";
+    out->cause = "none";
+    out->outcome = "held";
+    out->verdict = -1;
+    out->now_ns = jet_mock_clock_ns(m);
+    out->stream_seq = seq;
+    out->deliveries = b->deliveries;
+    out->held_behind = lane_head(m, lane);
+    return JET_MOCK_OK;
+}
+
+int jet_mock_deliver_held(jet_mock *m, jet_mock_settlement *out)
+{
+    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    if (out == NULL)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_held: the settlement must not be NULL");
+    memset(out, 0, sizeof *out);
+    if (m->state != MOCK_STARTED)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver_held: the mock is not started (jet_mock_start)");
+    if (m->lanes == NULL)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver_held: the binding has no lanes (set the "
+                              "policy key, e.g. header:NAME)");
+    if (m->released->len == 0)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver_held: no held message is ready (%zu held "
+                              "behind the head of their lane; a head given back must be redelivered and "
+                              "settle as ack or capture first)", jet_mock_held_count(m));
+    /* Stream order across the lanes whose turn came. */
+    guint pick = 0;
+    for (guint i = 1; i < m->released->len; i++)
+        if (((LaneItem *)g_ptr_array_index(m->released, i))->seq <
+            ((LaneItem *)g_ptr_array_index(m->released, pick))->seq)
+            pick = i;
+    LaneItem *it = g_ptr_array_remove_index(m->released, pick);
+    return run_item(m, it, it->msg, out);
+}
+
+size_t jet_mock_held_count(const jet_mock *m)
+{
+    g_return_val_if_fail(m != NULL, 0);
+    if (m->lanes == NULL)
+        return 0;
+    JetLaneCounts c;
+    jet_lanes_counts(m->lanes, &c);
+    return (size_t)c.waiting + c.ready + m->released->len;
+}
