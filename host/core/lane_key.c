@@ -102,3 +102,9 @@ JetLaneKeyResult jet_lane_key_of(const JetLaneKeySpec *spec, const char *subject
     }
     return JET_LANE_KEYLESS;
 }
+
+char *jet_lane_key_ambiguous_reason(const JetLaneKeySpec *spec)
+{
+    return g_strdup_printf("the lane key header '%s' has two different values: the message fits no lane "
+                           "(docs/lanes.md)", spec->header);
+}

@@ -44,4 +44,8 @@ typedef enum {
 JetLaneKeyResult jet_lane_key_of(const JetLaneKeySpec *spec, const char *subject, const GPtrArray *headers,
                                  const char **key, gsize *len);
 
+/* Why an AMBIGUOUS message is dead-lettered, the same words in the daemon
+ * and the mock host (caller frees). */
+char *jet_lane_key_ambiguous_reason(const JetLaneKeySpec *spec);
+
 #endif

@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "executor.h"
 #include "jet_msg.h"
+#include "lane_key.h"
 #include "hdr_block.h"
 #include "log.h"
 #include "nats_raw.h"
@@ -410,8 +411,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *o
     g_auto(JetHdrParse) hdrs = { 0 };
     g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
     if (malformed == NULL && it->lane_ambiguous)
-        malformed = g_strdup_printf("the lane key header %s has two different values: the message cannot be put "
-                                    "in one lane (docs/lanes.md)", e->b->lane_key.header);
+        malformed = jet_lane_key_ambiguous_reason(&e->b->lane_key);
     d.hdrs = &hdrs;
     d.malformed = malformed;
 

@@ -71,13 +71,10 @@ static guint64 lane_head(const jet_mock *m, GBytes *key)
     return head;
 }
 
-/* What the daemon's engine gives as the delivery's malformed text when the
- * lane key header is there twice with two values: no lane can be chosen
- * honestly.  The name is a header token (jet_lane_key_parse checked it), so
- * it is safe to print. */
+/* The daemon's words (lane_key.h): no lane can be chosen honestly. */
 static char *ambiguous_text(const JetLaneKeySpec *spec)
 {
-    return g_strdup_printf("the lane key header '%s' has two different values", spec->header);
+    return jet_lane_key_ambiguous_reason(spec);
 }
 
 static gboolean ambiguous(const jet_mock *m, const jet_mock_msg *b)
