@@ -23,8 +23,7 @@
  *                       sequences 1..N (tally.h: duplicates, missing, steps
  *                       backwards, consumers); for the ordered and KV cases,
  *                       whose consumers ack nothing, so the ack floor the
- *                       durable cases read does not exist.  Needs one handler
- *                       at a time (the plugin is not thread-safe).
+ *                       durable cases read does not exist.
  *   option.mark         K > 0: also time 1..K on its own (a KV watch's current
  *                       values, before the updates).
  *   option.report       a path: the tally's RESULT line is written there (to a
@@ -33,9 +32,14 @@
  *                       stops, so the script can wait for it and then read the
  *                       final counts.
  *
+ * Thread-safe, for the lanes case's workers: the plain verdict touches no
+ * shared state, and the latency record and the tally take a lock (only when
+ * they are on, so the single-worker figures pay nothing for it).
+ *
  * Built only by `make bench`; never installed.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +62,7 @@ struct noop_state {
     uint64_t unparsed;    /* payloads without a timestamp */
     bench_tally tally;    /* tally.expect 0: not counting */
     char *report;         /* NULL: no report file */
+    pthread_mutex_t lock; /* the latency record and the tally */
 };
 
 static const jet_option options[] = {
@@ -93,6 +98,7 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
         return 1;
     }
     st->ctx = c;
+    pthread_mutex_init(&st->lock, NULL);
     const char *v = host->ctx_option(c, "verdict");
     if (v == NULL || strcmp(v, "ack") == 0) {
         st->verdict = JET_ACK;
@@ -186,12 +192,18 @@ static void write_report(struct noop_state *st)
 static int noop_handle(void *state, jet_msg *m)
 {
     struct noop_state *st = state;
-    if (st->latency_file != NULL)
-        record_latency(st, mono_ns(), m);
+    if (st->latency_file != NULL) {
+        int64_t entry = mono_ns();
+        pthread_mutex_lock(&st->lock);
+        record_latency(st, entry, m);
+        pthread_mutex_unlock(&st->lock);
+    }
     if (st->tally.expect > 0) {
         const char *consumer = host->msg_consumer(m);
+        pthread_mutex_lock(&st->lock);
         if (tally_add(&st->tally, host->msg_stream_seq(m), consumer, consumer != NULL ? strlen(consumer) : 0) != 0)
             write_report(st);
+        pthread_mutex_unlock(&st->lock);
     }
     if (st->sleep_ms > 0 || st->sleep_us > 0) {
         int64_t us = (int64_t)st->sleep_ms * 1000 + st->sleep_us;
@@ -227,6 +239,7 @@ static void noop_fini(void *state)
     tally_free(&st->tally);
     free(st->latency_file);
     free(st->lat);
+    pthread_mutex_destroy(&st->lock);
     free(st);
 }
 
@@ -234,7 +247,7 @@ static const jet_plugin plugin = {
     JET_PLUGIN_HEADER,
     .name = "noop",
     .version = "1.0.0",
-    .flags = 0,
+    .flags = JET_PLUGIN_THREAD_SAFE,
     .options = options,
     .init = noop_init,
     .handle = noop_handle,

@@ -26,13 +26,17 @@
 # kvStore_WatchAll over a bucket of KV_KEYS keys and KV_UPDATES updates; and
 # both with a slow handler (SLOW_SLEEP_US a message) while messages are
 # published at full speed, counting what each side handled, twice, or never;
-# and the same over a longer run with a faster handler (the sustained part).
+# and the same over a longer run with a faster handler (the sustained part);
+# then per-key lanes: jethost with the noop plugin and LANES_WORKERS workers
+# on a binding with `key = subject:3` over LANES_KEYS keys, beside the same
+# binding without `key`, and rawloop's Fetch and raw pull loops, on a stream
+# LANES of LANES_N messages (the lanes part).
 # Prints one table and writes it to $JET_BUILDDIR/bench-results.txt.
 #
 # Env: N (200000), REPS (3), QUICK=1 (N=20000, N_FAIL=2000, REPS=1, shorter
 # latency and RSS runs), N_FAIL (20000), N_FWD (20000; QUICK 10000), CASES
 # (which parts run, any of "throughput failure forward latency rss ordered
-# kv sustained"; default all of them,
+# kv sustained lanes"; default all of them,
 # but QUICK leaves sustained out; e.g. CASES=failure),
 # LAT_N (10000) and LAT_RATE (1000), RSS_SMALL (10000) and
 # RSS_LARGE (100000), NATSJS_DIR (a directory where `require('nats')` works;
@@ -49,6 +53,9 @@
 # (150000) messages, and as many KV updates over SUS_KEYS (5000) keys, with
 # a SUS_SLEEP_US (100) handler, SUS_REPS (1) times: long enough for nats.c's
 # flow-control window to outgrow its default pending limit (65,536 messages).
+# The lanes part (CASES lanes): LANES_N (100000; QUICK 20000) messages on
+# lanes.k.<i % LANES_KEYS> (LANES_KEYS 100), LANES_WORKERS (4) workers,
+# LANES_BATCH (100) for every side.
 set -uo pipefail
 
 : "${JET_BUILDDIR:?run through make bench}"
@@ -60,15 +67,16 @@ if [ "${QUICK:-0}" = 1 ]; then
     LAT_N=${LAT_N:-2000}; RSS_SMALL=${RSS_SMALL:-1000}; RSS_LARGE=${RSS_LARGE:-10000}
     ORD_N=${ORD_N:-20000}; CKPT_N=${CKPT_N:-2000}; KV_KEYS=${KV_KEYS:-2000}
     SLOW_N=${SLOW_N:-1000}; SLOW_KEYS=${SLOW_KEYS:-200}; SLOW_UPDATES=${SLOW_UPDATES:-800}
+    LANES_N=${LANES_N:-20000}
 fi
 N=${N:-200000}
 REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
 N_FWD=${N_FWD:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
-    CASES=${CASES:-throughput failure forward latency rss ordered kv}
+    CASES=${CASES:-throughput failure forward latency rss ordered kv lanes}
 else
-    CASES=${CASES:-throughput failure forward latency rss ordered kv sustained}
+    CASES=${CASES:-throughput failure forward latency rss ordered kv sustained lanes}
 fi
 CASES=${CASES//,/ }
 LAT_N=${LAT_N:-10000}
@@ -88,6 +96,10 @@ SUS_N=${SUS_N:-150000}
 SUS_SLEEP_US=${SUS_SLEEP_US:-100}
 SUS_KEYS=${SUS_KEYS:-5000}
 SUS_REPS=${SUS_REPS:-1}
+LANES_N=${LANES_N:-100000}
+LANES_KEYS=${LANES_KEYS:-100}
+LANES_WORKERS=${LANES_WORKERS:-4}
+LANES_BATCH=${LANES_BATCH:-100}
 KV_HISTORY=64   # the most a bucket keeps: every update of a run stays in the stream
 SIZE=128
 BATCHES="1 10 100"
@@ -113,8 +125,8 @@ for f in "$RAW" "$JH" "$SO" "$FWD_SO"; do [ -e "$f" ] || die "$f is missing (run
 want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
     case $c in
-        throughput | failure | forward | latency | rss | ordered | kv | sustained) ;;
-        *) die "CASES: unknown part '$c' (throughput failure forward latency rss ordered kv sustained)" ;;
+        throughput | failure | forward | latency | rss | ordered | kv | sustained | lanes) ;;
+        *) die "CASES: unknown part '$c' (throughput failure forward latency rss ordered kv sustained lanes)" ;;
     esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
@@ -348,6 +360,17 @@ run_case() {
         jethost_fail) run_failure jethost_fail "$batch" "$rep" ;;
         capture) run_failure capture "$batch" "$rep" ;;
         jethost_fwd) run_forward jethost_fwd "$batch" "$rep" ;;
+        # The subject's third token is the key (lanes.k.<i>).  The lanes
+        # case is the keyless one plus `key`: the same workers, the same
+        # batch, so the ratio of the two is what lanes cost.
+        lanes_key) RUN_STREAM=LANES run_jethost lanes_key "$batch" 0 "$rep" "$LANES_N" \
+            "workers = $LANES_WORKERS" "key = subject:3" ;;
+        lanes_nokey) RUN_STREAM=LANES run_jethost lanes_nokey "$batch" 0 "$rep" "$LANES_N" \
+            "workers = $LANES_WORKERS" ;;
+        lanes_fetch) RUN_STREAM=LANES RUN_N=$LANES_N run_client lanes_fetch "$batch" "$rep" \
+            "$RAW" fetch "$URL" LANES @C@ "$LANES_N" "$batch" ;;
+        lanes_raw) RUN_STREAM=LANES RUN_N=$LANES_N run_client lanes_raw "$batch" "$rep" \
+            "$RAW" raw "$URL" LANES @C@ "$LANES_N" "$batch" ;;
         fwd_raw) run_forward fwd_raw "$batch" "$rep" ;;
         nodejs)
             # consume.js runs from its own directory (never copied here)
@@ -587,6 +610,7 @@ ENV_TXT=$WORK/env.txt
     want failure && echo "failure:  stream FAIL, N_FAIL=$N_FAIL x $SIZE B, every message REJECTed; DLQ stream $DLQ_STREAM ($DLQ_SUBJECTS, file, 2 h duplicate window) re-created per run"
     want ordered && echo "ordered:  stream ORD, ORD_N=$ORD_N x $SIZE B (file), checkpoint runs CKPT_N=$CKPT_N; slow: SLOW_N=$SLOW_N, SLOW_SLEEP_US=$SLOW_SLEEP_US, SLOW_LIMIT=$SLOW_LIMIT"
     want sustained && echo "sustain:  SUS_N=$SUS_N, SUS_KEYS=$SUS_KEYS, SUS_SLEEP_US=$SUS_SLEEP_US, SUS_REPS=$SUS_REPS"
+    want lanes && echo "lanes:    stream LANES, LANES_N=$LANES_N x $SIZE B on lanes.k.<i % $LANES_KEYS>, LANES_WORKERS=$LANES_WORKERS, LANES_BATCH=$LANES_BATCH"
     want kv && echo "kv:       KV_KEYS=$KV_KEYS, KV_UPDATES=$KV_UPDATES; slow: SLOW_KEYS=$SLOW_KEYS, SLOW_UPDATES=$SLOW_UPDATES, SLOW_SLEEP_US=$SLOW_SLEEP_US"
     echo "cases:    $CASES"
 } >"$ENV_TXT"
@@ -611,6 +635,17 @@ fi
 want failure && fill FAIL fail.x "$N_FAIL" "$WORK/fill-fail.out"
 want forward && fill ORDERS orders.new "$N_FWD" "$WORK/fill-orders.out"
 want ordered && fill ORD ord.x "$ORD_N" "$WORK/fill-ord.out"
+# The lanes stream: made empty, then filled with keyed subjects, message i
+# on lanes.k.<i % LANES_KEYS> (round robin: every key has a message in each
+# run of LANES_KEYS, as many lanes busy as there can be).
+if want lanes; then
+    fill LANES 'lanes.>' 0 "$WORK/fill-lanes.out"
+    say "filling stream LANES with $LANES_N messages over $LANES_KEYS keys"
+    "$RAW" send "$URL" lanes.k "$LANES_KEYS" "$LANES_N" "$SIZE" >"$WORK/fill-lanes-send.out" 2>"$WORK/fill.err" ||
+        { cat "$WORK/fill.err" >&2; die "filling stream LANES failed"; }
+    lanes_msgs=$("$RAW" msgs "$URL" LANES 2>/dev/null | sed -n 's/.* msgs=\([0-9]*\).*/\1/p')
+    [ "$lanes_msgs" = "$LANES_N" ] || die "stream LANES holds ${lanes_msgs:-?} messages, not $LANES_N"
+fi
 
 # --- throughput, alternating -----------------------------------------------------
 fails=0
@@ -625,6 +660,15 @@ want throughput && for rep in $(seq "$REPS"); do
         for i in $(seq 0 $((k - 1))); do
             run_case "${cases[$(((i + rep - 1) % k))]}" "$batch" "$rep" || fails=$((fails + 1))
         done
+    done
+done
+
+# --- lanes, alternating -------------------------------------------------------------
+want lanes && for rep in $(seq "$REPS"); do
+    cases=(lanes_key lanes_nokey lanes_fetch lanes_raw)
+    k=${#cases[@]}
+    for i in $(seq 0 $((k - 1))); do
+        run_case "${cases[$(((i + rep - 1) % k))]}" "$LANES_BATCH" "$rep" || fails=$((fails + 1))
     done
 done
 
@@ -786,7 +830,7 @@ slow_row() {
 {
     echo "jethost benchmark (tests/bench/run.sh)"
     cat "$ENV_TXT"
-    if want throughput || want failure || want forward || want rss; then
+    if want throughput || want failure || want forward || want rss || want lanes; then
     echo "rate = messages / time between the first and the last movement of the consumer's ack floor"
     echo "       (server-side, polled every 5 ms; process start, connect and consumer creation excluded alike)"
     fi
@@ -849,6 +893,20 @@ slow_row() {
             "$(cpucell jethost_fwd "$b")" "$(cpucell fwd_raw "$b")" \
             "$(ratio "$(cpumed jethost_fwd "$b")" "$(cpumed fwd_raw "$b")")"
     done
+    fi
+    if want lanes; then
+    echo
+    echo "lanes: $LANES_N messages each run over $LANES_KEYS keys (lanes.k.<i % $LANES_KEYS>), batch $LANES_BATCH; jethost with the"
+    echo "noop plugin and $LANES_WORKERS workers, with key = subject:3 (exclusive implied) and without; msgs/s median [min-max]:"
+    b=$LANES_BATCH
+    printf '%-24s %-24s %-24s %-24s %-9s %-9s %-9s %-10s %-10s\n' "jethost key" "jethost no key" "nats.c Fetch" \
+        "raw pull protocol" "key/nokey" "key/raw" "nokey/raw" "CPU key us" "CPU nokey"
+    printf '%-24s %-24s %-24s %-24s %-9s %-9s %-9s %-10s %-10s\n' "$(cell lanes_key "$b")" "$(cell lanes_nokey "$b")" \
+        "$(cell lanes_fetch "$b")" "$(cell lanes_raw "$b")" \
+        "$(ratio "$(med lanes_key "$b")" "$(med lanes_nokey "$b")")" "$(ratio "$(med lanes_key "$b")" "$(med lanes_raw "$b")")" \
+        "$(ratio "$(med lanes_nokey "$b")" "$(med lanes_raw "$b")")" "$(cpucell lanes_key "$b")" "$(cpucell lanes_nokey "$b")"
+    printf 'peak RSS MiB: key %s, no key %s, Fetch %s, raw %s\n' "$(rsscell lanes_key "$b")" "$(rsscell lanes_nokey "$b")" \
+        "$(rsscell lanes_fetch "$b")" "$(rsscell lanes_raw "$b")"
     fi
     if want latency; then
     echo
