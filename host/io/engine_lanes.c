@@ -28,12 +28,24 @@ gboolean jet__lanes_on(const JetEngine *e)
     return e->lanes != NULL;
 }
 
+/* Under lanes_lock.  Wakes runners only for what the busy ones will not
+ * take: a runner that finishes takes the next ready delivery without
+ * sleeping, so with a fast handler one awake runner keeps up and nothing
+ * is woken per message (a wake-up per message would cost more than the
+ * handling); with slow handlers the ready ones outnumber the busy runners
+ * and sleepers are woken, one per delivery. */
 static void publish_ready(JetEngine *e)
 {
     JetLaneCounts c;
     jet_lanes_counts(e->lanes, &c);
     g_atomic_int_set(&e->lane_ready, (gint)c.ready);
-    if (c.ready > 0)
+    guint runners = e->n_workers - 1;
+    guint awake = runners - MIN(e->lane_idle, runners);
+    if (c.ready <= awake || e->lane_idle == 0)
+        return;
+    if (c.ready - awake == 1)
+        g_cond_signal(&e->lanes_cond);
+    else
         g_cond_broadcast(&e->lanes_cond);
 }
 
@@ -259,7 +271,9 @@ gpointer jet__lanes_runner_main(gpointer data)
         g_mutex_lock(&e->lanes_lock);
         Item *it = jet_lanes_take(e->lanes, &seq);
         if (it == NULL) {
+            e->lane_idle++;
             g_cond_wait_until(&e->lanes_cond, &e->lanes_lock, g_get_monotonic_time() + TAKE_STEP_US);
+            e->lane_idle--;
             g_mutex_unlock(&e->lanes_lock);
             jet__acks_due(w);
             continue;

@@ -234,6 +234,7 @@ struct JetEngine {
     guint64 lane_next_cseq;    /* the delivery sequence the next delivery should carry; 0: unknown */
     char *lane_filter;         /* the consumer's filter subject, for reading unknown sequences */
     gint lane_ready;           /* atomic: ready deliveries, for the runners' ack grouping */
+    guint lane_idle;           /* runners waiting for something ready */
     /* The router's own (worker 0's thread). */
     gboolean lane_at_bound;
     gint64 lane_bound_next_us;
