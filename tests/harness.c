@@ -8,6 +8,7 @@
 #include <glib/gstdio.h>
 #include <nats/nats.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -630,4 +631,28 @@ int jet_test_jethost_run(const char *const *args, char **out, char **err_text)
     else
         g_free(e);
     return g_subprocess_get_if_exited(p) ? g_subprocess_get_exit_status(p) : 128;
+}
+
+int jet_test_mock_cli(const char *input, char **out, char **err, ...)
+{
+    g_autofree char *cli = g_build_filename(g_getenv("JET_BUILDDIR"), "tests", "mock-cli", NULL);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, cli);
+    g_ptr_array_add(argv, "mock");
+    va_list ap;
+    va_start(ap, err);
+    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(argv, (char *)a);
+    va_end(ap);
+    g_ptr_array_add(argv, NULL);
+    g_autoptr(GError) e = NULL;
+    g_autoptr(GSubprocess) p = g_subprocess_newv((const char *const *)argv->pdata,
+                                                 G_SUBPROCESS_FLAGS_STDIN_PIPE |
+                                                 G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                                 G_SUBPROCESS_FLAGS_STDERR_PIPE, &e);
+    g_assert_no_error(e);
+    g_subprocess_communicate_utf8(p, input, NULL, out, err, &e);
+    g_assert_no_error(e);
+    g_test_message("stdout: %s\nstderr: %s", *out, *err);
+    return g_subprocess_get_exit_status(p);
 }

@@ -146,6 +146,11 @@ gboolean jet_test_wait_file(const char *path, guint timeout_ms);
  * For in-process engines whose log lines a test checks. */
 void jet_test_stderr_begin(const char *name);
 char *jet_test_stderr_end(void);
+/* Runs the built `jethost mock` (tests/mock-cli) with the NULL-terminated
+ * arguments after "mock", input on stdin; *out and *err get what it wrote
+ * (caller frees).  Returns its exit status. */
+int jet_test_mock_cli(const char *input, char **out, char **err, ...) G_GNUC_NULL_TERMINATED;
+
 /* Lines of text containing needle (e.g. "event=ledger-fallback"). */
 guint jet_test_count_lines(const char *text, const char *needle);
 

@@ -962,31 +962,6 @@ static void test_calls_and_log(void)
 
 /* --- `jethost mock` ------------------------------------------------------------------ */
 
-static int run_cli(const char *input, char **out, char **err, ...) G_GNUC_NULL_TERMINATED;
-
-static int run_cli(const char *input, char **out, char **err, ...)
-{
-    g_autofree char *cli = g_build_filename(g_getenv("JET_BUILDDIR"), "tests", "mock-cli", NULL);
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, cli);
-    g_ptr_array_add(argv, "mock");
-    va_list ap;
-    va_start(ap, err);
-    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(argv, (char *)a);
-    va_end(ap);
-    g_ptr_array_add(argv, NULL);
-    g_autoptr(GError) e = NULL;
-    g_autoptr(GSubprocess) p = g_subprocess_newv((const char *const *)argv->pdata,
-                                                 G_SUBPROCESS_FLAGS_STDIN_PIPE |
-                                                 G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                                 G_SUBPROCESS_FLAGS_STDERR_PIPE, &e);
-    g_assert_no_error(e);
-    g_subprocess_communicate_utf8(p, input, NULL, out, err, &e);
-    g_assert_no_error(e);
-    g_test_message("stdout: %s\nstderr: %s", *out, *err);
-    return g_subprocess_get_exit_status(p);
-}
 
 /* KV entries and the initial-done signal in JSONL: {"key", "op"} lines and
  * an {"event": "kv_initial_done"} line, with --policy kind=kv. */
@@ -1003,7 +978,7 @@ static void test_cli_kv(void)
         "{\"key\": \"app.c\", \"op\": \"purge\", \"stream_seq\": 40}\n"
         "{\"key\": \"app c\"}\n";
     g_autofree char *out = NULL, *err = NULL;
-    int status = run_cli(input, &out, &err, "--plugin", plugin, "--option", dir_opt, "--policy", "kind=kv",
+    int status = jet_test_mock_cli(input, &out, &err, "--plugin", plugin, "--option", dir_opt, "--policy", "kind=kv",
                          "--policy", "bucket=CFG", "--binding", "cache", "--quiet", NULL);
     g_assert_cmpint(status, ==, 0);
     g_auto(GStrv) lines = g_strsplit(g_strchomp(out), "\n", -1);
@@ -1037,10 +1012,10 @@ static void test_cli_kv(void)
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autofree char *in = g_strdup_printf("%s\n", bad[i].line);
         if (bad[i].kv)
-            status = run_cli(in, &out, &err, "--plugin", plugin, "--option", dir_opt, "--policy", "kind=kv",
+            status = jet_test_mock_cli(in, &out, &err, "--plugin", plugin, "--option", dir_opt, "--policy", "kind=kv",
                              "--policy", "bucket=CFG", "--quiet", NULL);
         else
-            status = run_cli(in, &out, &err, "--plugin", plugin, "--option", dir_opt, "--quiet", NULL);
+            status = jet_test_mock_cli(in, &out, &err, "--plugin", plugin, "--option", dir_opt, "--quiet", NULL);
         g_assert_cmpint(status, ==, 2);
         assert_contains(err, "stdin:1: ");
         assert_contains(err, bad[i].why);
@@ -1064,7 +1039,7 @@ static void test_cli(void)
         "\"enqueued\": null}\n"
         "{\"subject\": \"a.c\", \"data_b64\": \"aGk=\", \"headers\": {\"verdict\": \"reject\"}}\n";
     g_autofree char *out = NULL, *err = NULL;
-    int status = run_cli(input, &out, &err, "--plugin", plugin, "--policy", "rungs=2s, 4s",
+    int status = jet_test_mock_cli(input, &out, &err, "--plugin", plugin, "--policy", "rungs=2s, 4s",
                          "--option", "log_now=true", NULL);
     g_assert_cmpint(status, ==, 0);
     g_auto(GStrv) lines = g_strsplit(g_strchomp(out), "\n", -1);
@@ -1086,7 +1061,7 @@ static void test_cli(void)
     g_clear_pointer(&err, g_free);
 
     /* A broken rule: reported on its line, and in the exit code. */
-    status = run_cli("{\"subject\": \"x\"}\n", &out, &err, "--plugin", plugin, "--option",
+    status = jet_test_mock_cli("{\"subject\": \"x\"}\n", &out, &err, "--plugin", plugin, "--option",
                      "misuse=verdict", "--quiet", NULL);
     g_assert_cmpint(status, ==, 1);
     assert_contains(out, "\"action\":\"retry\"");
@@ -1096,14 +1071,14 @@ static void test_cli(void)
     g_clear_pointer(&err, g_free);
 
     /* Bad input names its line; an unknown field is an error, not ignored. */
-    status = run_cli("{\"subject\": \"x\"}\n{\"subject\": \"x\", \"delivery\": 2}\n", &out, &err,
+    status = jet_test_mock_cli("{\"subject\": \"x\"}\n{\"subject\": \"x\", \"delivery\": 2}\n", &out, &err,
                      "--plugin", plugin, NULL);
     g_assert_cmpint(status, ==, 2);
     assert_contains(err, "stdin:2: unknown field 'delivery'");
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err, g_free);
 
-    status = run_cli("not json\n", &out, &err, "--plugin", plugin, NULL);
+    status = jet_test_mock_cli("not json\n", &out, &err, "--plugin", plugin, NULL);
     g_assert_cmpint(status, ==, 2);
     assert_contains(err, "stdin:1: not JSON");
     g_clear_pointer(&out, g_free);
@@ -1115,7 +1090,7 @@ static void test_cli(void)
     for (int i = 0; i < 100000; i++)
         g_string_append_c(deep, '[');
     g_string_append(deep, "\n");
-    status = run_cli(deep->str, &out, &err, "--plugin", plugin, "--quiet", NULL);
+    status = jet_test_mock_cli(deep->str, &out, &err, "--plugin", plugin, "--quiet", NULL);
     g_assert_cmpint(status, ==, 2);
     assert_contains(err, "stdin:2: nested deeper than 64");
     assert_contains(out, "\"line\":1,");
@@ -1131,7 +1106,7 @@ static void test_cli(void)
     for (int i = 0; i < 62; i++)
         g_string_append_c(deep, ']');
     g_string_append(deep, "}}\n");
-    status = run_cli(deep->str, &out, &err, "--plugin", plugin, "--quiet", NULL);
+    status = jet_test_mock_cli(deep->str, &out, &err, "--plugin", plugin, "--quiet", NULL);
     g_assert_cmpint(status, ==, 2);
     assert_contains(err, "stdin:1: headers.h: values must be strings");
     g_clear_pointer(&out, g_free);
@@ -1151,14 +1126,14 @@ static void test_cli(void)
         g_autofree char *in = g_strdup_printf("{\"subject\": \"x\", \"data_b64\": \"aGk=\"}\n"
                                               "{\"subject\": \"x\", \"data_b64\": \"%s\"}\n",
                                               bad_b64[i].b64);
-        status = run_cli(in, &out, &err, "--plugin", plugin, "--quiet", NULL);
+        status = jet_test_mock_cli(in, &out, &err, "--plugin", plugin, "--quiet", NULL);
         g_assert_cmpint(status, ==, 2);
         assert_contains(err, "stdin:2: data_b64: ");
         assert_contains(err, bad_b64[i].why);
         g_clear_pointer(&out, g_free);
         g_clear_pointer(&err, g_free);
     }
-    status = run_cli("{\"subject\": \"x\", \"data_b64\": \"\"}\n"
+    status = jet_test_mock_cli("{\"subject\": \"x\", \"data_b64\": \"\"}\n"
                      "{\"subject\": \"x\", \"data_b64\": \"AA==\"}\n"
                      "{\"subject\": \"x\", \"data_b64\": \"+/8=\"}\n", &out, &err,
                      "--plugin", plugin, "--quiet", NULL);
@@ -1167,13 +1142,13 @@ static void test_cli(void)
     g_clear_pointer(&err, g_free);
 
     /* An undeclared option: the plugin does not start. */
-    status = run_cli("", &out, &err, "--plugin", plugin, "--option", "lable=x", NULL);
+    status = jet_test_mock_cli("", &out, &err, "--plugin", plugin, "--option", "lable=x", NULL);
     g_assert_cmpint(status, ==, 3);
     assert_contains(err, "option-undeclared: option.lable");
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err, g_free);
 
-    status = run_cli("", &out, &err, "--plugin", plugin, "--policy", "max_atempts=1", NULL);
+    status = jet_test_mock_cli("", &out, &err, "--plugin", plugin, "--policy", "max_atempts=1", NULL);
     g_assert_cmpint(status, ==, 2);
     assert_contains(err, "unknown key 'max_atempts'");
 }

@@ -501,31 +501,6 @@ static void test_policy(void)
 
 /* --- `jethost mock` ------------------------------------------------------------ */
 
-static int run_cli(const char *input, char **out, char **err, ...) G_GNUC_NULL_TERMINATED;
-
-static int run_cli(const char *input, char **out, char **err, ...)
-{
-    g_autofree char *cli = g_build_filename(g_getenv("JET_BUILDDIR"), "tests", "mock-cli", NULL);
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, cli);
-    g_ptr_array_add(argv, "mock");
-    va_list ap;
-    va_start(ap, err);
-    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(argv, (char *)a);
-    va_end(ap);
-    g_ptr_array_add(argv, NULL);
-    g_autoptr(GError) e = NULL;
-    g_autoptr(GSubprocess) p = g_subprocess_newv((const char *const *)argv->pdata,
-                                                 G_SUBPROCESS_FLAGS_STDIN_PIPE |
-                                                 G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                                 G_SUBPROCESS_FLAGS_STDERR_PIPE, &e);
-    g_assert_no_error(e);
-    g_subprocess_communicate_utf8(p, input, NULL, out, err, &e);
-    g_assert_no_error(e);
-    g_test_message("stdout: %s\nstderr: %s", *out, *err);
-    return g_subprocess_get_exit_status(p);
-}
 
 /* --policy key=..., a "held" line naming the head, and {"event":
  * "deliver_held"} lines. */
@@ -542,7 +517,7 @@ static void test_cli(void)
         "{\"event\": \"deliver_held\"}\n"
         "{\"subject\": \"a\", \"headers\": {\"order\": [\"A\", \"C\"]}}\n";
     g_autofree char *out = NULL, *err = NULL;
-    int status = run_cli(input, &out, &err, "--plugin", plugin, "--policy", "key=header:order", "--quiet", NULL);
+    int status = jet_test_mock_cli(input, &out, &err, "--plugin", plugin, "--policy", "key=header:order", "--quiet", NULL);
     g_assert_cmpint(status, ==, 0);
     g_auto(GStrv) lines = g_strsplit(g_strchomp(out), "\n", -1);
     g_assert_cmpuint(g_strv_length(lines), ==, 6);
@@ -561,7 +536,7 @@ static void test_cli(void)
     g_clear_pointer(&err, g_free);
 
     /* Nothing released yet: an input error, naming why. */
-    status = run_cli("{\"subject\": \"a\", \"headers\": {\"verdict\": \"retry\"}}\n"
+    status = jet_test_mock_cli("{\"subject\": \"a\", \"headers\": {\"verdict\": \"retry\"}}\n"
                      "{\"subject\": \"a\"}\n"
                      "{\"event\": \"deliver_held\"}\n",
                      &out, &err, "--plugin", plugin, "--policy", "key=header:order", "--quiet", NULL);
@@ -571,14 +546,14 @@ static void test_cli(void)
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err, g_free);
 
-    status = run_cli("", &out, &err, "--plugin", plugin, "--policy", "key=header:", NULL);
+    status = jet_test_mock_cli("", &out, &err, "--plugin", plugin, "--policy", "key=header:", NULL);
     g_assert_cmpint(status, ==, 2);
     assert_contains(err, "--policy ");
     assert_contains(err, "header:NAME needs a header name");
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err, g_free);
 
-    status = run_cli("{\"event\": \"deliver_held\", \"subject\": \"a\"}\n", &out, &err, "--plugin", plugin,
+    status = jet_test_mock_cli("{\"event\": \"deliver_held\", \"subject\": \"a\"}\n", &out, &err, "--plugin", plugin,
                      "--policy", "key=header:order", "--quiet", NULL);
     g_assert_cmpint(status, ==, 2);
     assert_contains(err, "stdin:1: an event line is exactly");
