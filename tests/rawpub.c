@@ -155,6 +155,9 @@ JetRawPub *jet_rawpub_connect(int port, GError **error)
 {
     g_autoptr(GSocketClient) client = g_socket_client_new();
     g_socket_client_set_timeout(client, RAWPUB_TIMEOUT_S);
+    /* A loopback test server: no proxy, and no proxy resolver (GIO's GNOME
+     * one, installed with glib-networking, aborts without GSettings schemas). */
+    g_socket_client_set_enable_proxy(client, FALSE);
     GSocketConnection *conn = g_socket_client_connect_to_host(client, "127.0.0.1", (guint16)port, NULL, error);
     if (conn == NULL)
         return NULL;
