@@ -3,6 +3,10 @@
 #include "errors.h"
 #include "host_api.h"
 
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
 JetInstance *jet_binding_plugin(const JetConfig *cfg, const JetBindingConfig *b, gboolean start, JetPlugin **plugin_out,
                                 GError **error)
 {
@@ -34,4 +38,30 @@ JetInstance *jet_binding_plugin(const JetConfig *cfg, const JetBindingConfig *b,
     }
     *plugin_out = plugin;
     return inst;
+}
+
+gboolean jet_binding_plugin_identify(const JetConfig *cfg, JetBindingConfig *b, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autofree char *path = jet_plugin_resolve(b->plugin, cfg->host.plugin_dir, &local);
+    if (path == NULL) {
+        g_set_error(error, JET_ERROR, local->code, "%s: [binding %s] plugin: %s", b->file, b->name, local->message);
+        return FALSE;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "%s: [binding %s] plugin: %s: %s", b->file, b->name, path,
+                    g_strerror(e));
+        return FALSE;
+    }
+    g_free(b->plugin_id.path);
+    b->plugin_id = (JetFileIdentity){
+        .path = g_steal_pointer(&path),
+        .dev = (guint64)st.st_dev,
+        .ino = (guint64)st.st_ino,
+        .size = (gint64)st.st_size,
+        .mtime_ns = (gint64)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+    };
+    return TRUE;
 }

@@ -16,4 +16,9 @@
 JetInstance *jet_binding_plugin(const JetConfig *cfg, const JetBindingConfig *b, gboolean start, JetPlugin **plugin_out,
                                 GError **error);
 
+/* Fills b->plugin_id: the plugin's canonical path (resolved against
+ * plugin_dir) and the file's stat.  FALSE with an error naming the binding
+ * when it cannot be resolved or read. */
+gboolean jet_binding_plugin_identify(const JetConfig *cfg, JetBindingConfig *b, GError **error);
+
 #endif

@@ -92,7 +92,7 @@ static const struct {
     JetCommandFn fn;
     const char *summary;
 } commands[] = {
-    { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT" },
+    { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT (SIGHUP reloads it)" },
     { "check", cmd_check, "validate a config and its plugins (-s URL: also against the server)" },
     { "pub", jet_pub_main, "publish a message to JetStream and print the pub-ack" },
     { "dlq", jet_dlq_cli_main, "list, show and replay dead-letter records" },

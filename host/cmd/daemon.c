@@ -19,6 +19,7 @@
 
 #include <glib-unix.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct {
@@ -31,6 +32,7 @@ typedef struct {
     JetExclusive *excl;        /* exclusive = true: the claimer, which owns the engine */
     struct Daemon *d;
     gboolean failed;           /* refused at start-up: skipped by the later steps */
+    gboolean changed;          /* a reload: replaces a binding of the same name */
 } Binding;
 
 typedef struct Daemon {
@@ -42,11 +44,30 @@ typedef struct Daemon {
     guint signals;
     GThread *drainer;
     int exit_code;             /* what an exit without a full drain returns */
+    jsCtx *ledger_js;
+    /* Reloads (docs/reload.md).  A running binding points into the config it
+     * was started with: every config loaded stays until the host exits. */
+    GPtrArray *configs;        /* of JetConfig*, cfg last */
+    /* The first config's: a claimer thread reads it while a reload may
+     * replace cfg, and a reload cannot change it. */
+    const char *host_name;
+    gboolean reloading;        /* from SIGHUP until the new bindings started */
+    gboolean reload_again;     /* SIGHUP while reloading: once more after */
+    GPtrArray *retiring;       /* of Binding*: changed or removed, draining */
+    GPtrArray *pending;        /* of Binding*: changed or new, started once those drained */
+    GThread *retirer;
+    GMutex retire_lock;
+    GCond retire_cond;
+    gboolean retire_busy;      /* the retirer has not finished joining */
+    guint reload_counts[4];    /* unchanged, restarted, started, stopped */
+    JetEngineStats totals;     /* every binding that stopped, reloads included */
+    guint64 advisory_captures;
 } Daemon;
 
 static void binding_free(gpointer data)
 {
     Binding *bd = data;
+    jet_exclusive_free(bd->excl);
     jet_advisory_free(bd->advisory);
     jet_engine_free(bd->engine);
     jet_instance_free(bd->inst);
@@ -71,6 +92,12 @@ static Binding *binding_prepare(const JetConfig *cfg, const JetBindingConfig *b,
 static gpointer drain_thread(gpointer data)
 {
     Daemon *d = data;
+    /* A reload's retiring bindings drain on their own thread: wait for them
+     * too, so that nothing is left unsettled at exit. */
+    g_mutex_lock(&d->retire_lock);
+    while (d->retire_busy)
+        g_cond_wait(&d->retire_cond, &d->retire_lock);
+    g_mutex_unlock(&d->retire_lock);
     for (guint i = 0; i < d->bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d->bindings, i);
         if (bd->engine != NULL)
@@ -153,7 +180,7 @@ static void engine_all_hung(JetEngine *e, const char *binding, guint workers, gp
 static JetEngine *engine_new(Binding *bd, JetConn *conn, JetLedger *ledger, Daemon *d)
 {
     JetEngine *e = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
-    jet_engine_set_ledger(e, ledger, d->cfg->host.name);
+    jet_engine_set_ledger(e, ledger, d->host_name);
     jet_engine_set_hung_hook(e, engine_all_hung, d);
     return e;
 }
@@ -175,6 +202,27 @@ static JetEngine *exclusive_won(gpointer data)
     JetEngine *e = engine_new(bd, bd->d->conn, bd->d->ledger, bd->d);
     jet_engine_start(e);
     return e;
+}
+
+/* A binding that passed every step starts handling. */
+static void binding_run(Daemon *d, Binding *bd)
+{
+    /* The safety net stands before the engine's first pull, the pull
+     * that makes the server raise an advisory it was holding. */
+    const jet_plugin *desc = jet_plugin_descriptor(bd->plugin);
+    JetAdvisoryContext actx = { d->host_name, desc->name, desc->version, bd->b->ledger ? d->ledger : NULL };
+    /* An ordered consumer acks nothing: no message can reach MaxDeliver unseen. */
+    if (bd->b->kind == JET_KIND_DURABLE)
+        bd->advisory = jet_advisory_start(d->conn, bd->b, &actx);
+    bd->d = d;
+    if (bd->b->exclusive) {
+        /* Only the claim's holder pulls (docs/exclusive.md). */
+        bd->excl = jet_exclusive_new(jet_ledger_kv(d->ledger), bd->b, d->host_name, exclusive_won, bd);
+        jet_exclusive_start(bd->excl);
+    } else {
+        binding_engine(bd, d->conn, d->ledger, d);
+        jet_engine_start(bd->engine);
+    }
 }
 
 /* Bindings that cannot start: each is logged as it is found, and the host
@@ -248,6 +296,51 @@ static void log_plugin_metrics(Binding *bd)
     jet_log(JET_LOG_INFO, bd->b->name, "plugin-metrics", "%s", line->str);
 }
 
+/* A binding's last lines, at exit or when a reload stopped it; its counts
+ * go into the host's totals. */
+static void binding_log_stopped(Daemon *d, Binding *bd)
+{
+    JetEngineStats st;
+    if (bd->excl != NULL) {
+        JetClaimStats cs;
+        jet_exclusive_stats(bd->excl, &st, &cs);
+        jet_log(JET_LOG_INFO, bd->b->name, "claims-stopped",
+                "claims won %" G_GUINT64_FORMAT " (taken over from a silent holder %" G_GUINT64_FORMAT
+                "), lost %" G_GUINT64_FORMAT ", expired %" G_GUINT64_FORMAT ", renewals %" G_GUINT64_FORMAT
+                " (%" G_GUINT64_FORMAT " failed), released %" G_GUINT64_FORMAT,
+                cs.won, cs.taken_over, cs.lost, cs.expired, cs.renewals, cs.renew_errors, cs.released);
+    } else {
+        jet_engine_stats(bd->engine, &st);
+    }
+    jet_log(JET_LOG_INFO, bd->b->name, "stopped",
+            "handled %" G_GUINT64_FORMAT ": acked %" G_GUINT64_FORMAT ", retried %" G_GUINT64_FORMAT
+            ", postponed %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT ", dead-lettered %"
+            G_GUINT64_FORMAT ", stranded %" G_GUINT64_FORMAT ", uncertain %" G_GUINT64_FORMAT
+            "; %" G_GUINT64_FORMAT " pulls, %" G_GUINT64_FORMAT " acks sent in groups; %" G_GUINT64_FORMAT
+            " plugin calls on a message after its handle() returned (refused)",
+            st.messages, st.acked, st.retried, st.postponed, st.released, st.dead_lettered, st.stranded,
+            st.uncertain, st.pulls, st.acks_grouped, st.stale_handles);
+    if (st.published > 0 || st.publish_failures > 0)
+        jet_log(JET_LOG_INFO, bd->b->name, "publishes-stopped",
+                "plugin publishes: %" G_GUINT64_FORMAT " sent with their pub-ack, %" G_GUINT64_FORMAT " failed",
+                st.published, st.publish_failures);
+    log_plugin_metrics(bd);
+    JetAdvisoryStats as;
+    jet_advisory_stats(bd->advisory, &as);
+    jet_log(JET_LOG_INFO, bd->b->name, "advisories-stopped",
+            "MAX_DELIVERIES advisories %" G_GUINT64_FORMAT ": captured %" G_GUINT64_FORMAT
+            ", already captured %" G_GUINT64_FORMAT ", lost %" G_GUINT64_FORMAT ", failed %" G_GUINT64_FORMAT
+            ", stranded %" G_GUINT64_FORMAT ", invalid %" G_GUINT64_FORMAT,
+            as.advisories, as.captured, as.duplicates, as.lost, as.failed, as.stranded, as.invalid);
+    d->totals.messages += st.messages;
+    d->totals.acked += st.acked;
+    d->totals.retried += st.retried;
+    d->totals.postponed += st.postponed;
+    d->totals.released += st.released;
+    d->totals.dead_lettered += st.dead_lettered;
+    d->advisory_captures += as.captured;
+}
+
 static gboolean on_signal(gpointer data)
 {
     Daemon *d = data;
@@ -275,6 +368,293 @@ static gboolean on_signal(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+/* --- SIGHUP: reload (docs/reload.md) -------------------------------------- */
+
+static void reload_refused(const char *why)
+{
+    jet_log(JET_LOG_ERROR, NULL, "reload-refused", "%s; nothing changed, every binding runs as before", why);
+}
+
+static Binding *binding_named(GPtrArray *bindings, const char *name)
+{
+    for (guint i = 0; i < bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(bindings, i);
+        if (strcmp(bd->b->name, name) == 0)
+            return bd;
+    }
+    return NULL;
+}
+
+/* The ledger, for a reload that adds the first binding to use it. */
+static gboolean reload_ledger(Daemon *d, const JetConfig *cfg, GError **error)
+{
+    gboolean want = FALSE, create = FALSE;
+    for (guint i = 0; i < cfg->bindings->len; i++) {
+        const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, i);
+        gboolean uses = b->ledger || b->exclusive;
+        want |= uses;
+        create |= uses && b->manage == JET_MANAGE_CREATE;
+    }
+    if (!want || d->ledger != NULL)
+        return TRUE;
+    if (d->ledger_js == NULL) {
+        jsOptions jo;
+        jsOptions_Init(&jo);
+        jo.Wait = 1000;
+        jo.Prefix = jet_conn_api_prefix(d->conn);
+        natsConnection_JetStream(&d->ledger_js, jet_conn_nats(d->conn), &jo);
+    }
+    g_autoptr(GError) local = NULL;
+    d->ledger = jet_ledger_open(d->ledger_js, cfg->host.ledger_bucket, create, cfg->host.ledger_max_age_ms, &local);
+    if (d->ledger == NULL) {
+        g_set_error(error, JET_ERROR, local->code, "the attempt ledger (bucket %s): %s", cfg->host.ledger_bucket,
+                    local->message);
+        return FALSE;
+    }
+    jet_ledger_set_cooldown(d->ledger, 2000);
+    return TRUE;
+}
+
+/* The schedule check with the config's own values, as `jethost check`
+ * without a server makes it: an error there refuses the reload before
+ * anything stops.  The server's facts are checked again at the start. */
+static gboolean reload_schedule_ok(const JetBindingConfig *b, GError **error)
+{
+    JetScheduleInput in;
+    JetScheduleReport report;
+    jet_schedule_input_from_binding(b, &in);
+    jet_schedule_check(&in, &report);
+    if (report.n_errors == 0)
+        return TRUE;
+    g_autoptr(GString) why = g_string_new(NULL);
+    for (guint v = 0; v < report.n_violations; v++)
+        if (report.violations[v].severity == JET_SCHEDULE_ERROR)
+            g_string_append_printf(why, "%s%s: %s", why->len ? "; " : "", report.violations[v].code,
+                                   report.violations[v].message);
+    g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "%s: [binding %s] schedule: %s", b->file, b->name, why->str);
+    return FALSE;
+}
+
+static void reload_begin(Daemon *d);
+
+/* A changed or new binding's start, as at start-up but alone: init(), its
+ * consumer, its dead-letter stream, its first bind, its schedule with the
+ * server's facts.  A failure leaves it stopped, logged; the rest runs. */
+static gboolean reload_start_binding(Daemon *d, Binding *bd)
+{
+    g_autoptr(GError) local = NULL;
+    StartFailures f = { g_string_new(NULL), 0, 0 };
+    jsCtx *js = jet_conn_js(d->conn);
+    if (!jet_instance_start(bd->inst, &local)) {
+        g_autofree char *msg = g_strdup_printf("binding %s: %s", bd->b->name, local->message);
+        start_failed(&f, bd, bd->b->name, TRUE, "plugin", msg);
+    } else if (JET_KIND_IS_ORDERED(bd->b->kind)) {
+        if (bd->b->subjects != NULL)
+            jet_stream_ensure(js, bd->b, NULL);
+    } else if (!jet_consumer_ensure_retrying(js, bd->b, 0, 5, NULL, &bd->facts, &local)) {
+        start_failed(&f, bd, bd->b->name, g_error_matches(local, JET_ERROR, JET_ERROR_INVALID), "cannot bind",
+                     local->message);
+    }
+    g_clear_error(&local);
+    if (!bd->failed && !jet_dlq_stream_ensure(js, bd->b, &local)) {
+        if (bd->b->manage == JET_MANAGE_CREATE)
+            start_failed(&f, bd, bd->b->name, FALSE, "dead-letter stream", local->message);
+        else
+            jet_log(JET_LOG_ERROR, bd->b->name, "dlq-missing",
+                    "%s; captures will fail and keep their messages until it exists", local->message);
+    }
+    g_clear_error(&local);
+    if (!bd->failed && JET_KIND_IS_ORDERED(bd->b->kind) && !bd->b->exclusive) {
+        binding_engine(bd, d->conn, d->ledger, d);
+        if (!jet_engine_bind(bd->engine, 5, &local))
+            start_failed(&f, bd, bd->b->name, FALSE, "cannot bind", local->message);
+    }
+    if (!bd->failed)
+        start_schedule(bd, d->ledger, &f);
+    g_string_free(f.summary, TRUE);
+    if (bd->failed)
+        return FALSE;
+    binding_run(d, bd);
+    jet_log(JET_LOG_INFO, bd->b->name, "started", "binding %s %s with the new config", bd->b->name,
+            bd->changed ? "restarted" : "started");
+    return TRUE;
+}
+
+/* On the main loop once the retiring bindings drained: their last lines and
+ * fini(), then the new and changed bindings start. */
+static gboolean reload_finish(gpointer data)
+{
+    Daemon *d = data;
+    if (d->retirer == NULL)
+        return G_SOURCE_REMOVE;   /* the host's exit took it over */
+    g_thread_join(d->retirer);
+    d->retirer = NULL;
+    for (guint i = 0; i < d->retiring->len; i++)
+        binding_log_stopped(d, g_ptr_array_index(d->retiring, i));
+    g_ptr_array_set_size(d->retiring, 0);   /* engines, then the plugins' fini() */
+    guint failed = 0;
+    if (d->signals == 0) {
+        for (guint i = 0; i < d->pending->len; i++) {
+            Binding *bd = g_ptr_array_steal_index(d->pending, i--);
+            if (reload_start_binding(d, bd)) {
+                g_ptr_array_add(d->bindings, bd);
+            } else {
+                failed++;
+                binding_free(bd);
+            }
+        }
+        jet_log(failed > 0 ? JET_LOG_ERROR : JET_LOG_INFO, NULL, "reloaded",
+                "reloaded %s: unchanged %u, restarted %u, started %u, stopped %u, failed %u; running %u binding(s)",
+                d->cfg->main_file, d->reload_counts[0], d->reload_counts[1], d->reload_counts[2],
+                d->reload_counts[3], failed, d->bindings->len);
+    }
+    g_ptr_array_set_size(d->pending, 0);   /* a drain began: they never start */
+    d->reloading = FALSE;
+    if (d->reload_again && d->signals == 0) {
+        d->reload_again = FALSE;
+        reload_begin(d);
+    }
+    return G_SOURCE_REMOVE;
+}
+
+static gpointer retire_thread(gpointer data)
+{
+    Daemon *d = data;
+    for (guint i = 0; i < d->retiring->len; i++) {
+        Binding *bd = g_ptr_array_index(d->retiring, i);
+        if (bd->engine != NULL)
+            jet_engine_join(bd->engine);
+        jet_exclusive_join(bd->excl);   /* releases its claim after the drain */
+        jet_advisory_join(bd->advisory);
+    }
+    g_mutex_lock(&d->retire_lock);
+    d->retire_busy = FALSE;
+    g_cond_broadcast(&d->retire_cond);
+    g_mutex_unlock(&d->retire_lock);
+    g_idle_add(reload_finish, d);
+    return NULL;
+}
+
+/* Everything that can refuse the reload happens before anything stops: the
+ * files, [host], every plugin and its options, the schedules, the ledger. */
+static void reload_begin(Daemon *d)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetConfig) cfg = jet_config_load(d->cfg->main_file, d->cfg->dropin_dir, &err);
+    if (cfg == NULL) {
+        reload_refused(err->message);
+        return;
+    }
+    const char *key = jet_host_config_restart_key(&d->cfg->host, &cfg->host);
+    if (key != NULL) {
+        g_autofree char *why = g_strdup_printf("%s: [host] %s changed: a running host cannot apply it, restart "
+                                               "the host to apply it", cfg->host.file, key);
+        reload_refused(why);
+        return;
+    }
+    for (guint i = 0; i < cfg->bindings->len; i++) {
+        JetBindingConfig *b = g_ptr_array_index(cfg->bindings, i);
+        if (!jet_binding_plugin_identify(cfg, b, &err)) {
+            reload_refused(err->message);
+            return;
+        }
+        /* A plugin stays resident once loaded: a file rewritten in place
+         * would still run the old code under its new name. */
+        for (guint j = 0; j < d->bindings->len; j++) {
+            const JetFileIdentity *old = &((Binding *)g_ptr_array_index(d->bindings, j))->b->plugin_id;
+            const JetFileIdentity *now = &b->plugin_id;
+            if (g_strcmp0(old->path, now->path) == 0 &&
+                (old->dev != now->dev || old->ino != now->ino || old->size != now->size ||
+                 old->mtime_ns != now->mtime_ns)) {
+                g_autofree char *why = g_strdup_printf(
+                    "%s: [binding %s] plugin: %s changed on disk since it was loaded: a loaded plugin cannot be "
+                    "replaced, restart the host to load it (or install it under a new file name)",
+                    b->file, b->name, now->path);
+                reload_refused(why);
+                return;
+            }
+        }
+    }
+    g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func(binding_free);
+    guint unchanged = 0, restarted = 0;
+    for (guint i = 0; i < cfg->bindings->len; i++) {
+        const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, i);
+        Binding *old = binding_named(d->bindings, b->name);
+        if (old != NULL && jet_binding_config_equal(old->b, b)) {
+            unchanged++;
+            continue;
+        }
+        Binding *bd = binding_prepare(cfg, b, FALSE, &err);
+        if (bd == NULL) {
+            reload_refused(err->message);
+            return;
+        }
+        bd->changed = old != NULL;
+        restarted += old != NULL;
+        g_ptr_array_add(pending, bd);
+        if (!reload_schedule_ok(b, &err)) {
+            reload_refused(err->message);
+            return;
+        }
+    }
+    if (!reload_ledger(d, cfg, &err)) {
+        reload_refused(err->message);
+        return;
+    }
+
+    /* Committed.  Unchanged bindings keep running on the config they
+     * started with; changed and removed ones drain as at SIGTERM. */
+    guint removed = 0;
+    for (guint i = 0; i < d->bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d->bindings, i);
+        const JetBindingConfig *b = jet_config_binding(cfg, bd->b->name);
+        if (b != NULL && jet_binding_config_equal(bd->b, b))
+            continue;
+        if (b == NULL) {
+            removed++;
+            jet_log(JET_LOG_INFO, bd->b->name, "removing", "binding %s is no longer in the config: draining it",
+                    bd->b->name);
+        } else {
+            jet_log(JET_LOG_INFO, bd->b->name, "restarting",
+                    "binding %s changed: draining it, then starting it with the new config", bd->b->name);
+        }
+        if (bd->engine != NULL)
+            jet_engine_stop(bd->engine);
+        jet_exclusive_stop(bd->excl);
+        jet_advisory_stop(bd->advisory);
+        g_ptr_array_add(d->retiring, g_ptr_array_steal_index(d->bindings, i--));
+    }
+    d->reload_counts[0] = unchanged;
+    d->reload_counts[1] = restarted;
+    d->reload_counts[2] = pending->len - restarted;
+    d->reload_counts[3] = removed;
+    while (pending->len > 0)
+        g_ptr_array_add(d->pending, g_ptr_array_steal_index(pending, 0));
+    d->cfg = cfg;
+    g_ptr_array_add(d->configs, g_steal_pointer(&cfg));
+    d->reloading = TRUE;
+    g_mutex_lock(&d->retire_lock);
+    d->retire_busy = TRUE;
+    g_mutex_unlock(&d->retire_lock);
+    d->retirer = g_thread_new("jet-reload", retire_thread, d);
+}
+
+static gboolean on_reload(gpointer data)
+{
+    Daemon *d = data;
+    if (d->signals > 0)
+        return G_SOURCE_CONTINUE;   /* draining: nothing more starts */
+    if (d->reloading) {
+        /* The files may have changed again since this reload read them. */
+        jet_log(JET_LOG_INFO, NULL, "reload-queued", "SIGHUP during a reload: reloading again once it is done");
+        d->reload_again = TRUE;
+        return G_SOURCE_CONTINUE;
+    }
+    jet_log(JET_LOG_INFO, NULL, "reloading", "SIGHUP: reading %s again", d->cfg->main_file);
+    reload_begin(d);
+    return G_SOURCE_CONTINUE;
+}
+
 int jet_daemon_run(const char *config_file, const char *dropin_dir)
 {
     g_autoptr(GError) err = NULL;
@@ -291,10 +671,21 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);
         return JET_EXIT_CONFIG;
     }
+    d.configs = g_ptr_array_new_with_free_func((GDestroyNotify)jet_config_free);
+    g_ptr_array_add(d.configs, d.cfg);
+    d.host_name = d.cfg->host.name;
     d.bindings = g_ptr_array_new_with_free_func(binding_free);
+    d.retiring = g_ptr_array_new_with_free_func(binding_free);
+    d.pending = g_ptr_array_new_with_free_func(binding_free);
+    g_mutex_init(&d.retire_lock);
+    g_cond_init(&d.retire_cond);
     d.loop = g_main_loop_new(NULL, FALSE);
     guint sig_term = g_unix_signal_add(SIGTERM, on_signal, &d);
     guint sig_int = g_unix_signal_add(SIGINT, on_signal, &d);
+    /* From now on, not only once running: SIGHUP's default would kill the
+     * host without a drain.  One that comes during start-up reloads once
+     * the bindings run. */
+    guint sig_hup = g_unix_signal_add(SIGHUP, on_reload, &d);
 
     StartFailures fails = { g_string_new(NULL), 0, 0 };
 
@@ -305,10 +696,14 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         const JetBindingConfig *b = g_ptr_array_index(d.cfg->bindings, i);
         g_autoptr(GError) local = NULL;
         Binding *bd = binding_prepare(d.cfg, b, TRUE, &local);
-        if (bd == NULL)
+        if (bd == NULL) {
             start_failed(&fails, NULL, b->name, TRUE, "plugin", local->message);
-        else
-            g_ptr_array_add(d.bindings, bd);
+            continue;
+        }
+        /* What a reload compares the plugin file with.  Not known (the file
+         * went since it was loaded): a reload then restarts the binding. */
+        jet_binding_plugin_identify(d.cfg, (JetBindingConfig *)b, NULL);
+        g_ptr_array_add(d.bindings, bd);
     }
     if (fails.config > 0)
         goto refused;
@@ -438,72 +833,32 @@ refused:
     jet_guard_install();
     d.conn = conn;
     d.ledger = ledger;
-    for (guint i = 0; i < d.bindings->len; i++) {
-        Binding *bd = g_ptr_array_index(d.bindings, i);
-        /* The safety net stands before the engine's first pull, the pull
-         * that makes the server raise an advisory it was holding. */
-        const jet_plugin *desc = jet_plugin_descriptor(bd->plugin);
-        JetAdvisoryContext actx = { d.cfg->host.name, desc->name, desc->version, bd->b->ledger ? ledger : NULL };
-        /* An ordered consumer acks nothing: no message can reach MaxDeliver unseen. */
-        if (bd->b->kind == JET_KIND_DURABLE)
-            bd->advisory = jet_advisory_start(conn, bd->b, &actx);
-        bd->d = &d;
-        if (bd->b->exclusive) {
-            /* Only the claim's holder pulls (docs/exclusive.md). */
-            bd->excl = jet_exclusive_new(jet_ledger_kv(ledger), bd->b, d.cfg->host.name, exclusive_won, bd);
-            jet_exclusive_start(bd->excl);
-        } else {
-            binding_engine(bd, conn, ledger, &d);
-            jet_engine_start(bd->engine);
-        }
-    }
+    for (guint i = 0; i < d.bindings->len; i++)
+        binding_run(&d, g_ptr_array_index(d.bindings, i));
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
 
     g_main_loop_run(d.loop);
     if (d.drainer != NULL)
         g_thread_join(d.drainer);
+    /* A reload's drain ended with the host's, before it could finish. */
+    if (d.retirer != NULL) {
+        g_thread_join(d.retirer);
+        d.retirer = NULL;
+        for (guint i = 0; i < d.retiring->len; i++)
+            binding_log_stopped(&d, g_ptr_array_index(d.retiring, i));
+    }
     if (d.exit_code != JET_EXIT_OK)
         rc = d.exit_code;   /* drained after all (a hung handler returned) */
-    for (guint i = 0; i < d.bindings->len; i++) {
-        Binding *bd = g_ptr_array_index(d.bindings, i);
-        JetEngineStats st;
-        if (bd->excl != NULL) {
-            JetClaimStats cs;
-            jet_exclusive_stats(bd->excl, &st, &cs);
-            jet_log(JET_LOG_INFO, bd->b->name, "claims-stopped",
-                    "claims won %" G_GUINT64_FORMAT " (taken over from a silent holder %" G_GUINT64_FORMAT
-                    "), lost %" G_GUINT64_FORMAT ", expired %" G_GUINT64_FORMAT ", renewals %" G_GUINT64_FORMAT
-                    " (%" G_GUINT64_FORMAT " failed), released %" G_GUINT64_FORMAT,
-                    cs.won, cs.taken_over, cs.lost, cs.expired, cs.renewals, cs.renew_errors, cs.released);
-        } else {
-            jet_engine_stats(bd->engine, &st);
-        }
-        jet_log(JET_LOG_INFO, bd->b->name, "stopped",
-                "handled %" G_GUINT64_FORMAT ": acked %" G_GUINT64_FORMAT ", retried %" G_GUINT64_FORMAT
-                ", postponed %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT ", dead-lettered %"
-                G_GUINT64_FORMAT ", stranded %" G_GUINT64_FORMAT ", uncertain %" G_GUINT64_FORMAT
-                "; %" G_GUINT64_FORMAT " pulls, %" G_GUINT64_FORMAT " acks sent in groups; %" G_GUINT64_FORMAT
-                " plugin calls on a message after its handle() returned (refused)",
-                st.messages, st.acked, st.retried, st.postponed, st.released, st.dead_lettered, st.stranded,
-                st.uncertain, st.pulls, st.acks_grouped, st.stale_handles);
-        if (st.published > 0 || st.publish_failures > 0)
-            jet_log(JET_LOG_INFO, bd->b->name, "publishes-stopped",
-                    "plugin publishes: %" G_GUINT64_FORMAT " sent with their pub-ack, %" G_GUINT64_FORMAT " failed",
-                    st.published, st.publish_failures);
-        log_plugin_metrics(bd);
-        JetAdvisoryStats as;
-        jet_advisory_stats(bd->advisory, &as);
-        jet_log(JET_LOG_INFO, bd->b->name, "advisories-stopped",
-                "MAX_DELIVERIES advisories %" G_GUINT64_FORMAT ": captured %" G_GUINT64_FORMAT
-                ", already captured %" G_GUINT64_FORMAT ", lost %" G_GUINT64_FORMAT ", failed %" G_GUINT64_FORMAT
-                ", stranded %" G_GUINT64_FORMAT ", invalid %" G_GUINT64_FORMAT,
-                as.advisories, as.captured, as.duplicates, as.lost, as.failed, as.stranded, as.invalid);
-    }
+    for (guint i = 0; i < d.bindings->len; i++)
+        binding_log_stopped(&d, g_ptr_array_index(d.bindings, i));
 
 out:
     g_string_free(fails.summary, TRUE);
     g_source_remove(sig_term);
     g_source_remove(sig_int);
+    g_source_remove(sig_hup);
+    while (g_idle_remove_by_data(&d))
+        ;   /* a reload_finish queued as the loop quit: handled above */
     /* Engines first (they use the connection), then plugins' fini. */
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
@@ -512,15 +867,31 @@ out:
         jet_engine_free(bd->engine);
         bd->engine = NULL;
     }
+    g_ptr_array_unref(d.retiring);
+    g_ptr_array_unref(d.pending);
     g_ptr_array_unref(d.bindings);
-    jet_ledger_close(ledger);
-    if (ledger_js != NULL)
-        jsCtx_Destroy(ledger_js);
+    if (d.ledger == NULL) {
+        d.ledger = ledger;
+        d.ledger_js = ledger_js;
+    } else if (d.ledger_js == NULL) {
+        d.ledger_js = ledger_js;
+    }
+    jet_ledger_close(d.ledger);
+    if (d.ledger_js != NULL)
+        jsCtx_Destroy(d.ledger_js);
     jet_conn_close(conn);
     jet_embedded_stop(embedded);
     g_main_loop_unref(d.loop);
-    jet_config_free(d.cfg);
+    g_ptr_array_unref(d.configs);
+    g_mutex_clear(&d.retire_lock);
+    g_cond_clear(&d.retire_cond);
     if (rc == JET_EXIT_OK)
-        jet_log(JET_LOG_INFO, NULL, "exit", "drained; exiting");
+        jet_log(JET_LOG_INFO, NULL, "exit",
+                "drained; exiting: handled %" G_GUINT64_FORMAT ": acked %" G_GUINT64_FORMAT ", retried %"
+                G_GUINT64_FORMAT ", postponed %" G_GUINT64_FORMAT ", released %" G_GUINT64_FORMAT
+                ", dead-lettered %" G_GUINT64_FORMAT " (and %" G_GUINT64_FORMAT
+                " captured from MAX_DELIVERIES advisories), over every binding this run, reloads included",
+                d.totals.messages, d.totals.acked, d.totals.retried, d.totals.postponed, d.totals.released,
+                d.totals.dead_lettered, d.advisory_captures);
     return rc;
 }

@@ -1001,6 +1001,7 @@ static void binding_free(gpointer p)
     g_free(b->bucket);
     g_free(b->keys);
     g_clear_pointer(&b->options, g_hash_table_unref);
+    g_free(b->plugin_id.path);
     g_free(b);
 }
 
@@ -1539,4 +1540,108 @@ gboolean jet_config_binding_value_check(const char *source, const char *name, co
     gboolean ok = parse_value(d, v, scratch, source, group, error);
     binding_free(scratch);
     return ok;
+}
+
+/* --- comparing two configs (a reload) ------------------------------------- */
+
+static gboolean strv_equal0(char *const *a, char *const *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    return g_strv_equal((const char *const *)a, (const char *const *)b);
+}
+
+static gboolean options_equal(GHashTable *a, GHashTable *b)
+{
+    guint na = a != NULL ? g_hash_table_size(a) : 0, nb = b != NULL ? g_hash_table_size(b) : 0;
+    if (na != nb)
+        return FALSE;
+    if (na == 0)
+        return TRUE;
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, a);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        gpointer other;
+        if (!g_hash_table_lookup_extended(b, k, NULL, &other) || g_strcmp0(v, other) != 0)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean identity_equal(const JetFileIdentity *a, const JetFileIdentity *b)
+{
+    return g_strcmp0(a->path, b->path) == 0 && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime_ns == b->mtime_ns;
+}
+
+/* Field by field, never memcmp: the struct holds pointers and padding.  A
+ * key added to JetBindingConfig must be added here, or a reload would leave
+ * a binding running with the old value (tests/unit/config.c changes each). */
+gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingConfig *b)
+{
+    g_return_val_if_fail(a != NULL && b != NULL, FALSE);
+#define SAME_STR(f) (g_strcmp0(a->f, b->f) == 0)
+#define SAME(f) (a->f == b->f)
+    return SAME_STR(name) && SAME_STR(plugin) && SAME(kind) && SAME_STR(stream) && SAME_STR(consumer) &&
+           SAME(deliver) && SAME(deliver_seq) && SAME(deliver_time_ns) && SAME(checkpoint) && SAME_STR(bucket) &&
+           SAME_STR(keys) && SAME(initial) && SAME(manage) && strv_equal0(a->subjects, b->subjects) &&
+           SAME_STR(filter_subject) && SAME(workers) && SAME(batch) && SAME(threshold) && SAME(max_bytes) &&
+           SAME(expires_ms) && SAME(idle_heartbeat_ms) && SAME(handler_timeout_ms) && SAME(exit_on_any_hung) &&
+           SAME(ack_wait_ms) && SAME(max_deliver) && SAME(max_ack_pending) && SAME(n_rungs) &&
+           (a->n_rungs == 0 || memcmp(a->rungs_ms, b->rungs_ms, a->n_rungs * sizeof *a->rungs_ms) == 0) &&
+           SAME(max_attempts) && SAME(postpone_horizon_ms) && SAME(max_postpone_delay_ms) && SAME(capture_reserve) &&
+           SAME(crash_limit) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) &&
+           SAME_STR(dlq_subject) && SAME(ledger) && SAME(publish_reserved) &&
+           strv_equal0(a->publish_streams, b->publish_streams) && SAME(floor_age_ms) && SAME(breaker) &&
+           SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) &&
+           SAME(lane_key.kind) && strcmp(a->lane_key.header, b->lane_key.header) == 0 &&
+           SAME(lane_key.token) && SAME(max_lane_held) && options_equal(a->options, b->options) &&
+           identity_equal(&a->plugin_id, &b->plugin_id);
+}
+
+/* drain_timeout is read at each drain, plugin_dir at each plugin load and
+ * connect_attempts only at the first connect: those apply as they are.
+ * Everything else shapes the one connection, the ledger or the host's name
+ * in claims and records, all made once. */
+const char *jet_host_config_restart_key(const JetHostConfig *a, const JetHostConfig *b)
+{
+    g_return_val_if_fail(a != NULL && b != NULL, NULL);
+    if (!SAME_STR(server) || !SAME(embedded) || !strv_equal0(a->urls, b->urls))
+        return "server";
+    if (!SAME_STR(state_dir))
+        return "state_dir";
+    if (!SAME_STR(name))
+        return "name";
+    if (!SAME_STR(nats_server))
+        return "nats_server";
+    if (!SAME_STR(creds_file))
+        return "creds_file";
+    if (!SAME_STR(nkey_seed_file))
+        return "nkey_seed_file";
+    if (!SAME_STR(user))
+        return "user";
+    if (!SAME_STR(password_file))
+        return "password_file";
+    if (!SAME_STR(token_file))
+        return "token_file";
+    if (!SAME_STR(tls_ca))
+        return "tls_ca";
+    if (!SAME_STR(tls_cert))
+        return "tls_cert";
+    if (!SAME_STR(tls_key))
+        return "tls_key";
+    if (!SAME_STR(js_domain))
+        return "js_domain";
+    if (!SAME_STR(js_api_prefix))
+        return "js_api_prefix";
+    if (!SAME(connect_timeout_ms))
+        return "connect_timeout";
+    if (!SAME_STR(ledger_bucket))
+        return "ledger_bucket";
+    if (!SAME(ledger_max_age_ms))
+        return "ledger_max_age";
+    return NULL;
+#undef SAME
+#undef SAME_STR
 }

@@ -78,6 +78,16 @@ typedef struct {
     guint64 ledger_max_age_ms;    /* every ledger entry expires after this */
 } JetHostConfig;
 
+/* A file by its canonical path and what stat() says of it: a file
+ * replaced or rewritten in place changes inode, size or mtime.  No content
+ * hash: reading a large plugin on every reload buys nothing a rewrite in
+ * place does not already show in its mtime. */
+typedef struct {
+    char *path;              /* NULL: not known */
+    guint64 dev, ino;
+    gint64 size, mtime_ns;
+} JetFileIdentity;
+
 typedef struct {
     char *name;              /* from [binding NAME] */
     char *file;              /* the file that defined it (last one to touch it) */
@@ -144,6 +154,11 @@ typedef struct {
 
     /* option.NAME keys: name (without the prefix) -> value as written */
     GHashTable *options;
+
+    /* The plugin file as found on disk, for a reload to see that it changed
+     * (jet_binding_config_equal).  The config reader leaves it empty: whoever
+     * resolves the plugin fills it (the daemon, binding_plugin.h). */
+    JetFileIdentity plugin_id;
 } JetBindingConfig;
 
 typedef struct {
@@ -193,6 +208,16 @@ void jet_config_binding_free(JetBindingConfig *b);
 gboolean jet_config_binding_value_check(const char *source, const char *name, const char *key, const char *value,
                                         GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetBindingConfig, jet_config_binding_free)
+
+/* Whether two bindings would run the same way: every key, the options and
+ * the plugin file's identity, but not `file` (moving a binding unchanged
+ * into another drop-in does not change it).  Pure. */
+gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingConfig *b);
+
+/* The first [host] key whose change a running host cannot apply (it would
+ * need another connection, ledger or identity), or NULL when every change
+ * can be applied (drain_timeout, plugin_dir, connect_attempts).  Pure. */
+const char *jet_host_config_restart_key(const JetHostConfig *a, const JetHostConfig *b);
 
 /* The settlement policy of a binding: its keys, with the consumer's
  * MaxDeliver as the server reported it (max_deliver; 0 = not known, the

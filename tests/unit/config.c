@@ -1179,6 +1179,120 @@ static void test_max_lane_held(Fixture *fx, gconstpointer data)
     }
 }
 
+/* --- comparing configs for a reload --------------------------------------- */
+
+static JetBindingConfig *pairs_binding(const char *source, const char *const *kv)
+{
+    g_autoptr(GHashTable) settings = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_insert(settings, "plugin", "orders");
+    g_hash_table_insert(settings, "stream", "ORDERS");
+    g_hash_table_insert(settings, "consumer", "billing");
+    g_hash_table_insert(settings, "option.level", "3");
+    for (const char *const *p = kv; p != NULL && *p != NULL; p += 2)
+        g_hash_table_insert(settings, (gpointer)p[0], (gpointer)p[1]);
+    g_autoptr(GError) err = NULL;
+    JetBindingConfig *b = jet_config_binding_from_pairs(source, "orders", settings, &err);
+    g_assert_no_error(err);
+    return b;
+}
+
+/* Every key, one at a time, makes a binding differ; the file it came from
+ * does not. */
+static void test_binding_equal(void)
+{
+    g_autoptr(JetBindingConfig) base = pairs_binding("a.conf", NULL);
+    g_autoptr(JetBindingConfig) same = pairs_binding("b.conf", NULL);
+    g_assert_true(jet_binding_config_equal(base, base));
+    g_assert_true(jet_binding_config_equal(base, same));
+    static const char *const changes[][2] = {
+        { "plugin", "/opt/other.so" }, { "stream", "OTHER" }, { "consumer", "other" },
+        { "manage", "bind" }, { "subjects", "orders.>" }, { "filter_subject", "orders.eu" },
+        { "workers", "2" }, { "batch", "5" }, { "threshold", "3" }, { "max_bytes", "1000" },
+        { "expires", "20s" }, { "idle_heartbeat", "4s" }, { "handler_timeout", "1m" },
+        { "exit_on_any_hung", "true" }, { "ack_wait", "20s" }, { "max_deliver", "10" },
+        { "max_ack_pending", "10" }, { "rungs", "1s, 5s" }, { "rungs", "1s, 5s, 30s, 2m, 11m" },
+        { "max_attempts", "4" }, { "postpone_horizon", "2h" }, { "max_postpone_delay", "1m" },
+        { "capture_reserve", "2" }, { "crash_limit", "4" }, { "max_time_to_dead_letter", "1d" },
+        { "dlq_stream", "DLQ" }, { "dlq_subject", "dlq.x" }, { "ledger", "false" },
+        { "publish_reserved", "true" }, { "publish_streams", "OUT" }, { "floor_age", "1m" },
+        { "breaker", "off" }, { "min_deliveries", "3" }, { "exclusive", "true" },
+        { "claim_heartbeat", "2s" }, { "claim_ttl", "10s" }, { "key", "subject:2" },
+        { "max_lane_held", "10" }, { "option.level", "4" }, { "option.extra", "x" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(changes); i++) {
+        const char *kv[] = { changes[i][0], changes[i][1], NULL };
+        g_autoptr(JetBindingConfig) other = pairs_binding("a.conf", kv);
+        if (jet_binding_config_equal(base, other))
+            g_error("%s = %s: compared equal", changes[i][0], changes[i][1]);
+        g_assert_false(jet_binding_config_equal(other, base));
+    }
+    /* The kinds' own keys, against an ordered binding. */
+    g_autoptr(GHashTable) settings = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_insert(settings, "plugin", "orders");
+    g_hash_table_insert(settings, "stream", "ORDERS");
+    g_hash_table_insert(settings, "kind", "ordered");
+    g_autoptr(JetBindingConfig) o1 = jet_config_binding_from_pairs("a.conf", "orders", settings, NULL);
+    g_hash_table_insert(settings, "deliver", "from_seq 7");
+    g_autoptr(JetBindingConfig) o2 = jet_config_binding_from_pairs("a.conf", "orders", settings, NULL);
+    g_hash_table_insert(settings, "checkpoint", "kv");
+    g_autoptr(JetBindingConfig) o3 = jet_config_binding_from_pairs("a.conf", "orders", settings, NULL);
+    g_assert_nonnull(o1);
+    g_assert_nonnull(o2);
+    g_assert_nonnull(o3);
+    g_assert_false(jet_binding_config_equal(o1, o2));
+    g_assert_false(jet_binding_config_equal(o2, o3));
+    g_assert_false(jet_binding_config_equal(o1, base));
+
+    /* The plugin file: the same name, but a file replaced, rewritten or
+     * found elsewhere is another plugin. */
+    base->plugin_id = (JetFileIdentity){ g_strdup("/opt/p.so"), 1, 2, 300, 400 };
+    same->plugin_id = (JetFileIdentity){ g_strdup("/opt/p.so"), 1, 2, 300, 400 };
+    g_assert_true(jet_binding_config_equal(base, same));
+    same->plugin_id.ino = 3;
+    g_assert_false(jet_binding_config_equal(base, same));
+    same->plugin_id.ino = 2;
+    same->plugin_id.size = 301;
+    g_assert_false(jet_binding_config_equal(base, same));
+    same->plugin_id.size = 300;
+    same->plugin_id.mtime_ns = 401;
+    g_assert_false(jet_binding_config_equal(base, same));
+    same->plugin_id.mtime_ns = 400;
+    g_free(same->plugin_id.path);
+    same->plugin_id.path = g_strdup("/opt/q.so");
+    g_assert_false(jet_binding_config_equal(base, same));
+    g_clear_pointer(&same->plugin_id.path, g_free);
+    g_assert_false(jet_binding_config_equal(base, same));
+}
+
+/* Which [host] changes a running host applies, and which need a restart. */
+static void test_host_restart_key(Fixture *fx, gconstpointer data)
+{
+    (void)data;
+    write_main(fx, HOST BIND);
+    g_autoptr(JetConfig) a = load_ok(fx, NULL);
+    g_assert_null(jet_host_config_restart_key(&a->host, &a->host));
+    static const char *const cases[][2] = {
+        { "drain_timeout = 1s\n", NULL },
+        { "plugin_dir = /tmp\n", NULL },
+        { "connect_attempts = 9\n", NULL },
+        { "name = elsewhere\n", "name" },
+        { "connect_timeout = 9s\n", "connect_timeout" },
+        { "ledger_bucket = other\n", "ledger_bucket" },
+        { "ledger_max_age = 1d\n", "ledger_max_age" },
+        { "js_domain = hub\n", "js_domain" },
+        { "state_dir = /tmp/elsewhere\n", "state_dir" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strconcat(HOST, cases[i][0], BIND, NULL);
+        write_main(fx, text);
+        g_autoptr(JetConfig) b = load_ok(fx, NULL);
+        g_assert_cmpstr(jet_host_config_restart_key(&a->host, &b->host), ==, cases[i][1]);
+    }
+    write_main(fx, "[host]\nserver = nats://127.0.0.1:4223\n" BIND);
+    g_autoptr(JetConfig) c = load_ok(fx, NULL);
+    g_assert_cmpstr(jet_host_config_restart_key(&a->host, &c->host), ==, "server");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -1212,5 +1326,7 @@ int main(int argc, char **argv)
     g_test_add("/config/lanes/key-errors", Fixture, NULL, fx_setup, test_lane_key_errors, fx_teardown);
     g_test_add("/config/lanes/key-kinds", Fixture, NULL, fx_setup, test_lane_key_kinds, fx_teardown);
     g_test_add("/config/lanes/max-lane-held", Fixture, NULL, fx_setup, test_max_lane_held, fx_teardown);
+    g_test_add_func("/config/reload/binding-equal", test_binding_equal);
+    g_test_add("/config/reload/host-restart-key", Fixture, NULL, fx_setup, test_host_restart_key, fx_teardown);
     return g_test_run();
 }
