@@ -14,6 +14,7 @@
 #include "instance.h"
 #include "ledger.h"
 #include "log.h"
+#include "ops_http.h"
 #include "plugin_guard.h"
 #include "schedule.h"
 
@@ -341,6 +342,46 @@ static void binding_log_stopped(Daemon *d, Binding *bd)
     d->advisory_captures += as.captured;
 }
 
+/* The figures /metrics and /readyz report, on the main loop. */
+static void ops_collect(GArray *out, JetMetricsHost *host, gpointer data)
+{
+    Daemon *d = data;
+    host->reconnects = d->conn != NULL ? jet_conn_generation(d->conn) : 0;
+    for (guint i = 0; i < d->bindings->len; i++) {
+        Binding *bd = g_ptr_array_index(d->bindings, i);
+        JetMetricsBinding m = { .name = bd->b->name, .num_pending = -1, .num_ack_pending = -1 };
+        JetEngineHealth health = { 0 };
+        JetFloorStats fs = { 0 };
+        gboolean running = FALSE;
+        if (bd->excl != NULL) {
+            jet_exclusive_stats(bd->excl, &m.stats, NULL);
+            running = jet_exclusive_engine_health(bd->excl, &health, &fs);
+            m.standby = !running;
+        } else if (bd->engine != NULL) {
+            jet_engine_stats(bd->engine, &m.stats);
+            jet_engine_health(bd->engine, &health);
+            jet_engine_floor_stats(bd->engine, &fs);
+            running = TRUE;
+        }
+        if (running) {
+            m.started = health.started;
+            m.recovering = health.recovering;
+            m.hung_workers = health.hung_workers;
+            m.in_handlers = health.in_handlers;
+            m.buffered = health.buffered;
+            m.num_pending = health.num_pending;
+            m.num_ack_pending = health.num_ack_pending;
+            m.has_floor_monitor = bd->b->floor_age_ms > 0 && !JET_KIND_IS_ORDERED(bd->b->kind);
+            m.floor_stalled = fs.stalled;
+            m.floor_stall_seconds = (double)MAX(fs.stall_age_ns, 0) / 1e9;
+        }
+        JetAdvisoryStats as = { 0 };
+        jet_advisory_stats(bd->advisory, &as);
+        m.max_deliveries_captured = as.captured;
+        g_array_append_val(out, m);
+    }
+}
+
 static gboolean on_signal(gpointer data)
 {
     Daemon *d = data;
@@ -663,6 +704,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     JetConn *conn = NULL;
     jsCtx *ledger_js = NULL;
     JetLedger *ledger = NULL;
+    JetOpsHttp *ops = NULL;
     g_auto(GStrv) urls = NULL;
     int rc = JET_EXIT_OK;
 
@@ -833,6 +875,16 @@ refused:
     jet_guard_install();
     d.conn = conn;
     d.ledger = ledger;
+    /* Before the bindings start, so a probe sees them start; a port taken
+     * fails the host before anything is pulled. */
+    if (d.cfg->host.metrics_listen != NULL) {
+        ops = jet_ops_http_start(d.cfg->host.metrics_listen, ops_collect, &d, &err);
+        if (ops == NULL) {
+            jet_log(JET_LOG_ERROR, NULL, "failed", "%s", err->message);
+            rc = JET_EXIT_FAILURE;
+            goto out;
+        }
+    }
     for (guint i = 0; i < d.bindings->len; i++)
         binding_run(&d, g_ptr_array_index(d.bindings, i));
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
@@ -853,6 +905,7 @@ refused:
         binding_log_stopped(&d, g_ptr_array_index(d.bindings, i));
 
 out:
+    jet_ops_http_free(ops);
     g_string_free(fails.summary, TRUE);
     g_source_remove(sig_term);
     g_source_remove(sig_int);

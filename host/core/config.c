@@ -9,6 +9,7 @@
 #include "duration.h"
 #include "errors.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <stddef.h>
@@ -134,6 +135,8 @@ static const KeyDef host_keys[] = {
     { "ledger_max_age", K_DURATION, "7d", NULL, FALSE, 1000, DURATION_MAX_MS, H(ledger_max_age_ms),
       "how long a ledger record (and a breaker claim) lives; longer than any retry schedule "
       "(`jethost check` compares)" },
+    { "metrics_listen", K_STRING, NULL, NULL, FALSE, NOB, H(metrics_listen),
+      "`ADDR:PORT` to serve /metrics, /healthz and /readyz on (port 0: any free port); unset: off" },
 };
 
 static const KeyDef binding_keys[] = {
@@ -906,6 +909,38 @@ static gboolean is_set(const Section *sec, const char *key)
 
 /* --- [host] --------------------------------------------------------------- */
 
+gboolean jet_config_listen_parse(const char *text, char **addr, guint16 *port)
+{
+    const char *colon = strrchr(text, ':');
+    if (colon == NULL || colon == text || colon[1] == '\0')
+        return FALSE;
+    g_autofree char *host = g_strndup(text, (gsize)(colon - text));
+    gsize n = strlen(host);
+    /* A name would need a resolver on the main loop, and "listen on
+     * everything" should be said as 0.0.0.0, never implied. */
+    gboolean bracketed = host[0] == '[';
+    if (bracketed) {
+        if (n < 3 || host[n - 1] != ']')
+            return FALSE;
+        host[n - 1] = '\0';
+        memmove(host, host + 1, n - 1);
+    }
+    /* Without brackets, "::1:80" could be read two ways. */
+    if ((strchr(host, ':') != NULL) != bracketed)
+        return FALSE;
+    unsigned char buf[16];
+    if (inet_pton(strchr(host, ':') != NULL ? AF_INET6 : AF_INET, host, buf) != 1)
+        return FALSE;
+    guint64 v = 0;
+    if (!g_ascii_string_to_unsigned(colon + 1, 10, 0, 65535, &v, NULL))
+        return FALSE;
+    if (addr != NULL)
+        *addr = g_steal_pointer(&host);
+    if (port != NULL)
+        *port = (guint16)v;
+    return TRUE;
+}
+
 static void host_clear(JetHostConfig *h)
 {
     g_free(h->file);
@@ -926,6 +961,7 @@ static void host_clear(JetHostConfig *h)
     g_free(h->ledger_bucket);
     g_free(h->js_domain);
     g_free(h->js_api_prefix);
+    g_free(h->metrics_listen);
     memset(h, 0, sizeof *h);
 }
 
@@ -969,6 +1005,11 @@ static gboolean host_build(const Section *sec, JetHostConfig *h, GError **error)
     if (h->js_domain != NULL && h->js_api_prefix != NULL) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "js_domain"), sec->group, "js_domain",
                   "cannot be used with js_api_prefix (a domain is the prefix $JS.<domain>.API)");
+        return FALSE;
+    }
+    if (h->metrics_listen != NULL && !jet_config_listen_parse(h->metrics_listen, NULL, NULL)) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "metrics_listen"), sec->group, "metrics_listen",
+                  "must be ADDR:PORT with a numeric address (an IPv6 one in brackets) and a port 0..65535");
         return FALSE;
     }
     if (h->embedded && (h->js_domain != NULL || h->js_api_prefix != NULL)) {

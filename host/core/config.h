@@ -76,6 +76,7 @@ typedef struct {
     guint64 drain_timeout_ms;     /* how long a drain may take before unfinished work is left */
     char *ledger_bucket;          /* the attempt ledger's KV bucket */
     guint64 ledger_max_age_ms;    /* every ledger entry expires after this */
+    char *metrics_listen;         /* ADDR:PORT of the metrics and health endpoints; NULL: off */
 } JetHostConfig;
 
 /* A file by its canonical path and what stat() says of it: a file
@@ -172,6 +173,10 @@ typedef struct {
  * NULL; a missing directory is not an error).  A group or key in a later file
  * overrides the same key of an earlier one.  Returns NULL with one error
  * naming file, group, key and cause. */
+/* [host] metrics_listen: "ADDR:PORT", a numeric address (IPv6 in brackets),
+ * port 0..65535; addr (freed by the caller) and port may be NULL. */
+gboolean jet_config_listen_parse(const char *text, char **addr, guint16 *port);
+
 JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError **error);
 void jet_config_free(JetConfig *cfg);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetConfig, jet_config_free)

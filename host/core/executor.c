@@ -59,6 +59,8 @@ static void xlog(const JetExecutor *x, jet_log_level level, const char *event, c
     va_end(ap);
 }
 
+G_STATIC_ASSERT(JET_CAUSE_MAX_DELIVERIES < JET_STATS_CAUSES);
+
 static gint64 now_ns(const JetExecutor *x)
 {
     return jet_instance_now_ns(x->inst);
@@ -297,7 +299,14 @@ static void decide(JetExecutor *x, Run *r)
         return;
     if (r->alone)
         isolate(x, r);
+    if (r->d->enqueued_ns > 0) {
+        /* Wall clocks of two machines: a skewed one reads as no wait at all. */
+        gint64 waited_us = g_get_real_time() - r->d->enqueued_ns / 1000;
+        JET_STAT_OBSERVE(r->d->stats, latency_us, MAX(waited_us, 0));
+    }
+    gint64 began_us = g_get_monotonic_time();
     r->f.verdict = x->t->handle(x->td, r->d, &r->jm);
+    JET_STAT_OBSERVE(r->d->stats, handler_us, g_get_monotonic_time() - began_us);
     r->handled = TRUE;
     r->f.has_delay = r->jm.has_delay;
     r->f.delay_ms = r->jm.delay_ms;
@@ -360,6 +369,7 @@ static CaptureResult ack_captured(JetExecutor *x, const JetDelivery *d, const Je
     g_autoptr(GError) err = NULL;
     if (x->t->ack_confirmed(x->td, d, &err)) {
         JET_STAT_ADD(d->stats, dead_lettered, 1);
+        JET_STAT_ADD(d->stats, dead_lettered_cause[facts->cause < JET_STATS_CAUSES ? facts->cause : 0], 1);
         xlog(x, JET_LOG_WARNING, "dead-lettered",
                 "stream seq %" G_GUINT64_FORMAT " delivery %u: captured to %s (cause %s%s%s)%s, then acked",
                 facts->stream_seq, facts->deliveries, x->b->dlq_subject, jet_cause_name(facts->cause),

@@ -11,6 +11,26 @@ void jet_stats_raise(guint64 *mark, guint64 v)
         ;
 }
 
+/* Handlers and latencies span a millisecond to a minute: wide enough for a
+ * slow plugin, fine enough to see a fast one. */
+const guint64 jet_stats_bounds_us[JET_STATS_BOUNDS] = {
+    1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+    1000000, 2500000, 5000000, 10000000, 30000000, 60000000,
+};
+
+guint jet_stats_bucket(guint64 us)
+{
+    guint lo = 0, hi = JET_STATS_BOUNDS;
+    while (lo < hi) {
+        guint mid = (lo + hi) / 2;
+        if (jet_stats_bounds_us[mid] >= us)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 void jet_stats_merge(JetStats *into, const JetStats *from)
 {
     guint64 *to = (guint64 *)into;

@@ -12,6 +12,12 @@
 
 #include <glib.h>
 
+/* Room for every JetCaptureCause (settle.h asserts it fits). */
+#define JET_STATS_CAUSES 12
+/* Histogram slots: the finite bounds of jet_stats_bounds_us, then +Inf. */
+#define JET_STATS_BOUNDS 15
+#define JET_STATS_BUCKETS (JET_STATS_BOUNDS + 1)
+
 typedef struct {
     guint64 pulls;             /* pull requests issued */
     guint64 early_pulls;       /* of them, issued at the threshold while another was outstanding */
@@ -50,6 +56,14 @@ typedef struct {
     guint64 lane_gaps;         /* lanes: deliveries lost on the way (delivery-sequence gaps) */
     guint64 lane_reads;        /* lanes: unknown sequences whose key was read from the stream */
     guint64 lane_bound;        /* lanes: times pulls stopped at max_lane_held */
+    /* Captures acked, by JetCaptureCause (settle.h); dead_lettered is their sum. */
+    guint64 dead_lettered_cause[JET_STATS_CAUSES];
+    /* Histograms for /metrics: non-cumulative bucket counts against
+     * jet_stats_bounds_us (the last slot is +Inf) and the sum in µs. */
+    guint64 handler_us[JET_STATS_BUCKETS];
+    guint64 handler_us_sum;
+    guint64 latency_us[JET_STATS_BUCKETS];   /* the stream's timestamp to the handler's start */
+    guint64 latency_us_sum;
 } JetStats;
 
 /* Adds n to a counter of s (any thread). */
@@ -58,6 +72,18 @@ typedef struct {
 #define JET_STAT_MAX(s, field, v) jet_stats_raise(&(s)->field, (guint64)(v))
 
 void jet_stats_raise(guint64 *mark, guint64 v);
+
+/* The histograms' finite upper bounds, in µs, ascending. */
+extern const guint64 jet_stats_bounds_us[JET_STATS_BOUNDS];
+/* The slot a value of us falls in (le: the first bound >= us). */
+guint jet_stats_bucket(guint64 us);
+/* Counts one value into a histogram (hist: handler_us or latency_us) of s. */
+#define JET_STAT_OBSERVE(s, hist, us)                                                   \
+    do {                                                                                \
+        guint64 jet__v = (guint64)(us);                                                 \
+        JET_STAT_ADD(s, hist[jet_stats_bucket(jet__v)], 1);                             \
+        JET_STAT_ADD(s, hist##_sum, jet__v);                                            \
+    } while (0)
 
 /* into += from, member by member; max_held takes the larger of the two,
  * observed_floor is left as it is (it is a reading, not a count). */

@@ -486,6 +486,7 @@ static void recover_consumer(Worker *w, const char *why)
     guint64 start = e->observed_floor + 1;
     g_mutex_unlock(&e->floor_lock);
     JET_STAT_ADD(&w->stats, resubscribes, 1);
+    g_atomic_int_set(&e->recovering, 1);
     if (e->b->manage == JET_MANAGE_CREATE)
         jet_log(JET_LOG_ERROR, e->b->name, "consumer-gone",
                 "consumer %s/%s is gone (%s); re-creating it from stream seq %" G_GUINT64_FORMAT
@@ -505,6 +506,8 @@ static void recover_consumer(Worker *w, const char *why)
         jet_log(JET_LOG_WARNING, e->b->name, "resubscribing", "stopped while recovering: %s", err->message);
     else
         jet_log(JET_LOG_INFO, e->b->name, "subscribed", "consumer %s/%s is back", e->b->stream, e->b->consumer);
+    g_atomic_int_set(&e->consumer_missing, 0);
+    g_atomic_int_set(&e->recovering, 0);
     g_mutex_unlock(&e->recover_lock);
 }
 
@@ -782,8 +785,15 @@ static gpointer worker_main(gpointer data)
 static void observe_consumer(JetEngine *e)
 {
     jsConsumerInfo *ci = NULL;
-    if (js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, e->b->consumer, NULL, NULL) != NATS_OK)
+    jsErrCode jerr = 0;
+    if (js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, e->b->consumer, NULL, &jerr) != NATS_OK) {
+        if (jerr == JSConsumerNotFoundErr)
+            g_atomic_int_set(&e->consumer_missing, 1);
         return;
+    }
+    g_atomic_int_set(&e->consumer_missing, 0);
+    __atomic_store_n(&e->num_pending, (gint64)ci->NumPending, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->num_ack_pending, (gint64)ci->NumAckPending, __ATOMIC_RELAXED);
     observe_floor(e, ci->AckFloor.Stream);
     if (jet__lanes_on(e))
         jet__lanes_floor(e, ci->AckFloor.Stream);
@@ -965,6 +975,7 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     else
         e->facts.ack_wait_ms = (gint64)b->ack_wait_ms;
     e->observed_floor = e->facts.ack_floor_stream;
+    e->num_pending = e->num_ack_pending = -1;
     jet_binding_settle_policy(b, e->facts.max_deliver, &e->policy);
     gboolean ordered = JET_KIND_IS_ORDERED(b->kind);
     if (!ordered)
@@ -1058,6 +1069,7 @@ gboolean jet_engine_bind(JetEngine *e, guint attempts, GError **error)
 
 void jet_engine_start(JetEngine *e)
 {
+    g_atomic_int_set(&e->started, 1);
     gboolean ordered = JET_KIND_IS_ORDERED(e->b->kind);
     if (ordered)
         jet__ordered_transport_init(&e->transport);
@@ -1212,6 +1224,28 @@ void jet_engine_stats(JetEngine *e, JetEngineStats *out)
     for (guint i = 0; i < e->n_workers; i++)
         jet_stats_merge(out, &e->workers[i].stats);
     out->observed_floor = __atomic_load_n(&e->observed_floor, __ATOMIC_RELAXED);
+}
+
+void jet_engine_health(JetEngine *e, JetEngineHealth *out)
+{
+    memset(out, 0, sizeof *out);
+    out->started = g_atomic_int_get(&e->started) != 0;
+    out->recovering = g_atomic_int_get(&e->recovering) != 0 || g_atomic_int_get(&e->consumer_missing) != 0;
+    out->num_pending = __atomic_load_n(&e->num_pending, __ATOMIC_RELAXED);
+    out->num_ack_pending = __atomic_load_n(&e->num_ack_pending, __ATOMIC_RELAXED);
+    for (guint i = 0; i < e->n_workers; i++)
+        out->hung_workers += g_atomic_int_get(&e->workers[i].hung) ? 1 : 0;
+    g_mutex_lock(&e->lease_lock);
+    GHashTableIter iter;
+    gpointer key;
+    g_hash_table_iter_init(&iter, e->held);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        if (((Item *)key)->handler_since_us > 0)
+            out->in_handlers++;
+        else
+            out->buffered++;
+    }
+    g_mutex_unlock(&e->lease_lock);
 }
 
 const char *jet_engine_binding(const JetEngine *e)

@@ -103,6 +103,18 @@ void jet_engine_join(JetEngine *e);
 void jet_engine_free(JetEngine *e);
 
 void jet_engine_stats(JetEngine *e, JetEngineStats *out);
+
+/* What the health endpoints report of a binding, read at once (any thread). */
+typedef struct {
+    gboolean started;          /* its workers run */
+    gboolean recovering;       /* its consumer is gone: being re-created, or waited for (manage = bind) */
+    guint hung_workers;        /* workers in a handler past handler_timeout */
+    guint in_handlers;         /* messages in a handler */
+    guint buffered;            /* messages held, not yet in a handler */
+    gint64 num_pending;        /* the consumer's, as the lease keeper last read it (-1: not yet) */
+    gint64 num_ack_pending;
+} JetEngineHealth;
+void jet_engine_health(JetEngine *e, JetEngineHealth *out);
 const char *jet_engine_binding(const JetEngine *e);
 
 #endif

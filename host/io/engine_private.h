@@ -226,6 +226,13 @@ struct JetEngine {
     guint64 observed_floor;    /* the last ack floor seen in consumer info (read atomically) */
     gint64 observed_at_us;
 
+    /* For the health endpoints (jet_engine_health), all atomic. */
+    gint started;              /* jet_engine_start ran */
+    gint recovering;           /* a worker is re-creating (or waiting for) the consumer */
+    gint consumer_missing;     /* the last consumer info read found no consumer */
+    gint64 num_pending;        /* as the last consumer info read said; -1: never read */
+    gint64 num_ack_pending;
+
     /* Per-key lanes (engine_lanes.c, docs/lanes.md); NULL without `key`.
      * Worker 0 pulls and routes, workers 1..n run.  Under lanes_lock. */
     struct JetLanes *lanes;

@@ -372,3 +372,15 @@ gboolean jet_exclusive_holding(JetExclusive *x)
     g_mutex_unlock(&x->lock);
     return h;
 }
+
+gboolean jet_exclusive_engine_health(JetExclusive *x, JetEngineHealth *health, JetFloorStats *floor)
+{
+    g_mutex_lock(&x->lock);
+    gboolean running = x->engine != NULL;
+    if (running) {
+        jet_engine_health(x->engine, health);
+        jet_engine_floor_stats(x->engine, floor);
+    }
+    g_mutex_unlock(&x->lock);
+    return running;
+}

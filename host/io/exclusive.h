@@ -49,5 +49,8 @@ void jet_exclusive_free(JetExclusive *x);
 void jet_exclusive_stats(JetExclusive *x, JetEngineStats *engine, JetClaimStats *claims);
 /* TRUE while this host holds the claim (tests, logs). */
 gboolean jet_exclusive_holding(JetExclusive *x);
+/* The running engine's health and floor stats; FALSE (nothing filled) while
+ * standing by. */
+gboolean jet_exclusive_engine_health(JetExclusive *x, JetEngineHealth *health, JetFloorStats *floor);
 
 #endif
