@@ -286,11 +286,16 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     g_auto(GStrv) urls = NULL;
     int rc = JET_EXIT_OK;
 
+    if (!jet_log_level_from_env(&err)) {
+        jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);
+        return JET_EXIT_CONFIG;
+    }
     d.cfg = jet_config_load(config_file, dropin_dir, &err);
     if (d.cfg == NULL) {
         jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);
         return JET_EXIT_CONFIG;
     }
+    jet_log_set_format(d.cfg->host.log_format);
     d.bindings = g_ptr_array_new_with_free_func(binding_free);
     d.loop = g_main_loop_new(NULL, FALSE);
     guint sig_term = g_unix_signal_add(SIGTERM, on_signal, &d);

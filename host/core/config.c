@@ -50,6 +50,7 @@ typedef enum {
     K_CHECKPOINT,      /* none | kv */
     K_NAMES,           /* comma-separated stream names, each once -> char ** */
     K_LANE_KEY,        /* header:NAME | subject:N -> JetLaneKeySpec */
+    K_LOG_FORMAT,      /* logfmt | json -> JetLogFormat */
 } KeyKind;
 
 static const char *const kind_names[] = {
@@ -74,6 +75,7 @@ static const char *const kind_names[] = {
     [K_CHECKPOINT] = "none or kv",
     [K_NAMES] = "name list",
     [K_LANE_KEY] = "header:NAME or subject:N",
+    [K_LOG_FORMAT] = "logfmt or json",
 };
 
 typedef struct {
@@ -134,6 +136,8 @@ static const KeyDef host_keys[] = {
     { "ledger_max_age", K_DURATION, "7d", NULL, FALSE, 1000, DURATION_MAX_MS, H(ledger_max_age_ms),
       "how long a ledger record (and a breaker claim) lives; longer than any retry schedule "
       "(`jethost check` compares)" },
+    { "log_format", K_LOG_FORMAT, "logfmt", NULL, FALSE, NOB, H(log_format),
+      "the format of log lines on stderr: logfmt or json, one object a line (docs/logging.md)" },
 };
 
 static const KeyDef binding_keys[] = {
@@ -836,6 +840,12 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
             *(JetCheckpoint *)field = JET_CHECKPOINT_KV;
         } else {
             key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not none or kv", value);
+            return FALSE;
+        }
+        return TRUE;
+    case K_LOG_FORMAT:
+        if (!jet_log_format_parse(value, (JetLogFormat *)field)) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not logfmt or json", value);
             return FALSE;
         }
         return TRUE;

@@ -13,6 +13,7 @@
 
 #include <jethost/plugin.h>
 #include "lane_key.h"
+#include "log.h"
 #include "settle.h"
 
 typedef enum {
@@ -76,6 +77,7 @@ typedef struct {
     guint64 drain_timeout_ms;     /* how long a drain may take before unfinished work is left */
     char *ledger_bucket;          /* the attempt ledger's KV bucket */
     guint64 ledger_max_age_ms;    /* every ledger entry expires after this */
+    JetLogFormat log_format;      /* lines on stderr (log.h) */
 } JetHostConfig;
 
 typedef struct {
