@@ -61,7 +61,7 @@ consumer = c
 max_time_to_dead_letter = 1m
 CONF
 
-echo "1..30"
+echo "1..35"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -115,3 +115,52 @@ expect 2 "kv refuses an empty token in a key" 'KEY "app..theme" has an empty tok
 expect 2 "kv refuses a key whose subject is too long" "longer than 1024 bytes" -- kv -s "$nobody" put CFG "$long_key" x
 expect 2 "kv refuses a 300-byte bucket name" "is longer than 252 bytes" -- kv -s "$nobody" put "$long_bucket" k x
 expect 2 "kv refuses a bucket name with a dot" 'BUCKET "C.FG" is not a bucket name' -- kv -s "$nobody" get C.FG k
+
+# Logs (docs/logging.md).  A server nobody listens on: run logs its connect
+# failures and exits 1, with no server needed.
+cat > "$tmp/json.conf" <<CONF
+[host]
+server = $nobody
+plugin_dir = $tmp
+connect_attempts = 1
+connect_timeout = 200ms
+log_format = json
+
+[binding orders]
+plugin = template
+stream = ORDERS
+consumer = billing
+CONF
+sed 's/^log_format = json/log_format = yaml/' "$tmp/json.conf" > "$tmp/yaml.conf"
+grep -v '^log_format' "$tmp/json.conf" > "$tmp/logfmt.conf"
+if command -v python3 >/dev/null 2>&1; then
+    "$jethost" run -c "$tmp/json.conf" -d "$tmp/none.d" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    if [ "$rc" -eq 1 ] && python3 -c '
+import json, sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")
+assert lines[-1] == b"" and len(lines) >= 3, lines
+for raw in lines[:-1]:
+    o = json.loads(raw.decode("utf-8"))
+    assert list(o)[:2] == ["ts", "level"] and list(o)[-1] == "msg", o
+    assert o["ts"].endswith("Z") and o["level"] in ("debug", "info", "warning", "error"), o
+assert any(json.loads(l).get("event") == "connect" for l in lines[:-1])
+' "$tmp/err"; then ok "run with log_format = json writes one JSON object a line"; else
+        echo "# exit $rc"; notok "run with log_format = json writes one JSON object a line"; fi
+else
+    n=$((n + 1)); echo "ok $n - # SKIP python3 not found"
+fi
+expect 1 "run logs logfmt by default" 'level=error event=connect msg="connect attempt 1 of 1' \
+    -- run -c "$tmp/logfmt.conf" -d "$tmp/none.d"
+expect 3 "run refuses an unknown log_format" "log_format: 'yaml' is not logfmt or json" \
+    -- run -c "$tmp/yaml.conf" -d "$tmp/none.d"
+export JETHOST_LOG_LEVEL=verbose
+expect 3 "run refuses an unknown JETHOST_LOG_LEVEL" \
+    "JETHOST_LOG_LEVEL is 'verbose', which is not a log level (debug, info, warning or error)" \
+    -- run -c "$tmp/logfmt.conf" -d "$tmp/none.d"
+unset JETHOST_LOG_LEVEL
+# JOURNAL_STREAM naming something other than stderr (inherited, or stderr
+# redirected): the lines stay on stderr.
+export JOURNAL_STREAM=1:1
+expect 1 "run with a JOURNAL_STREAM that is not its stderr logs to stderr" \
+    'level=error event=connect msg=' -- run -c "$tmp/logfmt.conf" -d "$tmp/none.d"
+unset JOURNAL_STREAM

@@ -708,6 +708,10 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     g_auto(GStrv) urls = NULL;
     int rc = JET_EXIT_OK;
 
+    if (!jet_log_level_from_env(&err)) {
+        jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);
+        return JET_EXIT_CONFIG;
+    }
     d.cfg = jet_config_load(config_file, dropin_dir, &err);
     if (d.cfg == NULL) {
         jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);
@@ -716,6 +720,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     d.configs = g_ptr_array_new_with_free_func((GDestroyNotify)jet_config_free);
     g_ptr_array_add(d.configs, d.cfg);
     d.host_name = d.cfg->host.name;
+    jet_log_set_format(d.cfg->host.log_format);
     d.bindings = g_ptr_array_new_with_free_func(binding_free);
     d.retiring = g_ptr_array_new_with_free_func(binding_free);
     d.pending = g_ptr_array_new_with_free_func(binding_free);

@@ -51,6 +51,7 @@ typedef enum {
     K_CHECKPOINT,      /* none | kv */
     K_NAMES,           /* comma-separated stream names, each once -> char ** */
     K_LANE_KEY,        /* header:NAME | subject:N -> JetLaneKeySpec */
+    K_LOG_FORMAT,      /* logfmt | json -> JetLogFormat */
 } KeyKind;
 
 static const char *const kind_names[] = {
@@ -75,6 +76,7 @@ static const char *const kind_names[] = {
     [K_CHECKPOINT] = "none or kv",
     [K_NAMES] = "name list",
     [K_LANE_KEY] = "header:NAME or subject:N",
+    [K_LOG_FORMAT] = "logfmt or json",
 };
 
 typedef struct {
@@ -137,6 +139,8 @@ static const KeyDef host_keys[] = {
       "(`jethost check` compares)" },
     { "metrics_listen", K_STRING, NULL, NULL, FALSE, NOB, H(metrics_listen),
       "`ADDR:PORT` to serve /metrics, /healthz and /readyz on (port 0: any free port); unset: off" },
+    { "log_format", K_LOG_FORMAT, "logfmt", NULL, FALSE, NOB, H(log_format),
+      "the format of log lines on stderr: logfmt or json, one object a line (docs/logging.md)" },
 };
 
 static const KeyDef binding_keys[] = {
@@ -839,6 +843,12 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
             *(JetCheckpoint *)field = JET_CHECKPOINT_KV;
         } else {
             key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not none or kv", value);
+            return FALSE;
+        }
+        return TRUE;
+    case K_LOG_FORMAT:
+        if (!jet_log_format_parse(value, (JetLogFormat *)field)) {
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not logfmt or json", value);
             return FALSE;
         }
         return TRUE;
@@ -1682,6 +1692,10 @@ const char *jet_host_config_restart_key(const JetHostConfig *a, const JetHostCon
         return "ledger_bucket";
     if (!SAME(ledger_max_age_ms))
         return "ledger_max_age";
+    if (!SAME_STR(metrics_listen))
+        return "metrics_listen";   /* the listener is bound once, before the first pull */
+    if (!SAME(log_format))
+        return "log_format";
     return NULL;
 #undef SAME
 #undef SAME_STR

@@ -13,6 +13,7 @@
 
 #include <jethost/plugin.h>
 #include "lane_key.h"
+#include "log.h"
 #include "settle.h"
 
 typedef enum {
@@ -77,6 +78,7 @@ typedef struct {
     char *ledger_bucket;          /* the attempt ledger's KV bucket */
     guint64 ledger_max_age_ms;    /* every ledger entry expires after this */
     char *metrics_listen;         /* ADDR:PORT of the metrics and health endpoints; NULL: off */
+    JetLogFormat log_format;      /* lines on stderr (log.h) */
 } JetHostConfig;
 
 /* A file by its canonical path and what stat() says of it: a file

@@ -42,24 +42,63 @@ void jet_executor_free(JetExecutor *x)
     g_free(x);
 }
 
+static void xlogv(const JetExecutor *x, jet_log_level level, const char *event, const JetLogField *fields,
+                  gsize n, const char *fmt, va_list ap) G_GNUC_PRINTF(6, 0);
 static void xlog(const JetExecutor *x, jet_log_level level, const char *event, const char *fmt, ...)
     G_GNUC_PRINTF(4, 5);
+static void xlog_fields(const JetExecutor *x, jet_log_level level, const char *event, const JetLogField *fields,
+                        gsize n, const char *fmt, ...) G_GNUC_PRINTF(6, 7);
 
-/* The host's log, or the transport's when it keeps its own. */
-static void xlog(const JetExecutor *x, jet_log_level level, const char *event, const char *fmt, ...)
+/* The host's log, with the line's fields (log.h), or the transport's when
+ * it keeps its own (the text alone). */
+static void xlogv(const JetExecutor *x, jet_log_level level, const char *event, const JetLogField *fields,
+                  gsize n, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     if (x->t->log == NULL) {
-        jet_logv(level, x->b->name, event, fmt, ap);
+        jet_log_fieldsv(level, x->b->name, event, fields, n, fmt, ap);
     } else if (x->t->log_enabled == NULL || x->t->log_enabled(x->td, level)) {
         g_autofree char *text = g_strdup_vprintf(fmt, ap);
         x->t->log(x->td, level, event, text);
     }
+}
+
+static void xlog(const JetExecutor *x, jet_log_level level, const char *event, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    xlogv(x, level, event, NULL, 0, fmt, ap);
     va_end(ap);
 }
 
 G_STATIC_ASSERT(JET_CAUSE_MAX_DELIVERIES < JET_STATS_CAUSES);
+static void xlog_fields(const JetExecutor *x, jet_log_level level, const char *event, const JetLogField *fields,
+                        gsize n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    xlogv(x, level, event, fields, n, fmt, ap);
+    va_end(ap);
+}
+
+/* A settlement line's fields: seq and delivery (each when known) and, with
+ * a cause, the cause.  Returns how many of out[3] are set. */
+static gsize settle_fields(JetLogField out[3], guint64 stream_seq, guint32 deliveries, const char *cause)
+{
+    gsize n = 0;
+    if (stream_seq > 0)
+        out[n++] = JET_LOG_NUMBER(JET_LOG_KEY_SEQ, stream_seq);
+    if (deliveries > 0)
+        out[n++] = JET_LOG_NUMBER(JET_LOG_KEY_DELIVERY, deliveries);
+    if (cause != NULL)
+        out[n++] = JET_LOG_TEXT(JET_LOG_KEY_CAUSE, cause);
+    return n;
+}
+
+/* The fields of a line about a capture. */
+static gsize capture_fields(JetLogField out[3], const JetCaptureFacts *facts)
+{
+    return settle_fields(out, facts->stream_seq, facts->deliveries, jet_cause_name(facts->cause));
+}
 
 static gint64 now_ns(const JetExecutor *x)
 {
@@ -237,7 +276,8 @@ static void isolate(JetExecutor *x, Run *r)
     JET_STAT_ADD(r->d->stats, suspects, 1);
     if (r->att.strike)
         JET_STAT_ADD(r->d->stats, strikes, 1);
-    xlog(x, JET_LOG_WARNING, "suspect",
+    JetLogField lf[3];
+    xlog_fields(x, JET_LOG_WARNING, "suspect", lf, settle_fields(lf, r->jm.stream_seq, r->jm.deliveries, NULL),
             "stream seq %" G_GUINT64_FORMAT " (delivery %u): %u deliveries unexplained%s; "
             "handling it alone with the isolation marker set", r->jm.stream_seq, r->jm.deliveries,
             r->att.unexplained, r->att.strike ? ", and the marker was still set: one strike" : "");
@@ -344,16 +384,17 @@ typedef enum {
 static CaptureResult keep_uncaptured(JetExecutor *x, const JetDelivery *d, const JetCaptureFacts *facts,
                                      gboolean stale, const char *what, const char *why)
 {
+    JetLogField lf[3];
     if (!stale && deliveries_remain(x, facts->deliveries)) {
         x->t->nak(x->td, d, last_rung_ms(x));
         JET_STAT_ADD(d->stats, capture_failed, 1);
-        xlog(x, JET_LOG_ERROR, "capture-failed",
+        xlog_fields(x, JET_LOG_ERROR, "capture-failed", lf, capture_fields(lf, facts),
                 "stream seq %" G_GUINT64_FORMAT " delivery %u: %s: %s; kept on the consumer, tried again in %"
                 G_GUINT64_FORMAT " ms", facts->stream_seq, facts->deliveries, what, why, last_rung_ms(x));
         return CAPTURE_KEPT;
     }
     JET_STAT_ADD(d->stats, stranded, 1);
-    xlog(x, JET_LOG_ERROR, "stranded",
+    xlog_fields(x, JET_LOG_ERROR, "stranded", lf, capture_fields(lf, facts),
             "stream seq %" G_GUINT64_FORMAT " delivery %u: %s: %s; this was its last delivery (MaxDeliver %"
             G_GINT64_FORMAT "), so it is STRANDED: never acked, never dead-lettered. To recover it, fix the "
             "dead-letter stream %s (subject %s), then read it from stream %s at seq %" G_GUINT64_FORMAT
@@ -366,11 +407,12 @@ static CaptureResult keep_uncaptured(JetExecutor *x, const JetDelivery *d, const
 static CaptureResult ack_captured(JetExecutor *x, const JetDelivery *d, const JetCaptureFacts *facts,
                                   gboolean duplicate)
 {
+    JetLogField lf[3];
     g_autoptr(GError) err = NULL;
     if (x->t->ack_confirmed(x->td, d, &err)) {
         JET_STAT_ADD(d->stats, dead_lettered, 1);
         JET_STAT_ADD(d->stats, dead_lettered_cause[facts->cause < JET_STATS_CAUSES ? facts->cause : 0], 1);
-        xlog(x, JET_LOG_WARNING, "dead-lettered",
+        xlog_fields(x, JET_LOG_WARNING, "dead-lettered", lf, capture_fields(lf, facts),
                 "stream seq %" G_GUINT64_FORMAT " delivery %u: captured to %s (cause %s%s%s)%s, then acked",
                 facts->stream_seq, facts->deliveries, x->b->dlq_subject, jet_cause_name(facts->cause),
                 facts->reason != NULL && *facts->reason ? ": " : "", facts->reason != NULL ? facts->reason : "",
@@ -381,7 +423,7 @@ static CaptureResult ack_captured(JetExecutor *x, const JetDelivery *d, const Je
         /* Without readable metadata there is no floor to check and no
          * Msg-Id to de-duplicate a second capture: an operator must look. */
         JET_STAT_ADD(d->stats, stranded, 1);
-        xlog(x, JET_LOG_ERROR, "stranded",
+        xlog_fields(x, JET_LOG_ERROR, "stranded", lf, capture_fields(lf, facts),
                 "a malformed delivery (reply '%s') was dead-lettered to %s, but it cannot be acked: %s. "
                 "STRANDED: the record in %s carries its payload and reply subject; if the server "
                 "delivers it again it is captured again",
@@ -390,7 +432,7 @@ static CaptureResult ack_captured(JetExecutor *x, const JetDelivery *d, const Je
         return CAPTURE_NOT_ACKED;
     }
     JET_STAT_ADD(d->stats, uncertain, 1);
-    xlog(x, JET_LOG_ERROR, "uncertain",
+    xlog_fields(x, JET_LOG_ERROR, "uncertain", lf, capture_fields(lf, facts),
             "stream seq %" G_GUINT64_FORMAT ": dead-lettered to %s (%s), but the ack was not confirmed: %s. "
             "UNCERTAIN: if the consumer's ack floor passes %" G_GUINT64_FORMAT " it is done; if it is "
             "delivered again it is captured again and the duplicate is discarded by Nats-Msg-Id",
@@ -406,6 +448,7 @@ static CaptureResult ack_captured(JetExecutor *x, const JetDelivery *d, const Je
 static CaptureResult capture_then_ack(JetExecutor *x, const JetDelivery *d, JetCaptureFacts *facts, gboolean stale,
                                       JetCaptureOutcome *outcome)
 {
+    JetLogField lf[3];
     *outcome = JET_CAPTURE_FAILED;
     if (facts->stream_seq > 0) {
         facts->stream_created_ns = x->t->stream_created(x->td);
@@ -418,7 +461,7 @@ static CaptureResult capture_then_ack(JetExecutor *x, const JetDelivery *d, JetC
     *outcome = x->t->capture(x->td, d, facts, &duplicate, &err);
     if (*outcome == JET_CAPTURE_TOO_LARGE) {
         JET_STAT_ADD(d->stats, stranded, 1);
-        xlog(x, JET_LOG_ERROR, "stranded",
+        xlog_fields(x, JET_LOG_ERROR, "stranded", lf, capture_fields(lf, facts),
                 "stream seq %" G_GUINT64_FORMAT ": too-large: %s; never truncated, never acked. It stays "
                 "on the consumer: raise the dead-letter stream's limits or handle it by hand",
                 facts->stream_seq, err != NULL ? err->message : "");
@@ -449,8 +492,10 @@ void jet_executor_capture_malformed(JetExecutor *x, const JetDelivery *d, const 
         .host = x->host_name,
         .binding = x->b->name,
     };
-    xlog(x, JET_LOG_ERROR, "malformed", "a delivery with reply subject '%s' does not parse; "
-            "dead-lettering it with cause malformed", reply != NULL ? reply : "");
+    JetLogField lf[3];
+    xlog_fields(x, JET_LOG_ERROR, "malformed", lf, capture_fields(lf, &facts),
+            "a delivery with reply subject '%s' does not parse; dead-lettering it with cause malformed",
+            reply != NULL ? reply : "");
     if (reply == NULL || *reply == '\0') {
         JET_STAT_ADD(d->stats, stranded, 1);
         return;
@@ -491,7 +536,9 @@ static void act_nak(JetExecutor *x, Run *r)
         /* The server has handed it to someone else by now: a NAK would
          * release their delivery, and a ledger write would count an
          * attempt twice (docs/engine.md, "The lease fence"). */
-        xlog(x, JET_LOG_WARNING, "stale-result",
+        JetLogField lf[3];
+        xlog_fields(x, JET_LOG_WARNING, "stale-result",
+                    lf, settle_fields(lf, r->jm.stream_seq, r->jm.deliveries, NULL),
                 "stream seq %" G_GUINT64_FORMAT ": %s after the lease lapsed; not released, not recorded",
                 r->jm.stream_seq, jet_action_name(a->kind));
         return;
@@ -507,7 +554,9 @@ static void act_nak(JetExecutor *x, Run *r)
         JET_STAT_ADD(d->stats, retried, 1);
     else
         JET_STAT_ADD(d->stats, postponed, 1);
-    xlog(x, JET_LOG_INFO, jet_action_name(a->kind),
+    JetLogField lf[3];
+    xlog_fields(x, JET_LOG_INFO, jet_action_name(a->kind), lf,
+                settle_fields(lf, r->jm.stream_seq, r->jm.deliveries, NULL),
             "stream seq %" G_GUINT64_FORMAT " delivery %u: %s in %" G_GUINT64_FORMAT " ms%s%s",
             r->jm.stream_seq, r->jm.deliveries, jet_action_name(a->kind), a->delay_ms,
             a->reason[0] ? ": " : "", a->reason);

@@ -854,7 +854,8 @@ static void handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
             g_atomic_int_set(&e->workers[it->worker].hung, 1);
         JET_STAT_ADD(&e->shared_stats, lease_lapsed, 1);
         JET_STAT_ADD(&e->shared_stats, hung_handlers, 1);
-        jet_log(JET_LOG_ERROR, e->b->name, "handler-hung",
+        jet_log_fields(JET_LOG_ERROR, e->b->name, "handler-hung",
+                       &JET_LOG_NUMBER(JET_LOG_KEY_SEQ, it->stream_seq), 1,
                 "stream seq %" G_GUINT64_FORMAT ": the handler has run for %" G_GINT64_FORMAT " ms, past "
                 "handler_timeout %" G_GUINT64_FORMAT " ms: its lease stops (the server delivers it again after "
                 "AckWait), worker %u is out until it returns, and what waits for that worker is released",
@@ -869,7 +870,8 @@ void jet__hung_still(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
     gint64 repeat_us = CLAMP(limit_us, G_USEC_PER_SEC, 60 * G_USEC_PER_SEC);
     if (now - it->hung_logged_us >= repeat_us) {
         it->hung_logged_us = now;
-        jet_log(JET_LOG_ERROR, e->b->name, "handler-hung",
+        jet_log_fields(JET_LOG_ERROR, e->b->name, "handler-hung",
+                       &JET_LOG_NUMBER(JET_LOG_KEY_SEQ, it->stream_seq), 1,
                 "stream seq %" G_GUINT64_FORMAT ": the handler is still running after %" G_GINT64_FORMAT " ms (worker %u)",
                 it->stream_seq, (now - it->handler_since_us) / 1000, it->worker);
     }

@@ -159,7 +159,8 @@ static void handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
         it->hung_logged_us = now;
         g_atomic_int_set(&e->workers[0].hung, 1);
         JET_STAT_ADD(&e->shared_stats, hung_handlers, 1);
-        jet_log(JET_LOG_ERROR, e->b->name, "handler-hung",
+        jet_log_fields(JET_LOG_ERROR, e->b->name, "handler-hung",
+                       &JET_LOG_NUMBER(JET_LOG_KEY_SEQ, it->stream_seq), 1,
                 "stream seq %" G_GUINT64_FORMAT ": the handler has run for %" G_GINT64_FORMAT " ms, past "
                 "handler_timeout %" G_GUINT64_FORMAT " ms; nothing behind it is handled until it returns%s",
                 it->stream_seq, elapsed_ms, e->b->handler_timeout_ms,
@@ -457,7 +458,7 @@ static gboolean record_read(JetEngine *e, JetOrdered *o, GError **error)
                 "which one unknown: nothing is struck, and they are handled again one mark each", o->careful_left,
                 o->careful_from);
     if (o->crashed != 0)
-        jet_log(JET_LOG_WARNING, name, "suspect",
+        jet_log_fields(JET_LOG_WARNING, name, "suspect", &JET_LOG_NUMBER(JET_LOG_KEY_SEQ, o->crashed), 1,
                 "stream seq %" G_GUINT64_FORMAT " was in the handler of a host that did not finish it: strike %u "
                 "when it comes again", o->crashed, o->crashed_strikes);
     return TRUE;

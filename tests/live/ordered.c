@@ -849,7 +849,8 @@ static void test_poison(gconstpointer data)
         g_assert_cmpuint(jet_test_count_lines(second, "event=span-suspect"), ==, 1);
         g_assert_cmpuint(jet_test_count_lines(second, "event=suspect"), ==, 0);
         g_autofree char *third = log_of("nockpt-2");
-        g_autofree char *struck = g_strdup_printf("event=suspect msg=\"stream seq %" G_GUINT64_FORMAT " ", k);
+        g_autofree char *struck =
+            g_strdup_printf("event=suspect seq=%" G_GUINT64_FORMAT " msg=\"stream seq %" G_GUINT64_FORMAT " ", k, k);
         g_assert_cmpuint(jet_test_count_lines(third, struck), ==, 1);
     }
     rig_free(&r);
@@ -1054,7 +1055,8 @@ static void test_span_crash_careful(void)
     /* Lines: 1..k by each of the two that died, then all but k. */
     run_until_handled(&r, "careful-c", extra, 2 * (guint)k + n - 1);
     g_autofree char *clog = log_of("careful-c");
-    g_autofree char *struck = g_strdup_printf("event=suspect msg=\"stream seq %" G_GUINT64_FORMAT " ", k);
+    g_autofree char *struck =
+        g_strdup_printf("event=suspect seq=%" G_GUINT64_FORMAT " msg=\"stream seq %" G_GUINT64_FORMAT " ", k, k);
     g_assert_cmpuint(jet_test_count_lines(clog, struck), ==, 1);
     g_assert_cmpuint(jet_test_count_lines(clog, "event=span-suspect"), ==, 0);
     assert_poison(&r, k);
@@ -1183,7 +1185,7 @@ static void test_hung(void)
     jet_engine_stats(r.eng, &st);
     g_assert_cmpuint(st.hung_handlers, ==, 1);
     g_assert_cmpint(g_atomic_int_get(&hs.fired), ==, 0);
-    g_assert_cmpuint(jet_test_count_lines(log, "event=handler-hung msg=\"stream seq 3: "), >=, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=handler-hung seq=3 msg=\"stream seq 3: "), >=, 1);
     g_assert_cmpuint(jet_test_count_lines(log, "event=handler-returned msg=\"stream seq 3: "), ==, 1);
     rig_engine_end(&r);
 
@@ -1223,7 +1225,8 @@ static void test_hang_poison(void)
         g_assert_cmpuint(count[s], ==, s < k ? 4 : s == k ? 0 : 1);
     assert_poison(&r, k);
     g_autofree char *log = log_of("hang-0");
-    g_autofree char *hung = g_strdup_printf("event=handler-hung msg=\"stream seq %" G_GUINT64_FORMAT ": ", k);
+    g_autofree char *hung =
+        g_strdup_printf("event=handler-hung seq=%" G_GUINT64_FORMAT " msg=\"stream seq %" G_GUINT64_FORMAT ": ", k, k);
     g_assert_cmpuint(jet_test_count_lines(log, hung), >=, 1);
     g_assert_cmpuint(jet_test_count_lines(log, "event=all-workers-hung"), ==, 1);
     rig_free(&r);

@@ -151,7 +151,7 @@ static void test_exit_in_handle(void)
     g_subprocess_send_signal(host2, SIGTERM);
     g_assert_cmpint(jet_test_jethost_wait(host2, 20000), ==, 0);
     g_autofree char *log2 = read_text(errlog2);
-    g_autofree char *suspect = the_line(log2, "event=suspect msg=\"stream seq 7 ");
+    g_autofree char *suspect = the_line(log2, "event=suspect seq=7 delivery=2 msg=\"stream seq 7 ");
     g_test_message("%s", suspect);
     g_assert_nonnull(strstr(suspect, "stream seq 7 (delivery 2): 1 deliveries unexplained"));
     g_assert_cmpuint(jet_test_count_lines(log2, "event=plugin-exit"), ==, 0);
