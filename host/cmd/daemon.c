@@ -14,6 +14,7 @@
 #include "instance.h"
 #include "ledger.h"
 #include "log.h"
+#include "notify.h"
 #include "plugin_guard.h"
 #include "schedule.h"
 
@@ -100,6 +101,7 @@ static gboolean on_drain_timeout(gpointer data)
  * (bound_ms when drain_timeout is 0 and bound_ms is not). */
 static void start_drain(Daemon *d, guint64 bound_ms)
 {
+    jet_notify_stopping();
     for (guint i = 0; i < d->bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d->bindings, i);
         if (bd->engine != NULL)
@@ -253,6 +255,7 @@ static gboolean on_signal(gpointer data)
     Daemon *d = data;
     d->signals++;
     if (d->signals == 1) {
+        jet_notify_stopping();
         /* Stop first, then say so: a test may act on the log line. */
         for (guint i = 0; i < d->bindings->len; i++) {
             Binding *bd = g_ptr_array_index(d->bindings, i);
@@ -458,6 +461,9 @@ refused:
         }
     }
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
+    /* The supervisor's side: active now, and a stuck main loop restarts us. */
+    jet_notify_ready();
+    jet_notify_watchdog_start();
 
     g_main_loop_run(d.loop);
     if (d.drainer != NULL)
@@ -501,6 +507,7 @@ refused:
     }
 
 out:
+    jet_notify_watchdog_stop();
     g_string_free(fails.summary, TRUE);
     g_source_remove(sig_term);
     g_source_remove(sig_int);
