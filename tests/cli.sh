@@ -61,11 +61,13 @@ consumer = c
 max_time_to_dead_letter = 1m
 CONF
 
-echo "1..35"
+echo "1..36"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
-expect 2 "check without -c is a usage error" "-c FILE" -- check
+# Without -c: the packaged file under configure's sysconfdir, missing here.
+expect 3 "check without -c reads sysconfdir's jethost.conf" "/jethost/jethost.conf" -- check
+expect 2 "check with an argument is a usage error" "-c FILE" -- check extra
 expect 0 "check accepts a good config" "OK (1 binding)" -- check -c "$tmp/good.conf"
 expect 0 "check -v shows plugin options" "option.log_every = 10" -- check -v -c "$tmp/good.conf"
 expect 3 "check names a plugin option typo" "option.log_evry: plugin template" -- check -c "$tmp/typo.conf"

@@ -41,23 +41,36 @@ static gboolean parse_options(GOptionContext *ctx, int *argc, char ***argv)
     return TRUE;
 }
 
+/* Without -c, the packaged paths (docs/configuration.md): the main file
+ * and its drop-in directory under sysconfdir.  With -c, a drop-in directory
+ * only when -d names one: a config given by hand is read as given. */
+static void default_config(char **config, char **dropin)
+{
+    if (*config != NULL)
+        return;
+    *config = g_build_filename(JET_SYSCONFDIR, "jethost", "jethost.conf", NULL);
+    if (*dropin == NULL)
+        *dropin = g_build_filename(JET_SYSCONFDIR, "jethost", "jethost.d", NULL);
+}
+
 static int cmd_run(int argc, char **argv)
 {
     g_autofree char *config = NULL;
     g_autofree char *dropin = NULL;
     GOptionEntry entries[] = {
-        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file", "FILE" },
-        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files", "DIR" },
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file (default: " JET_SYSCONFDIR "/jethost/jethost.conf)", "FILE" },
+        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files (default without -c: " JET_SYSCONFDIR "/jethost/jethost.d)", "DIR" },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- run the bindings of a config");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!parse_options(ctx, &argc, &argv))
         return JET_EXIT_USAGE;
-    if (config == NULL || argc > 1) {
-        fprintf(stderr, "jethost run: give the config with -c FILE (and nothing else)\n");
+    if (argc > 1) {
+        fprintf(stderr, "jethost run: no arguments (the config is -c FILE)\n");
         return JET_EXIT_USAGE;
     }
+    default_config(&config, &dropin);
     return jet_daemon_run(config, dropin);
 }
 
@@ -70,8 +83,8 @@ static int cmd_check(int argc, char **argv)
     g_autofree char *server = NULL;
     GOptionEntry entries[] = {
         { "server", 's', 0, G_OPTION_ARG_STRING, &server, "also check against the stream and consumer on this server", "URL" },
-        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file", "FILE" },
-        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files", "DIR" },
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config, "the config file (default: " JET_SYSCONFDIR "/jethost/jethost.conf)", "FILE" },
+        { "dropin-dir", 'd', 0, G_OPTION_ARG_FILENAME, &dropin, "a drop-in directory of *.conf files (default without -c: " JET_SYSCONFDIR "/jethost/jethost.d)", "DIR" },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "print each binding and its plugin options", NULL },
         { "no-plugins", 0, 0, G_OPTION_ARG_NONE, &no_plugins, "do not open the plugins: check the keys and the schedules only (the report says which plugins went unchecked)", NULL },
         { NULL },
@@ -80,10 +93,11 @@ static int cmd_check(int argc, char **argv)
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!parse_options(ctx, &argc, &argv))
         return JET_EXIT_USAGE;
-    if (config == NULL || argc > 1) {
-        fprintf(stderr, "jethost check: give the config with -c FILE\n");
+    if (argc > 1) {
+        fprintf(stderr, "jethost check: no arguments (the config is -c FILE)\n");
         return JET_EXIT_USAGE;
     }
+    default_config(&config, &dropin);
     return jet_check_run(config, dropin, verbose, server, no_plugins);
 }
 

@@ -15,6 +15,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "ops_http.h"
+#include "notify.h"
 #include "plugin_guard.h"
 #include "schedule.h"
 
@@ -128,6 +129,7 @@ static gboolean on_drain_timeout(gpointer data)
  * (bound_ms when drain_timeout is 0 and bound_ms is not). */
 static void start_drain(Daemon *d, guint64 bound_ms)
 {
+    jet_notify_stopping();
     for (guint i = 0; i < d->bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d->bindings, i);
         if (bd->engine != NULL)
@@ -387,6 +389,7 @@ static gboolean on_signal(gpointer data)
     Daemon *d = data;
     d->signals++;
     if (d->signals == 1) {
+        jet_notify_stopping();
         /* Stop first, then say so: a test may act on the log line. */
         for (guint i = 0; i < d->bindings->len; i++) {
             Binding *bd = g_ptr_array_index(d->bindings, i);
@@ -414,6 +417,7 @@ static gboolean on_signal(gpointer data)
 static void reload_refused(const char *why)
 {
     jet_log(JET_LOG_ERROR, NULL, "reload-refused", "%s; nothing changed, every binding runs as before", why);
+    jet_notify_ready();   /* the reload is over, as systemd's reload protocol wants it said */
 }
 
 static Binding *binding_named(GPtrArray *bindings, const char *name)
@@ -551,8 +555,11 @@ static gboolean reload_finish(gpointer data)
     }
     g_ptr_array_set_size(d->pending, 0);   /* a drain began: they never start */
     d->reloading = FALSE;
+    if (d->signals == 0)
+        jet_notify_ready();
     if (d->reload_again && d->signals == 0) {
         d->reload_again = FALSE;
+        jet_notify_reloading();
         reload_begin(d);
     }
     return G_SOURCE_REMOVE;
@@ -692,6 +699,7 @@ static gboolean on_reload(gpointer data)
         return G_SOURCE_CONTINUE;
     }
     jet_log(JET_LOG_INFO, NULL, "reloading", "SIGHUP: reading %s again", d->cfg->main_file);
+    jet_notify_reloading();
     reload_begin(d);
     return G_SOURCE_CONTINUE;
 }
@@ -893,6 +901,9 @@ refused:
     for (guint i = 0; i < d.bindings->len; i++)
         binding_run(&d, g_ptr_array_index(d.bindings, i));
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
+    /* The supervisor's side: active now, and a stuck main loop restarts us. */
+    jet_notify_ready();
+    jet_notify_watchdog_start();
 
     g_main_loop_run(d.loop);
     if (d.drainer != NULL)
@@ -911,6 +922,7 @@ refused:
 
 out:
     jet_ops_http_free(ops);
+    jet_notify_watchdog_stop();
     g_string_free(fails.summary, TRUE);
     g_source_remove(sig_term);
     g_source_remove(sig_int);
