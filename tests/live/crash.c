@@ -567,7 +567,9 @@ static guint supervise(Rig *r, const char *prefix, const char *host_keys, const 
             g_autofree char *log = NULL;
             g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
             g_assert_cmpuint(jet_test_count_lines(log, "event=stopped msg=\"handled "), ==, 1);
-            g_assert_cmpuint(jet_test_count_lines(log, ", dead-lettered "), ==, 1);
+            /* The binding's stopped line and the host's exit line. */
+            g_assert_cmpuint(jet_test_count_lines(log, ", dead-lettered "), ==, 2);
+            g_assert_cmpuint(jet_test_count_lines(log, "event=exit msg=\"drained; exiting: handled "), ==, 1);
             return exits;
         }
         g_assert_cmpint(jet_test_jethost_wait(host, 1000), ==, want_status);
