@@ -288,8 +288,8 @@ static void test_cli_nkey(void)
     g_autofree char *out = NULL, *err_text = NULL;
     const char *pub[] = { "pub", "-c", conf, "--data", "hello", "orders.new", NULL };
     int rc = jethost(&out, &err_text, pub);
-    g_test_message("pub: %s%s", out, err_text);
-    g_assert_cmpint(rc, ==, 0);
+    if (rc != 0)
+        g_error("pub -c exited %d: %s%s", rc, out, err_text);
     g_assert_nonnull(strstr(out, "\"stream\":\"ORDERS\""));
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err_text, g_free);
@@ -297,15 +297,15 @@ static void test_cli_nkey(void)
     /* -s replaces the URLs only: the credentials still come from -c. */
     const char *pub_s[] = { "pub", "-s", jet_test_server_url(srv), "-c", conf, "--data", "x", "orders.new", NULL };
     rc = jethost(&out, &err_text, pub_s);
-    g_test_message("pub -s: %s%s", out, err_text);
-    g_assert_cmpint(rc, ==, 0);
+    if (rc != 0)
+        g_error("pub -s exited %d: %s%s", rc, out, err_text);
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err_text, g_free);
 
     const char *list[] = { "dlq", "list", "-c", conf, NULL };
     rc = jethost(&out, &err_text, list);
-    g_test_message("dlq list: %s%s", out, err_text);
-    g_assert_cmpint(rc, ==, 0);
+    if (rc != 0)
+        g_error("dlq list exited %d: %s%s", rc, out, err_text);
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err_text, g_free);
 
@@ -440,8 +440,8 @@ static void test_tls_client_cert(void)
     g_autofree char *out = NULL, *err_text = NULL;
     const char *pub[] = { "pub", "-c", host_conf, "--data", "hello", "orders.new", NULL };
     int rc = jethost(&out, &err_text, pub);
-    g_test_message("pub: %s%s", out, err_text);
-    g_assert_cmpint(rc, ==, 0);
+    if (rc != 0)
+        g_error("pub -c exited %d: %s%s", rc, out, err_text);
 }
 
 /* --- JetStream domains -------------------------------------------------------- */
@@ -573,8 +573,8 @@ static void test_domain_run(void)
     /* dlq: the rejected message, read back under the domain's prefix. */
     const char *list[] = { "dlq", "list", "-c", conf, NULL };
     int rc = jethost(&out, &err_text, list);
-    g_test_message("dlq list: %s%s", out, err_text);
-    g_assert_cmpint(rc, ==, 0);
+    if (rc != 0)
+        g_error("dlq list exited %d: %s%s", rc, out, err_text);
     g_assert_nonnull(strstr(out, "orders.bad"));
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err_text, g_free);
