@@ -115,6 +115,8 @@ static void provenance(GPtrArray *hs, const JetCaptureFacts *f)
     add_uint(hs, JET_HDR_DELIVERIES, f->deliveries);
     add_uint(hs, JET_HDR_FAILURES, f->failures);
     add_uint(hs, JET_HDR_POSTPONES, f->postpones);
+    if (f->strikes > 0)
+        add_uint(hs, JET_HDR_CRASH_STRIKES, f->strikes);
     add(hs, JET_HDR_CAUSE, jet_cause_name(f->cause));
     add(hs, JET_HDR_REASON, f->reason);
     if (f->has_first_failure)

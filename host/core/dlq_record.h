@@ -25,6 +25,7 @@
 #define JET_HDR_DELIVERIES       JET_PROV_DELIVERIES       /* "Jethost-Deliveries" */
 #define JET_HDR_FAILURES         JET_PROV_FAILURES         /* "Jethost-Failures" */
 #define JET_HDR_POSTPONES        JET_PROV_POSTPONES        /* "Jethost-Postpones" */
+#define JET_HDR_CRASH_STRIKES    JET_PROV_CRASH_STRIKES    /* "Jethost-Crash-Strikes", only when > 0 */
 #define JET_HDR_CAUSE            JET_PROV_CAUSE            /* "Jethost-Cause" */
 #define JET_HDR_REASON           JET_PROV_REASON           /* "Jethost-Reason" */
 #define JET_HDR_FIRST_FAILURE    JET_PROV_FIRST_FAILURE    /* "Jethost-First-Failure" */
@@ -79,6 +80,7 @@ typedef struct {
     guint32 deliveries;
     guint32 failures;
     guint32 postpones;
+    guint32 strikes;               /* host crashes while handling it alone; 0 leaves the header out */
     JetCaptureCause cause;
     const char *reason;
     gboolean has_first_failure;

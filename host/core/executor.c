@@ -583,6 +583,7 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
         .stream_seq = d->stream_seq,
         .deliveries = r->jm.deliveries,
         .postpones = r->jm.postpones,
+        .strikes = r->att.strikes,
         .has_enqueued = r->jm.has_enqueued,
         .enqueued_ns = r->jm.enqueued_ns,
         .plugin_name = desc->name,

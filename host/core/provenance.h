@@ -22,6 +22,7 @@
 #define JET_PROV_DELIVERIES      "Jethost-Deliveries"
 #define JET_PROV_FAILURES        "Jethost-Failures"
 #define JET_PROV_POSTPONES       "Jethost-Postpones"
+#define JET_PROV_CRASH_STRIKES   "Jethost-Crash-Strikes"
 #define JET_PROV_CAUSE           "Jethost-Cause"
 #define JET_PROV_REASON          "Jethost-Reason"
 #define JET_PROV_FIRST_FAILURE   "Jethost-First-Failure"

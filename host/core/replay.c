@@ -72,10 +72,15 @@ gboolean jet_replay_captured_by(const char *const *patterns, gsize n, const char
     return FALSE;
 }
 
-char *jet_replay_msg_id(const char *dlq_stream, guint64 dlq_seq, gint64 now_ns)
+char *jet_replay_msg_id(const char *dlq_stream, guint64 dlq_seq, gint64 life_ns, gint64 again_ns)
 {
-    return g_strdup_printf(JET_REPLAY_MSG_ID_PREFIX "%s:%" G_GUINT64_FORMAT ":%" G_GINT64_FORMAT, dlq_stream,
-                           dlq_seq, now_ns);
+    GString *id = g_string_new(JET_REPLAY_MSG_ID_PREFIX);
+    g_string_append_printf(id, "%s:%" G_GUINT64_FORMAT, dlq_stream, dlq_seq);
+    if (life_ns > 0)
+        g_string_append_printf(id, ":%" G_GINT64_FORMAT, life_ns);
+    if (again_ns > 0)
+        g_string_append_printf(id, ":again-%" G_GINT64_FORMAT, again_ns);
+    return g_string_free(id, FALSE);
 }
 
 static void add(GPtrArray *h, const char *name, const char *value)
@@ -85,12 +90,11 @@ static void add(GPtrArray *h, const char *name, const char *value)
 }
 
 GPtrArray *jet_replay_headers(const GPtrArray *record_headers, const char *dlq_stream, guint64 dlq_seq,
-                              gint64 now_ns)
+                              const char *msg_id)
 {
-    g_return_val_if_fail(dlq_stream != NULL, NULL);
+    g_return_val_if_fail(dlq_stream != NULL && msg_id != NULL, NULL);
     GPtrArray *h = g_ptr_array_new_with_free_func(g_free);
-    g_autofree char *id = jet_replay_msg_id(dlq_stream, dlq_seq, now_ns);
-    add(h, MSG_ID_HDR, id);
+    add(h, MSG_ID_HDR, msg_id);
     for (guint i = 0; record_headers != NULL && i + 1 < record_headers->len; i += 2) {
         const char *name = g_ptr_array_index(record_headers, i);
         g_autofree char *restored = jet_capture_restored_name(name);

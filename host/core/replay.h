@@ -9,7 +9,8 @@
 
 /* Set on every replayed message: <dlq stream>:<dlq seq>. */
 #define JET_HDR_REPLAY_OF "Jethost-Replay-Of"
-/* Its Nats-Msg-Id: jethost-replay:<dlq stream>:<dlq seq>:<unix ns>. */
+/* Its Nats-Msg-Id: jethost-replay:<dlq stream>:<dlq seq>:<life>[:again-<ns>]
+ * (jet_replay_msg_id). */
 #define JET_REPLAY_MSG_ID_PREFIX "jethost-replay:"
 
 /* NULL when subject is one jethost publishes to (by `dlq replay` and
@@ -35,16 +36,23 @@ const char *jet_stream_name_refusal(const char *name);
  * (jet_subject_matches). */
 gboolean jet_replay_captured_by(const char *const *patterns, gsize n, const char *subject);
 
-/* jethost-replay:<dlq stream>:<dlq seq>:<now_ns>; caller frees. */
-char *jet_replay_msg_id(const char *dlq_stream, guint64 dlq_seq, gint64 now_ns);
+/* The Nats-Msg-Id of a replay: jethost-replay:<dlq stream>:<dlq seq>, then
+ * ":<life_ns>" when life_ns > 0 (the DLQ stream's creation time: a stream
+ * deleted and re-created numbers its records from 1 again), then
+ * ":again-<again_ns>" when again_ns > 0.  Without again_ns the id is the
+ * record's own, so replaying a record twice within the target stream's
+ * duplicate window publishes it once (an interrupted bulk replay resumed
+ * from an earlier point re-sends nothing); again_ns (the time of this
+ * replay) makes a deliberate second replay a new message.  Caller frees. */
+char *jet_replay_msg_id(const char *dlq_stream, guint64 dlq_seq, gint64 life_ns, gint64 again_ns);
 
 /* The headers of the replay of record dlq_stream:dlq_seq, name and value
  * alternating (g_ptr_array_unref), from the record's own headers (name and
  * value alternating in block order, as jet_hdr_parse gives them):
  *
- *   1. Nats-Msg-Id: jet_replay_msg_id(dlq_stream, dlq_seq, now_ns), first,
- *      so nats-server (which reads the first occurrence of a name in the
- *      block) reads this one;
+ *   1. Nats-Msg-Id: msg_id (jet_replay_msg_id), first, so nats-server
+ *      (which reads the first occurrence of a name in the block) reads
+ *      this one;
  *   2. the original's headers in the record's order: Jethost-Orig-* under
  *      their restored names, other names as they are; empty values kept;
  *   3. Jethost-Replay-Of: <dlq stream>:<dlq seq>.
@@ -54,6 +62,6 @@ char *jet_replay_msg_id(const char *dlq_stream, guint64 dlq_seq, gint64 now_ns);
  * application data), the record's provenance (any other Jethost-* name),
  * and an earlier Jethost-Replay-Of or Jethost-Replayed-From. */
 GPtrArray *jet_replay_headers(const GPtrArray *record_headers, const char *dlq_stream, guint64 dlq_seq,
-                              gint64 now_ns);
+                              const char *msg_id);
 
 #endif

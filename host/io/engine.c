@@ -5,6 +5,7 @@
 #include "lane_key.h"
 #include "lanes.h"
 #include "log.h"
+#include "nats_raw.h"
 #include "pull_status.h"
 #include "settle.h"
 #include "stats.h"
@@ -94,25 +95,6 @@ void jet__suspect_end(JetEngine *e)
 }
 
 /* --- arrival --------------------------------------------------------------- */
-
-/* A status is read as host/core/pull_status.h says nats.c hands it over: no reply,
- * no payload, a "Status" pseudo-header.  A code that does not parse stays a
- * status (code 0, which the table does not know): the pull ends, loudly,
- * rather than waiting for its deadline. */
-gboolean jet__is_status(natsMsg *m, int *code, const char **desc)
-{
-    const char *v = NULL;
-    if (natsMsg_GetReply(m) != NULL || natsMsg_GetDataLength(m) != 0)
-        return FALSE;
-    if (natsMsgHeader_Get(m, "Status", &v) != NATS_OK || v == NULL)
-        return FALSE;
-    if (!jet_pull_status_parse_line(v, code))
-        *code = 0;
-    *desc = NULL;
-    if (natsMsgHeader_Get(m, "Description", desc) != NATS_OK)
-        *desc = NULL;
-    return TRUE;
-}
 
 /* A message off the inbox becomes an Item.  A delivery is held from here
  * on: the lease covers it while it waits and while it is handled.  Called
@@ -626,7 +608,7 @@ static void take_one(Worker *w, Item *it)
     int code;
     const char *desc;
     if (!it->is_delivery) {
-        if (jet__is_status(m, &code, &desc))
+        if (jet_nats_status(m, &code, &desc))
             on_status(w, m, code, desc);
         else if (g_strcmp0(natsMsg_GetSubject(m), w->wake_subject) != 0)
             JET_STAT_ADD(&w->stats, not_jetstream, 1);

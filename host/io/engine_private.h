@@ -296,8 +296,6 @@ void jet__ordered_drop(JetEngine *e, JetOrdered *o);
 /* The thread that reports a handler past handler_timeout (the worker is
  * the one it holds); runs while the keeper would, on keeper_quit. */
 gpointer jet__ordered_watch_main(gpointer engine);
-/* engine.c: whether a message on the inbox is a status, and its code. */
-gboolean jet__is_status(natsMsg *m, int *code, const char **desc);
 /* A hung handler is said again every handler_timeout (at least 1 s, at
  * most 1 min) while it runs (under the lease lock; docs/engine.md). */
 void jet__hung_still(JetEngine *e, Item *it, gint64 now, gint64 limit_us);

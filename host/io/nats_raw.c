@@ -4,6 +4,7 @@
 
 #include "conn.h"
 #include "errors.h"
+#include "pull_status.h"
 
 #include <string.h>
 
@@ -116,5 +117,24 @@ gboolean jet_js_publish_raw(jsCtx *js, const char *subject, const char *block, g
         *pa_out = pa;
     else
         jsPubAck_Destroy(pa);
+    return TRUE;
+}
+
+/* A status is read as host/core/pull_status.h says nats.c hands it over: no reply,
+ * no payload, a "Status" pseudo-header.  A code that does not parse stays a
+ * status (code 0, which the table does not know): the pull ends, loudly,
+ * rather than waiting for its deadline. */
+gboolean jet_nats_status(natsMsg *m, int *code, const char **desc)
+{
+    const char *v = NULL;
+    if (natsMsg_GetReply(m) != NULL || natsMsg_GetDataLength(m) != 0)
+        return FALSE;
+    if (natsMsgHeader_Get(m, "Status", &v) != NATS_OK || v == NULL)
+        return FALSE;
+    if (!jet_pull_status_parse_line(v, code))
+        *code = 0;
+    *desc = NULL;
+    if (natsMsgHeader_Get(m, "Description", desc) != NATS_OK)
+        *desc = NULL;
     return TRUE;
 }

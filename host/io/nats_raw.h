@@ -48,4 +48,11 @@ natsMsg *jet_nats_msg_new_raw(const char *subject, const char *block, gsize bloc
 gboolean jet_js_publish_raw(jsCtx *js, const char *subject, const char *block, gsize block_len, const void *data,
                             gsize data_len, jsPubAck **pa, GError **error);
 
+/* Whether m is a pull status (host/core/pull_status.h says how nats.c hands
+ * one over: no reply, no payload, a "Status" pseudo-header), and then its
+ * code (0 when it does not parse: a status the table does not know) and
+ * description (NULL when none; borrowed from m).  Reads m's headers through
+ * nats.c: only ever for a message that has no reply subject. */
+gboolean jet_nats_status(natsMsg *m, int *code, const char **desc);
+
 #endif

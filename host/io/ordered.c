@@ -29,6 +29,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "position.h"
+#include "nats_raw.h"
 #include "pull_status.h"
 
 #include <stdio.h>
@@ -770,7 +771,7 @@ gpointer jet__ordered_main(gpointer data)
             const char *desc = NULL;
             gboolean keep = TRUE;
             const char *reply = natsMsg_GetReply(m);
-            if (jet__is_status(m, &code, &desc)) {
+            if (jet_nats_status(m, &code, &desc)) {
                 keep = on_status(w, o, m, code, desc);
                 why = "the server said the consumer is gone";
                 natsMsg_Destroy(m);

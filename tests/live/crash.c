@@ -499,6 +499,7 @@ static void test_poison_abort(void)
     g_assert_cmpstr(hget(m, "Jethost-Origin-Seq"), ==, kstr);
     g_assert_cmpstr(hget(m, "Jethost-Deliveries"), ==, "5");
     g_assert_nonnull(strstr(hget(m, "Jethost-Reason"), "crashed the host 3 times"));
+    g_assert_cmpstr(hget(m, "Jethost-Crash-Strikes"), ==, "3");
     natsMsg_Destroy(m);
 
     /* Every other message acked; the handler ran k four times. */

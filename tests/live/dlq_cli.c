@@ -267,8 +267,8 @@ static void test_list_show(Fx *fx, gconstpointer data)
     g_assert_cmpstr(json_object_get_string_member(o, "dlq_stream"), ==, DLQ);
     g_assert_true(json_object_get_null_member(o, "dropped_headers"));
 
-    /* Text: the headers in block order, the payload last. */
-    g_auto(CliRun) s = cli((const char *const[]){ "-s", url, "show", "2", NULL });
+    /* Text: the story, the headers in block order, the payload last. */
+    g_auto(CliRun) s = cli((const char *const[]){ "-s", url, "show", "--payload", "2", NULL });
     g_assert_cmpint(s.rc, ==, JET_EXIT_OK);
     g_assert_true(g_str_has_prefix(s.out, "Record: " DLQ ":2\nSubject: " DLQ_SUBJECT "\nStored: "));
     const char *id = strstr(s.out, "\nNats-Msg-Id: jethost:ORDERS.c:2\n");
@@ -282,7 +282,18 @@ static void test_list_show(Fx *fx, gconstpointer data)
     g_assert_cmpint(id - s.out, <, oseq - s.out);
     g_assert_cmpint(oseq - s.out, <, rollup - s.out);
     g_assert_cmpint(rollup - s.out, <, empty - s.out);
-    g_assert_true(g_str_has_suffix(s.out, "\n\nmsg-2\n"));
+    g_assert_true(g_str_has_suffix(s.out, "\n\nPayload: 5 bytes, text:\nmsg-2\n"));
+    g_assert_nonnull(strstr(s.out, "\nWhat happened:\n  Cause:           rejected\n  Reason:          second\n"
+                                   "  Origin:          ORDERS:2\n"));
+    /* Without --payload, its size only. */
+    g_auto(CliRun) s0 = cli((const char *const[]){ "-s", url, "show", "2", NULL });
+    g_assert_true(g_str_has_suffix(s0.out, "\n\nPayload: 5 bytes (--payload shows them)\n"));
+    g_assert_null(strstr(s0.out, "msg-2"));
+    g_auto(CliRun) hx = cli((const char *const[]){ "-s", url, "show", "--hex", "2", NULL });
+    g_assert_true(g_str_has_suffix(hx.out, "\nPayload: 5 bytes, hex:\n"
+                                          "00000000  6d 73 67 2d 32                                    |msg-2|\n"));
+    g_auto(CliRun) badp = cli((const char *const[]){ "-s", url, "show", "--hex", "--text", "2", NULL });
+    g_assert_cmpint(badp.rc, ==, JET_EXIT_USAGE);
 
     /* JSON: headers as an ordered array of name/value objects. */
     g_auto(CliRun) sj = cli((const char *const[]){ "-s", url, "--json", "show", "2", NULL });
@@ -405,16 +416,21 @@ static void test_hostile_output(Fx *fx, gconstpointer data)
     JsonObject *txt = json_array_get_object_element(h, n - 1);
     g_assert_cmpstr(json_object_get_string_member(txt, "value"), ==, "caf\xc3\xa9");
 
-    g_auto(CliRun) st = cli((const char *const[]){ "-s", url, "show", seq_s, NULL });
+    g_auto(CliRun) st = cli((const char *const[]){ "-s", url, "show", "--text", seq_s, NULL });
     g_assert_cmpint(st.rc, ==, JET_EXIT_OK);
     g_assert_true(g_utf8_validate(st.out, -1, NULL));
     g_assert_null(strchr(st.out, '\x1b'));
     g_assert_nonnull(strstr(st.out, "\nX-Bin: \\xc3(\n"));
     g_assert_nonnull(strstr(st.out, "\nX-Ctl: a\\x01\\x1fb\n"));
     g_assert_nonnull(strstr(st.out, "\nX-Text: caf\xc3\xa9\n"));
-    g_assert_true(g_str_has_suffix(st.out, "\n\na\\x00b\\xff\n\\x1b[2Jc\n"));
-    /* Record, Subject, Stored, blank, 11 headers, blank, the payload's 2 lines. */
-    g_assert_cmpuint(count_lines(st.out), ==, 18);
+    g_assert_true(g_str_has_suffix(st.out, "\n\nPayload: 10 bytes, text:\na\\x00b\\xff\n\\x1b[2Jc\n"));
+    /* Every line of the story is one line, whatever the reason holds. */
+    g_assert_nonnull(strstr(st.out, "\n  Reason:          bad \\xfe\\x1b[31m\\x1f\\x09tab\n"));
+    /* Not text: auto shows it in hex, nothing raw. */
+    g_auto(CliRun) sa = cli((const char *const[]){ "-s", url, "show", "--payload", seq_s, NULL });
+    g_assert_nonnull(strstr(sa.out, "\nPayload: 10 bytes, hex:\n"
+                                    "00000000  61 00 62 ff 0a 1b 5b 32  4a 63                    |a.b...[2Jc|\n"));
+    g_assert_null(strchr(sa.out, '\x1b'));
 
     /* A block with a line that does not parse: named, the rest shown. */
     g_autofree char *def_s = g_strdup_printf("%" G_GUINT64_FORMAT, defective);
@@ -430,9 +446,9 @@ static void test_hostile_output(Fx *fx, gconstpointer data)
 }
 
 /* Replays carry the payload and the application headers in order, no Nats-*
- * header of the original, no provenance, a fresh Msg-Id first and
- * Jethost-Replay-Of; they purge nothing and are never swallowed as
- * duplicates. */
+ * header of the original, no provenance, the record's own replay Msg-Id
+ * first and Jethost-Replay-Of; they purge nothing.  A record replayed again
+ * is a duplicate the target keeps once, unless --again. */
 static void test_replay(Fx *fx, gconstpointer data)
 {
     (void)data;
@@ -441,11 +457,13 @@ static void test_replay(Fx *fx, gconstpointer data)
     g_assert_cmpuint(record(fx, "ORDERS", "orders.new", 3, "third", "Jethost-Orig-nats_rollup: all\r\n", "msg-3", 5),
                      ==, 3);
     const char *url = fx->url;
+    /* In sequence order, whatever the order given. */
     g_auto(CliRun) r = cli((const char *const[]){ "-s", url, "replay", "2", "1", "3", NULL });
     g_assert_cmpint(r.rc, ==, JET_EXIT_OK);
-    g_assert_cmpstr(r.err, ==, "");
-    g_assert_nonnull(strstr(r.out, DLQ ":2 -> orders.new: stream ORDERS seq 3\n"));
-    g_assert_nonnull(strstr(r.out, DLQ ":1 -> orders.new: stream ORDERS seq 4\n"));
+    g_assert_true(g_str_has_prefix(r.err, "jethost dlq: " DLQ " replayed 3 of 3 in "));
+    g_assert_cmpuint(count_lines(r.err), ==, 1);
+    g_assert_nonnull(strstr(r.out, DLQ ":1 -> orders.new: stream ORDERS seq 3\n"));
+    g_assert_nonnull(strstr(r.out, DLQ ":2 -> orders.new: stream ORDERS seq 4\n"));
     g_assert_nonnull(strstr(r.out, DLQ ":3 -> orders.new: stream ORDERS seq 5\n"));
     guint64 msgs = 0, first = 0;
     stream_state(fx, "ORDERS", &msgs, &first);
@@ -453,7 +471,7 @@ static void test_replay(Fx *fx, gconstpointer data)
     g_assert_cmpuint(first, ==, 1);   /* nothing purged */
 
     g_autoptr(GBytes) body = NULL;
-    g_autoptr(GPtrArray) h = stored_headers(fx, "ORDERS", 3, &body);
+    g_autoptr(GPtrArray) h = stored_headers(fx, "ORDERS", 4, &body);
     g_assert_cmpmem(g_bytes_get_data(body, NULL), g_bytes_get_size(body), "msg-2", 5);
     const char *const want[] = {
         "Nats-Msg-Id", "jethost-replay:" DLQ ":2:",
@@ -471,36 +489,48 @@ static void test_replay(Fx *fx, gconstpointer data)
     };
     assert_headers(h5, want5);
 
-    /* Replayed again, twice in one command and once more: a fresh Msg-Id
-     * each time, so none is swallowed as a duplicate. */
+    /* Replayed again, twice in one command and once more: the target keeps
+     * the first (a duplicate pub-ack naming it). */
     g_auto(CliRun) twice = cli((const char *const[]){ "-s", url, "replay", "2", "2", NULL });
     g_assert_cmpint(twice.rc, ==, JET_EXIT_OK);
-    g_assert_nonnull(strstr(twice.out, "seq 6\n"));
-    g_assert_nonnull(strstr(twice.out, "seq 7\n"));
-    g_auto(CliRun) again = cli((const char *const[]){ "-s", url, "--json", "replay", "2", NULL });
+    g_assert_cmpstr(twice.out, ==, DLQ ":2 -> orders.new: stream ORDERS seq 4 (duplicate: replayed before)\n");
+    g_assert_nonnull(strstr(twice.err, "replayed 1 of 1 (1 already replayed: the target kept the first)"));
+    g_auto(CliRun) dup = cli((const char *const[]){ "-s", url, "--json", "replay", "2", NULL });
+    g_assert_cmpint(dup.rc, ==, JET_EXIT_OK);
+    g_autoptr(JsonParser) pd = json_parser_new();
+    JsonObject *od = strict_json(pd, g_strchomp(dup.out));
+    g_assert_cmpint(json_object_get_int_member(od, "seq"), ==, 4);
+    g_assert_true(json_object_get_boolean_member(od, "duplicate"));
+    g_assert_cmpstr(json_object_get_string_member(od, "msg_id"), ==, g_ptr_array_index(h, 1));
+    g_assert_cmpuint(stream_msgs(fx, "ORDERS"), ==, 5);
+
+    /* --again: a new message, under a new id. */
+    g_auto(CliRun) again = cli((const char *const[]){ "-s", url, "--json", "--again", "replay", "2", NULL });
     g_assert_cmpint(again.rc, ==, JET_EXIT_OK);
     g_autoptr(JsonParser) p = json_parser_new();
     JsonObject *o = strict_json(p, g_strchomp(again.out));
-    g_assert_cmpint(json_object_get_int_member(o, "seq"), ==, 8);
+    g_assert_cmpint(json_object_get_int_member(o, "seq"), ==, 6);
     g_assert_cmpstr(json_object_get_string_member(o, "stream"), ==, "ORDERS");
     g_assert_cmpstr(json_object_get_string_member(o, "subject"), ==, "orders.new");
     g_assert_false(json_object_get_boolean_member(o, "duplicate"));
     g_assert_cmpstr(json_object_get_string_member(o, "msg_id"), !=, g_ptr_array_index(h, 1));
-    g_autoptr(GPtrArray) h8 = stored_headers(fx, "ORDERS", 8, NULL);
-    g_assert_cmpstr(g_ptr_array_index(h8, 1), ==, json_object_get_string_member(o, "msg_id"));
-    g_assert_cmpuint(stream_msgs(fx, "ORDERS"), ==, 8);
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "msg_id"), ":again-"));
+    g_autoptr(GPtrArray) h6 = stored_headers(fx, "ORDERS", 6, NULL);
+    g_assert_cmpstr(g_ptr_array_index(h6, 1), ==, json_object_get_string_member(o, "msg_id"));
+    g_assert_cmpuint(stream_msgs(fx, "ORDERS"), ==, 6);
     g_assert_cmpuint(stream_msgs(fx, DLQ), ==, 3);   /* the DLQ keeps its records */
 
     /* A record that is not a capture, and one that is missing: reported,
      * and the others are still replayed. */
     g_assert_cmpint(js_Publish(NULL, fx->js, DLQ_SUBJECT, "raw", 3, NULL, NULL), ==, NATS_OK);
-    g_auto(CliRun) mixed = cli((const char *const[]){ "-s", url, "replay", "4", "42", "1", NULL });
+    g_auto(CliRun) mixed = cli((const char *const[]){ "-s", url, "--again", "replay", "4", "42", "1", NULL });
     g_assert_cmpint(mixed.rc, ==, JET_EXIT_FAILURE);
     g_assert_nonnull(strstr(mixed.err, DLQ ":4: refused: no Jethost-Origin-Subject header: not a jethost capture\n"));
     g_assert_nonnull(strstr(mixed.err, "no record " DLQ ":42\n"));
-    g_assert_cmpuint(count_lines(mixed.err), ==, 2);
+    g_assert_nonnull(strstr(mixed.err, "replayed 1 of 3, refused 1, 1 no longer there"));
+    g_assert_cmpuint(count_lines(mixed.err), ==, 3);
     g_assert_nonnull(strstr(mixed.out, DLQ ":1 -> orders.new"));
-    g_assert_cmpuint(stream_msgs(fx, "ORDERS"), ==, 9);
+    g_assert_cmpuint(stream_msgs(fx, "ORDERS"), ==, 7);
 }
 
 /* Records that aim elsewhere than their origin stream captures: refused
@@ -531,7 +561,9 @@ static void test_replay_refused(Fx *fx, gconstpointer data)
     args[3 + G_N_ELEMENTS(seqs)] = NULL;
     g_auto(CliRun) r = cli(args);
     g_assert_cmpint(r.rc, ==, JET_EXIT_FAILURE);
-    g_assert_cmpuint(count_lines(r.err), ==, G_N_ELEMENTS(seqs) - 1);
+    /* One line a refusal, and the summary. */
+    g_assert_cmpuint(count_lines(r.err), ==, G_N_ELEMENTS(seqs));
+    g_assert_nonnull(strstr(r.err, "replayed 1 of 8, refused 7 in "));
     g_assert_null(strstr(r.err, "(null)"));
     g_assert_null(strstr(r.out, "(null)"));
     const struct {
@@ -581,6 +613,7 @@ static void test_replay_to(Fx *fx, gconstpointer data)
 
     g_auto(CliRun) nowhere = cli((const char *const[]){ "-s", url, "replay", "--to", "nowhere.x", seq, seq, NULL });
     g_assert_cmpint(nowhere.rc, ==, JET_EXIT_FAILURE);
+    /* The same SEQ twice is one record: one refusal, and the summary. */
     g_assert_cmpuint(count_lines(nowhere.err), ==, 2);
     g_autofree char *line = g_strdup_printf(DLQ ":%s: refused: --to nowhere.x: no stream captures it\n", seq);
     g_assert_nonnull(strstr(nowhere.err, line));

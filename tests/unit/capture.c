@@ -213,8 +213,18 @@ static void test_build_headers(void)
     g_assert_cmpstr(hget(m, JET_HDR_BINDING), ==, "orders");
     g_assert_null(hget(m, JET_HDR_DROPPED_HEADERS));
     g_assert_null(hget(m, JET_HDR_ORIGIN_REPLY));
+    /* No crash: no strikes header, never a zero. */
+    g_assert_null(hget(m, JET_HDR_CRASH_STRIKES));
     natsMsg_Destroy(m);
     natsMsg_Destroy(o);
+
+    f.strikes = 2;
+    JetCaptureBuild r2 = { 0 };
+    m = build_from("jethost.dlq.orders", "payload", 7, NULL, &f, 1048576, &r2, &err);
+    g_assert_no_error(err);
+    g_assert_cmpstr(hget(m, JET_HDR_CRASH_STRIKES), ==, "2");
+    jet_capture_build_clear(&r2);
+    natsMsg_Destroy(m);
 }
 
 /* A delivery that knows little (malformed): what is unknown is left out,

@@ -34,11 +34,13 @@ static const char record_block[] =
     "Jethost-Orig-X-Spaced: v  w\r\n"
     "\r\n";
 
-static GPtrArray *replay_of(const char *block, gsize len, gint64 now_ns)
+/* The replay of record JETHOST_DLQ:5 of the DLQ stream's life life_ns. */
+static GPtrArray *replay_of(const char *block, gsize len, gint64 life_ns)
 {
     g_auto(JetHdrParse) p = { 0 };
     jet_hdr_parse(block, len, &p);
-    return jet_replay_headers(p.headers, "JETHOST_DLQ", 5, now_ns);
+    g_autofree char *id = jet_replay_msg_id("JETHOST_DLQ", 5, life_ns, 0);
+    return jet_replay_headers(p.headers, "JETHOST_DLQ", 5, id);
 }
 
 static void assert_headers(const GPtrArray *h, const char *const *want)
@@ -107,14 +109,24 @@ static void test_no_nats(void)
     g_assert_cmpuint(msg_ids, ==, 1);
 }
 
-/* The Msg-Id is the first header and new at each replay; one Replay-Of. */
+/* The Msg-Id is the first header, the record's own (the same at each
+ * replay), distinct for another life of the DLQ stream or with again; one
+ * Replay-Of. */
 static void test_msg_id_fresh(void)
 {
     g_autoptr(GPtrArray) a = replay_of(record_block, sizeof record_block - 1, 1000);
+    g_autoptr(GPtrArray) a2 = replay_of(record_block, sizeof record_block - 1, 1000);
     g_autoptr(GPtrArray) b = replay_of(record_block, sizeof record_block - 1, 1001);
     g_assert_cmpstr(g_ptr_array_index(a, 0), ==, "Nats-Msg-Id");
     g_assert_cmpstr(g_ptr_array_index(b, 0), ==, "Nats-Msg-Id");
+    g_assert_cmpstr(g_ptr_array_index(a, 1), ==, g_ptr_array_index(a2, 1));
     g_assert_cmpstr(g_ptr_array_index(a, 1), !=, g_ptr_array_index(b, 1));
+    g_autofree char *plain = jet_replay_msg_id("JETHOST_DLQ", 5, 0, 0);
+    g_autofree char *again1 = jet_replay_msg_id("JETHOST_DLQ", 5, 1000, 77);
+    g_autofree char *again2 = jet_replay_msg_id("JETHOST_DLQ", 5, 1000, 78);
+    g_assert_cmpstr(plain, ==, "jethost-replay:JETHOST_DLQ:5");
+    g_assert_cmpstr(again1, ==, "jethost-replay:JETHOST_DLQ:5:1000:again-77");
+    g_assert_cmpstr(again1, !=, again2);
     g_assert_true(g_str_has_prefix(g_ptr_array_index(a, 1), JET_REPLAY_MSG_ID_PREFIX "JETHOST_DLQ:5:"));
     guint of = 0;
     for (guint i = 0; i < a->len; i += 2)
