@@ -169,6 +169,7 @@ typedef struct {
     gint64 last_bar_us;
     gboolean bar;              /* a progress line on the terminal */
     gboolean lines;            /* a line per record on stdout */
+    gboolean lost;             /* stopped: the server is out of reach */
     guint width;
     struct sigaction old_int;
 } Run;
@@ -278,13 +279,14 @@ static int run_end(Run *run, guint64 next_seq)
         g_string_append_printf(s, " (%.0f/s)", (double)run->done / secs);
     fprintf(d->err, "jethost dlq: %s %s\n", d->stream, s->str);
     g_string_free(s, TRUE);
-    if (interrupted) {
-        fprintf(d->err, "jethost dlq: interrupted after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+    /* Interrupted after the last one: nothing is left to resume. */
+    if ((interrupted || run->lost) && next_seq > 0) {
+        fprintf(d->err, "jethost dlq: %s after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
                         "; to go on, run the same command with --from %" G_GUINT64_FORMAT "\n",
-                run->done, run->total, next_seq);
+                interrupted ? "interrupted" : "stopped, the server out of reach,", run->done, run->total, next_seq);
         fflush(d->out);
         fflush(d->err);
-        return 130;
+        return interrupted ? 130 : 1;
     }
     fflush(d->out);
     fflush(d->err);
@@ -356,7 +358,9 @@ static One remove_record(JetDlq *d, guint64 seq, GError **error)
     natsStatus s = js_DeleteMsg(jet_conn_js(d->conn), d->stream, seq, NULL, &jerr);
     if (s == NATS_OK)
         return ONE_DONE;
-    if (jerr == JSNoMessageFoundErr)
+    /* 2.9.10 says 10043 ("sequence N not found"); 10037 is the other
+     * "no message" code it has. */
+    if (jerr == JSSequenceNotFoundErr || jerr == JSNoMessageFoundErr)
         return ONE_GONE;
     g_autofree char *why = jet_nats_error(s);
     g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s [err %d]", why, (int)jerr);
@@ -391,6 +395,7 @@ static One replay_one(Run *run, guint64 seq, gint64 life_ns)
     g_autofree char *msg_id = jet_replay_msg_id(d->stream, seq, life_ns, d->again ? g_get_real_time() * 1000 : 0);
     if (d->dry_run) {
         print_replayed(run, seq, subject, NULL, msg_id, d->to == NULL ? jet_dlq_rec_hdr(&r, JET_HDR_ORIGIN_STREAM) : NULL);
+        run->published++;   /* would be */
         return ONE_DONE;
     }
     g_autoptr(GPtrArray) headers = jet_replay_headers(r.p.headers, d->stream, seq, msg_id);
@@ -429,8 +434,12 @@ static One replay_one(Run *run, guint64 seq, gint64 life_ns)
     return ONE_DONE;
 }
 
+/* A failure with the connection down stops the run: every record after
+ * would fail the same way, each after a timeout. */
 static void count(Run *run, One o)
 {
+    if (o == ONE_FAILED && !jet_conn_is_connected(run->d->conn))
+        run->lost = TRUE;
     switch (o) {
     case ONE_DONE: break;
     case ONE_SKIPPED: run->skipped++; break;
@@ -453,12 +462,14 @@ int jet_dlq_cmd_replay(JetDlq *d)
     run_begin(&run, d, "replay", seqs->len);
     guint64 limit = jet_dlq_filter_limit(d->filter), matched = 0, next = 0;
     guint i = 0;
-    for (; i < seqs->len && (limit == 0 || matched < limit); i++) {
+    for (; i < seqs->len && (limit == 0 || matched < limit) && !run.lost; i++) {
         guint64 seq = g_array_index(seqs, guint64, i);
         if (!pace(&run, matched))
             break;
         One o = replay_one(&run, seq, life_ns);
         count(&run, o);
+        if (run.lost)
+            break;   /* this one is to do again */
         if (o != ONE_SKIPPED && o != ONE_GONE)
             matched++;
         bar_draw(&run, FALSE);
@@ -523,7 +534,7 @@ static int remove_all(JetDlq *d, const char *verb, GArray *seqs, gboolean check_
     run_begin(&run, d, verb, seqs->len);
     guint64 limit = jet_dlq_filter_limit(d->filter), matched = 0;
     guint i = 0;
-    for (; i < seqs->len && (limit == 0 || matched < limit) && !interrupted; i++) {
+    for (; i < seqs->len && (limit == 0 || matched < limit) && !interrupted && !run.lost; i++) {
         guint64 seq = g_array_index(seqs, guint64, i);
         One o = ONE_DONE;
         if (check_fields) {
@@ -551,6 +562,8 @@ static int remove_all(JetDlq *d, const char *verb, GArray *seqs, gboolean check_
         else if (o == ONE_GONE)
             run_error(&run, "no record %s:%" G_GUINT64_FORMAT, d->stream, seq);
         count(&run, o);
+        if (run.lost)
+            break;
         if (o != ONE_SKIPPED && o != ONE_GONE)
             matched++;
         bar_draw(&run, FALSE);

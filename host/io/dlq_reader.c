@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DEFAULT_BATCH 256
+#define DEFAULT_BATCH 512
 /* A pull's lifetime at the server; a read waits this and a margin for the
  * next message before it takes the consumer for lost. */
 #define PULL_EXPIRES_MS 5000
@@ -33,22 +33,60 @@ typedef struct {
     char *inbox;               /* <inbox>.<pull id> replies */
     natsSubscription *sub;
     GAsyncQueue *q;            /* natsMsg *, from the subscription's thread */
-    guint pull_id;
+    guint pull_id;             /* the one pull outstanding */
+    guint pull_received;       /* its deliveries so far */
     guint64 expect_cseq;
     guint64 position;          /* the last stream seq handed over; 0: none */
     guint64 end;               /* the stream's last seq when the read began */
 } Reader;
 
+/* Where the subscription's thread puts deliveries, and how the reader
+ * knows that thread is done with it for good (nats.c's on-complete
+ * callback, after the unsubscribe): only then are the messages left in it
+ * destroyed and it freed, while the connection is still open. */
+typedef struct {
+    GAsyncQueue *q;
+    GMutex lock;
+    GCond cond;
+    gboolean complete;
+} Sink;
+
 static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
 {
     (void)nc;
     (void)sub;
-    g_async_queue_push((GAsyncQueue *)closure, m);
+    g_async_queue_push(((Sink *)closure)->q, m);
 }
 
 static void on_complete(void *closure)
 {
-    g_async_queue_unref((GAsyncQueue *)closure);
+    Sink *k = closure;
+    g_mutex_lock(&k->lock);
+    k->complete = TRUE;
+    g_cond_signal(&k->cond);
+    g_mutex_unlock(&k->lock);
+}
+
+/* Unsubscribes and frees what the subscription fed.  Should nats.c never
+ * say it is done, the sink and the subscription are left as they are: a
+ * leak in a command about to exit, rather than a thread writing into freed
+ * memory. */
+static void unsubscribe(natsSubscription *sub, Sink *k)
+{
+    natsSubscription_Unsubscribe(sub);
+    gint64 until = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+    g_mutex_lock(&k->lock);
+    while (!k->complete && g_cond_wait_until(&k->cond, &k->lock, until))
+        ;
+    gboolean complete = k->complete;
+    g_mutex_unlock(&k->lock);
+    if (!complete)
+        return;
+    natsSubscription_Destroy(sub);
+    g_async_queue_unref(k->q);   /* destroys what is left in it */
+    g_mutex_clear(&k->lock);
+    g_cond_clear(&k->cond);
+    g_free(k);
 }
 
 static void drop_consumer(Reader *r)
@@ -102,13 +140,19 @@ static gboolean make_consumer(Reader *r, GError **error)
     return TRUE;
 }
 
+static guint batch_of(const Reader *r)
+{
+    return r->o->batch > 0 ? r->o->batch : DEFAULT_BATCH;
+}
+
 static gboolean pull(Reader *r, GError **error)
 {
-    guint batch = r->o->batch > 0 ? r->o->batch : DEFAULT_BATCH;
+    guint batch = batch_of(r);
     char body[128];
     snprintf(body, sizeof body, "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"no_wait\":true}", batch,
              (guint64)PULL_EXPIRES_MS * 1000000);
     g_autofree char *reply = g_strdup_printf("%s.%u", r->inbox, ++r->pull_id);
+    r->pull_received = 0;
     natsStatus s = natsConnection_PublishRequestString(jet_conn_nats(r->conn), r->next_subject, reply, body);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
@@ -127,7 +171,14 @@ static guint pull_id_of(const Reader *r, const char *subject)
     return (guint)g_ascii_strtoull(subject + n + 1, NULL, 10);
 }
 
-typedef enum { STEP_RECORD, STEP_PULL_OVER, STEP_RESTART, STEP_DONE, STEP_STOP } Step;
+typedef enum {
+    STEP_RECORD,      /* go on */
+    STEP_PULL_FULL,   /* the pull delivered its whole batch: the next one */
+    STEP_PULL_OVER,   /* the server ended the pull */
+    STEP_RESTART,     /* a new consumer, after the last record handed over */
+    STEP_DONE,
+    STEP_STOP,
+} Step;
 
 /* One delivery handed over; what the read does next. */
 static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordFn fn, gpointer data,
@@ -136,6 +187,7 @@ static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordF
     if (meta->consumer_seq != r->expect_cseq)
         return STEP_RESTART;   /* a delivery went missing: read again after position */
     r->expect_cseq++;
+    r->pull_received++;
     if (meta->stream_seq <= r->position)
         return STEP_RECORD;    /* already handed over (cannot happen on a fresh consumer; cheap to keep) */
     if (meta->stream_seq > r->end)
@@ -160,13 +212,12 @@ static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordF
         return STEP_STOP;
     if (meta->pending == 0 || r->position >= r->end)
         return STEP_DONE;
-    return STEP_RECORD;
+    return r->pull_received >= batch_of(r) ? STEP_PULL_FULL : STEP_RECORD;
 }
 
 static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqReadStats *st, GError **error)
 {
     guint restarts = 0;
-    guint empty_pulls = 0;
     if (!make_consumer(r, error) || !pull(r, error))
         return FALSE;
     st->pulls++;
@@ -181,6 +232,7 @@ static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqRead
             int code = 0;
             const char *desc = NULL;
             JetAckMeta meta;
+            guint received = r->pull_received;
             if (natsMsg_GetReply(m) == NULL && jet_nats_status(m, &code, &desc)) {
                 if (id != r->pull_id) {
                     step = STEP_RECORD;   /* a status of a pull already over */
@@ -193,7 +245,12 @@ static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqRead
                                     r->stream, code, desc != NULL ? desc : "");
                         natsMsg_Destroy(m);
                         return FALSE;
-                    default: step = STEP_PULL_OVER; break;
+                    default:
+                        /* no_wait: a pull that ends having found nothing
+                         * means nothing is left (records removed at the
+                         * end, after the last one read). */
+                        step = received == 0 ? STEP_DONE : STEP_PULL_OVER;
+                        break;
                     }
                 }
             } else if (jet_ack_subject_parse(natsMsg_GetReply(m), &meta)) {
@@ -203,21 +260,16 @@ static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqRead
             }
             natsMsg_Destroy(m);
         }
-        if (st->records > received_before) {
+        if (st->records > received_before)
             restarts = 0;
-            empty_pulls = 0;
-        }
         switch (step) {
         case STEP_RECORD:
             break;
         case STEP_STOP:
         case STEP_DONE:
             return TRUE;
+        case STEP_PULL_FULL:
         case STEP_PULL_OVER:
-            /* no_wait: a pull that ends having found nothing twice in a row
-             * means nothing is left (records deleted at the end). */
-            if (++empty_pulls >= 2)
-                return TRUE;
             if (!pull(r, error))
                 return FALSE;
             st->pulls++;
@@ -231,9 +283,10 @@ static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqRead
                 return FALSE;
             }
             st->restarts++;
-            empty_pulls = 0;
-            if (!make_consumer(r, error) || !pull(r, error))
+            if (!make_consumer(r, error) || !pull(r, error)) {
+                g_prefix_error(error, "reading stopped after record %" G_GUINT64_FORMAT ": ", r->position);
                 return FALSE;
+            }
             st->pulls++;
             break;
         }
@@ -261,23 +314,20 @@ gboolean jet_dlq_read(JetConn *conn, const char *stream, const JetDlqReadOptions
         return TRUE;
 
     Reader r = { .conn = conn, .stream = stream, .o = o, .end = last };
-    r.q = g_async_queue_new_full((GDestroyNotify)natsMsg_Destroy);
+    Sink *k = g_new0(Sink, 1);
+    k->q = g_async_queue_new_full((GDestroyNotify)natsMsg_Destroy);
+    g_mutex_init(&k->lock);
+    g_cond_init(&k->cond);
+    r.q = k->q;
     natsInbox *inbox = NULL;
     s = natsInbox_Create(&inbox);
     if (s == NATS_OK) {
         r.inbox = g_strdup(inbox);
         natsInbox_Destroy(inbox);
         g_autofree char *pattern = g_strdup_printf("%s.*", r.inbox);
-        s = natsConnection_Subscribe(&r.sub, jet_conn_nats(conn), pattern, on_msg, r.q);
-        /* The subscription's thread may still be in on_msg after the
-         * unsubscribe below: it holds the queue until nats.c says it is
-         * done with the callback for good. */
-        if (s == NATS_OK) {
-            g_async_queue_ref(r.q);
-            s = natsSubscription_SetOnCompleteCB(r.sub, on_complete, r.q);
-            if (s != NATS_OK)
-                g_async_queue_unref(r.q);
-        }
+        s = natsConnection_Subscribe(&r.sub, jet_conn_nats(conn), pattern, on_msg, k);
+        if (s == NATS_OK)
+            s = natsSubscription_SetOnCompleteCB(r.sub, on_complete, k);
     }
     gboolean ok;
     if (s != NATS_OK) {
@@ -287,12 +337,15 @@ gboolean jet_dlq_read(JetConn *conn, const char *stream, const JetDlqReadOptions
     } else {
         ok = read_all(&r, fn, data, st, error);
     }
-    if (r.sub != NULL) {
-        natsSubscription_Unsubscribe(r.sub);
-        natsSubscription_Destroy(r.sub);
-    }
     drop_consumer(&r);
-    g_async_queue_unref(r.q);
+    if (r.sub != NULL) {
+        unsubscribe(r.sub, k);
+    } else {
+        g_async_queue_unref(k->q);
+        g_mutex_clear(&k->lock);
+        g_cond_clear(&k->cond);
+        g_free(k);
+    }
     g_free(r.inbox);
     return ok;
 }
