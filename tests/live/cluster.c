@@ -200,6 +200,17 @@ static guint terms_of(Terms *t, const char *stream)
     return n;
 }
 
+typedef struct {
+    Terms *t;
+    const char *stream;
+} TermWait;
+
+static gboolean term_seen(gpointer data)
+{
+    TermWait *w = data;
+    return terms_of(w->t, w->stream) > 0;
+}
+
 /* fx_gate's class of a stream seq (tests/fixtures/fx_gate.c, class_verdict). */
 static guint64 mix(guint64 x)
 {
@@ -318,6 +329,7 @@ typedef struct {
     char *dir, *stream, *binding, *plugin;
     int node[2];            /* the node each host's config names */
     GSubprocess *host[2];
+    const char *log[2];     /* each host's current stderr log */
     GPtrArray *logs;        /* every stderr log of the run */
     guint spawns;
 } Run;
@@ -338,6 +350,7 @@ static void host_spawn(Run *r, int h)
     char *errlog = NULL;
     r->host[h] = jet_test_jethost_spawn_config(name, text, &errlog);
     g_ptr_array_add(r->logs, errlog);
+    r->log[h] = errlog;
 }
 
 static void host_kill(Run *r, int h)
@@ -381,6 +394,8 @@ static void inject(Run *r, Fault f, Progress *prog)
 {
     World *w = r->w;
     JetTestCluster *c = w->c;
+    LeaderWait lw = { c, w->js, r->stream, -1 };
+    g_assert_true(jet_test_wait_until(stream_leader_moved, &lw, 30000));
     int sl = jet_test_cluster_stream_leader(c, w->js, r->stream);
     g_assert_cmpint(sl, >=, 0);
     g_test_message("%s: stream leader %s, hosts on %s and %s", fault_names[f], jet_test_cluster_name(c, sl),
@@ -569,7 +584,7 @@ static void run_fault(World *w, Fault f, Row *row)
         jsConsumerInfo_Destroy(ci);
     }
     for (int h = 0; h < 2; h++)
-        jet_test_jethost_stop(r.host[h], g_ptr_array_index(r.logs, r.logs->len - 2 + (guint)h));
+        jet_test_jethost_stop(r.host[h], r.log[h]);
 
     /* The outcome of every message. */
     SeqSeen *seen = g_new0(SeqSeen, n + 1);
@@ -658,6 +673,22 @@ static void test_faults(void)
     g_assert_cmpint(natsConnection_Subscribe(&tsub, w.nc, "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>", on_term,
                                              &terms), ==, NATS_OK);
     g_assert_cmpint(natsConnection_Flush(w.nc), ==, NATS_OK);
+
+    /* The advisory count is live: one +TERM of our own is seen. */
+    jet_test_cluster_stream_create(w.js, "TCANARY", "tcanary.>", 3, 0);
+    jet_test_publish_n(w.js, "tcanary.x", 1);
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = "TCANARY";
+    natsSubscription *psub = NULL;
+    g_assert_cmpint(js_PullSubscribe(&psub, w.js, "tcanary.x", "c", NULL, &so, NULL), ==, NATS_OK);
+    natsMsgList list = { 0 };
+    g_assert_cmpint(natsSubscription_Fetch(&list, psub, 1, 10000, NULL), ==, NATS_OK);
+    g_assert_cmpint(natsMsg_Term(list.Msgs[0], NULL), ==, NATS_OK);
+    natsMsgList_Destroy(&list);
+    natsSubscription_Destroy(psub);
+    TermWait tw = { &terms, "TCANARY" };
+    g_assert_true(jet_test_wait_until(term_seen, &tw, 10000));
 
     static const Fault short_faults[] = { F_STREAM_STEPDOWN, F_CONSUMER_STEPDOWN, F_PAUSE_LEADER,
                                           F_KILL_FOLLOWER,   F_KILL_HOST_NODE,    F_KILL_DLQ_LEADER };
