@@ -332,6 +332,7 @@ typedef struct {
     const char *log[2];     /* each host's current stderr log */
     GPtrArray *logs;        /* every stderr log of the run */
     guint spawns;
+    guint sleep_ms;         /* fx_gate's time a message */
 } Run;
 
 static void host_spawn(Run *r, int h)
@@ -342,10 +343,10 @@ static void host_spawn(Run *r, int h)
         "[host]\nserver = %s\nname = %s-h%d\ndrain_timeout = 5s\n"
         "[binding %s]\nplugin = %s\nstream = %s\nconsumer = c\nworkers = 2\nbatch = 20\nack_wait = 2s\n"
         "idle_heartbeat = 500ms\nexpires = 2s\nmax_attempts = %d\nrungs = 100ms\n"
-        "option.dir = %s\noption.sleep = 3ms\noption.random_seed = %" G_GUINT64_FORMAT "\n"
+        "option.dir = %s\noption.sleep = %ums\noption.random_seed = %" G_GUINT64_FORMAT "\n"
         "option.reject_percent = %d\noption.fail_percent = %d\noption.flaky_percent = %d\n",
         jet_test_cluster_url(r->w->c, r->node[h]), r->binding, h, r->binding, r->plugin, r->stream, MAX_ATTEMPTS,
-        hdir, r->w->mode.seed, REJECT_PCT, FAIL_PCT, FLAKY_PCT);
+        hdir, r->sleep_ms, r->w->mode.seed, REJECT_PCT, FAIL_PCT, FLAKY_PCT);
     g_autofree char *name = g_strdup_printf("%s-h%d-%u", r->binding, h, ++r->spawns);
     char *errlog = NULL;
     r->host[h] = jet_test_jethost_spawn_config(name, text, &errlog);
@@ -442,6 +443,7 @@ static void inject(Run *r, Fault f, Progress *prog)
             g_assert_true(wait_more(r->dir, 20, 60000));
             host_spawn(r, 0);
             g_assert_true(wait_more(r->dir, 50, 60000));
+            g_test_message("host h0 killed and restarted (%d of 3)", k + 1);
         }
         break;
     case F_RANDOM:
@@ -545,6 +547,9 @@ static void run_fault(World *w, Fault f, Row *row)
     r.dir = g_build_filename(jet_test_private_dir(), r.binding, NULL);
     g_mkdir_with_parents(r.dir, 0700);
     r.plugin = jet_test_plugin_copy("fx_gate");
+    /* Every fault back to back lasts about a minute: the batch must last
+     * longer, or the later faults hit an idle binding. */
+    r.sleep_ms = f == F_RANDOM ? 40 : 3;
     r.node[0] = g_rand_int_range(w->rng, 0, JET_TEST_CLUSTER_NODES);
     r.node[1] = f == F_KILL_BOTH_HOSTS_NODE ? r.node[0] : (r.node[0] + 1) % JET_TEST_CLUSTER_NODES;
 
