@@ -101,6 +101,7 @@ struct JetTestServer {
     gboolean running;
     char **extra;     /* more arguments, kept for restarts */
     char *api;        /* the JetStream API prefix the readiness check asks */
+    gboolean plain;   /* up once it takes a connection; JetStream not asked */
 };
 
 static void die_with_parent(gpointer data)
@@ -121,7 +122,7 @@ static char *read_ports_url(const char *dir, GPid pid)
     return jet_nats_ports_url(dir, id);
 }
 
-static gboolean server_answers(const char *url, const char *api)
+static gboolean server_answers(const char *url, const char *api, gboolean plain)
 {
     natsConnection *nc = NULL;
     natsOptions *o = NULL;
@@ -138,6 +139,10 @@ static gboolean server_answers(const char *url, const char *api)
         return TRUE;
     if (s != NATS_OK)
         return FALSE;
+    if (plain) {
+        natsConnection_Destroy(nc);
+        return TRUE;
+    }
     /* JetStream answers too: $JS.API.INFO (or the domain's). */
     natsMsg *reply = NULL;
     g_autofree char *info = g_strdup_printf("%s.INFO", api != NULL ? api : "$JS.API");
@@ -180,7 +185,7 @@ static void server_spawn(JetTestServer *s)
     while (g_get_monotonic_time() < deadline) {
         if (s->url == NULL)
             s->url = read_ports_url(s->dir, pid);
-        if (s->url != NULL && server_answers(s->url, s->api)) {
+        if (s->url != NULL && server_answers(s->url, s->api, s->plain)) {
             s->running = TRUE;
             if (s->port <= 0) {
                 const char *colon = strrchr(s->url, ':');
@@ -212,6 +217,27 @@ JetTestServer *jet_test_server_start_api(const char *const *extra, const char *a
     g_test_message("nats-server at %s (store %s)", s->url, s->dir);
     return s;
 }
+
+JetTestServer *jet_test_server_start_plain(const char *const *extra)
+{
+    JetTestServer *s = g_new0(JetTestServer, 1);
+    s->extra = g_strdupv((char **)extra);
+    s->plain = TRUE;
+    GError *err = NULL;
+    s->dir = g_dir_make_tmp("jethost-nats-XXXXXX", &err);
+    g_assert_no_error(err);
+    server_spawn(s);
+    g_test_message("nats-server at %s (store %s)", s->url, s->dir);
+    return s;
+}
+
+void jet_test_server_set_args(JetTestServer *s, const char *const *extra)
+{
+    g_strfreev(s->extra);
+    s->extra = g_strdupv((char **)extra);
+}
+
+const char *jet_test_server_dir(const JetTestServer *s) { return s->dir; }
 
 JetTestServer *jet_test_server_start(void)
 {

@@ -40,6 +40,15 @@ JetTestServer *jet_test_server_start_args(const char *const *extra);
  * (a domain's "$JS.<domain>.API"; NULL: "$JS.API"): the readiness check
  * asks it there. */
 JetTestServer *jet_test_server_start_api(const char *const *extra, const char *api_prefix);
+/* For fixtures built on this one (tests/cluster.h): a server that counts as
+ * up once it takes a connection, JetStream not asked (a clustered node's
+ * JetStream answers only once the cluster has elected a meta leader). */
+JetTestServer *jet_test_server_start_plain(const char *const *extra);
+/* Replaces the kept extra arguments, for the next restart (a cluster node
+ * restarts with routes to its peers' ports, known only after they started). */
+void jet_test_server_set_args(JetTestServer *s, const char *const *extra);
+/* Its directory: the ports files (--ports_file_dir) and the store. */
+const char *jet_test_server_dir(const JetTestServer *s);
 const char *jet_test_server_url(const JetTestServer *s);
 int jet_test_server_port(const JetTestServer *s);
 GPid jet_test_server_pid(const JetTestServer *s);
