@@ -68,7 +68,7 @@ jethost \\- run message-handler plugins on NATS JetStream consumers
 jethost runs plugins (shared objects) on NATS JetStream consumers: each binding of its
 configuration, \\fBjethost.conf\\fR(5), is one plugin on one stream.
 \\fBjethost run\\fR is the daemon; the other commands check a configuration, publish, and
-read and replay dead-letter records.
+find, count, replay and remove dead-letter records.
 .SH COMMANDS
 ROFF
     "$bin" --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ {

@@ -38,7 +38,7 @@ expect() {   # DESCRIPTION EXPECTED-LINES WORD...
         echo "not ok $n - $desc"; echo "# wanted: $(echo "$want" | tr '\n' ' ')"; echo "# got:    $(echo "$got" | tr '\n' ' ')"; fi
 }
 
-echo "1..8"
+echo "1..9"
 cmds=$("$jethost" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p')
 expect "the commands of jethost --help" "$(printf '%s\n' $cmds --help --version | sort)" "$jethost" ""
 expect "a command's prefix" "check" "$jethost" ch
@@ -49,5 +49,6 @@ for c in run check; do
 done
 expect "run -c completes file names" "$tmp/two.conf" "$jethost" run -c "$tmp/tw"
 expect "binding names from the config given with -c" "$(printf 'audit-log\norders')" "$jethost" mock -c "$tmp/two.conf" --binding ""
-expect "dlq's subcommands" "$(printf 'list\nreplay\nshow')" "$jethost" dlq ""
+expect "dlq's subcommands" "$(printf 'list\npurge\nreplay\nrm\nshow\nstats')" "$jethost" dlq ""
+expect "dlq --cause: the causes" "$(printf 'malformed\nmalformed-headers\nmax-deliveries')" "$jethost" dlq list --cause ma
 expect "kv's subcommand by prefix" "put" "$jethost" kv p

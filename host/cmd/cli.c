@@ -109,7 +109,7 @@ static const struct {
     { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT (SIGHUP reloads it)" },
     { "check", cmd_check, "validate a config and its plugins (-s URL: also against the server)" },
     { "pub", jet_pub_main, "publish a message to JetStream and print the pub-ack" },
-    { "dlq", jet_dlq_cli_main, "list, show and replay dead-letter records" },
+    { "dlq", jet_dlq_cli_main, "find, count, replay and remove dead-letter records" },
     { "kv", jet_kv_cli_main, "put, get or delete a KV entry (put --create makes the bucket)" },
     { "mock", jet_mock_cli_main, "run a plugin on the mock host: JSON lines in, settlements out" },
     { "version", cmd_version, "print the version and the plugin ABI version" },
