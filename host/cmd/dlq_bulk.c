@@ -327,6 +327,10 @@ static void print_replayed(Run *run, guint64 seq, const char *subject, const jsP
         g_autofree char *stream = jet_dlq_field(pa->Stream);
         fprintf(d->out, "%s:%" G_GUINT64_FORMAT " -> %s: stream %s seq %" PRIu64 "%s\n", d->stream, seq, subject,
                 stream, pa->Sequence, pa->Duplicate ? " (duplicate: replayed before)" : "");
+    } else if (stream_hint != NULL) {
+        g_autofree char *stream = jet_dlq_field(stream_hint);
+        fprintf(d->out, "%s:%" G_GUINT64_FORMAT " -> %s (stream %s; dry run: not published)\n", d->stream, seq,
+                subject, stream);
     } else {
         fprintf(d->out, "%s:%" G_GUINT64_FORMAT " -> %s (dry run: not published)\n", d->stream, seq, subject);
     }

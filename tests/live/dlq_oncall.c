@@ -304,10 +304,12 @@ static void test_filters(void)
 
     /* Times: from the time record 12,000 was stored on, everything after. */
     g_auto(Run) one = dlq("--json", "list", "--from", "12000", "--limit", "1", NULL);
+    g_assert_cmpint(one.rc, ==, 0);
     g_autoptr(JsonParser) p = json_parser_new();
     g_assert_true(json_parser_load_from_data(p, one.out, -1, NULL));
     const char *stored = json_object_get_string_member(json_node_get_object(json_parser_get_root(p)), "stored");
     g_auto(Run) since = dlq("--json", "list", "--from", stored, NULL);
+    g_assert_cmpint(since.rc, ==, 0);
     g_autoptr(GArray) s = json_seqs(since.out);
     /* Records stored within one clock tick share a time: all from 12,000
      * on, and maybe a few just before. */
@@ -315,6 +317,7 @@ static void test_filters(void)
     g_assert_cmpuint(s->len, >=, N_RECORDS - 12000 + 1);
     g_assert_cmpuint(g_array_index(s, guint64, 0), <=, 12000);
     g_auto(Run) ago = dlq("--json", "list", "--from", "1h", "--limit", "5", NULL);
+    g_assert_cmpint(ago.rc, ==, 0);
     g_autoptr(GArray) a = json_seqs(ago.out);
     g_assert_cmpuint(a->len, ==, 5);
     g_assert_cmpuint(g_array_index(a, guint64, 0), ==, 1);
@@ -571,8 +574,9 @@ static void test_replay_slice(void)
     /* --dry-run: what would go where, nothing published. */
     g_auto(Run) dry = dlq("replay", "--dry-run", "--from", first, "--until", last, NULL);
     g_assert_cmpint(dry.rc, ==, 0);
-    g_assert_cmpuint(jet_test_count_lines(dry.out, "(dry run: not published)"), ==, SLICE_LAST - SLICE_FIRST + 1);
-    g_autofree char *line1 = g_strdup_printf(DLQ ":%d -> %s (dry run", SLICE_FIRST, recs[SLICE_FIRST - 1].subject);
+    g_assert_cmpuint(jet_test_count_lines(dry.out, "; dry run: not published)"), ==, SLICE_LAST - SLICE_FIRST + 1);
+    g_autofree char *line1 = g_strdup_printf(DLQ ":%d -> %s (stream %s; dry run: not published)\n", SLICE_FIRST,
+                                             recs[SLICE_FIRST - 1].subject, recs[SLICE_FIRST - 1].origin);
     g_assert_nonnull(strstr(dry.out, line1));
     g_assert_nonnull(strstr(dry.err, "would replay 5000 of 5000"));
     g_assert_cmpuint(msgs_of("ORDERS"), ==, orders0);
@@ -732,6 +736,25 @@ static void test_confirm_terminal(void)
         g_assert_nonnull(strstr(out, "Remove 2 records from DLQ_ASK (2 given)? This cannot be undone. [y/N]"));
         g_assert_cmpuint(msgs_of("DLQ_ASK"), ==, i == 0 ? 10 : 8);
     }
+
+    /* A replay on a terminal: the progress line (count, bar, percentage,
+     * rate, time left, then done) stands for the per-record lines. */
+    g_autofree char *cmd = g_strdup_printf("%s dlq -s %s --stream DLQ_ASK replay --again --rate 20 1-10", bin,
+                                           jet_test_server_url(srv));
+    const char *argv[] = { "script", "-qec", cmd, "/dev/null", NULL };
+    g_autoptr(GError) e = NULL;
+    g_autoptr(GSubprocess) p = g_subprocess_newv(argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE, &e);
+    g_assert_no_error(e);
+    g_autofree char *out = NULL;
+    g_assert_true(g_subprocess_communicate_utf8(p, NULL, NULL, &out, NULL, &e));
+    g_autofree char *shown = g_strescape(out, NULL);
+    g_test_message("replay on a terminal: %s", shown);
+    g_assert_true(g_regex_match_simple("\\r[0-9]/8 \\[[=> ]+\\] +[0-9]+%  [0-9]+/s  0:0[0-9] left", out, 0, 0));
+    g_assert_nonnull(strstr(out, "8/8 ["));
+    g_assert_nonnull(strstr(out, "100%"));
+    g_assert_nonnull(strstr(out, "done"));
+    g_assert_nonnull(strstr(out, "replayed 8 of 8"));
+    g_assert_null(strstr(out, " -> "));
     free_records(rr, 10);
 }
 

@@ -578,7 +578,7 @@ static void test_domain_run(void)
     g_assert_nonnull(strstr(out, "orders.bad"));
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err_text, g_free);
-    const char *show[] = { "dlq", "show", "1", "-c", conf, NULL };
+    const char *show[] = { "dlq", "show", "--payload", "1", "-c", conf, NULL };
     rc = jethost(&out, &err_text, show);
     g_test_message("dlq show: %s%s", out, err_text);
     g_assert_cmpint(rc, ==, 0);
