@@ -11,6 +11,7 @@
 #include "nats_raw.h"
 #include "progress.h"
 #include "replay.h"
+#include "stream_names.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -26,37 +27,16 @@ typedef enum {
     TARGET_ERROR,     /* the server could not be asked: reason set */
 } TargetCheck;
 
-/* Whether some stream captures subject: <API prefix>.STREAM.NAMES filtered by
- * it (the server matches the stream's patterns). */
+/* Whether some stream captures subject (stream_names.h). */
 static TargetCheck any_stream_captures(JetDlq *d, const char *subject, char **reason)
 {
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "subject");
-    json_builder_add_string_value(b, subject);
-    json_builder_end_object(b);
-    g_autofree char *body = jet_json_line(b);
-    natsMsg *reply = NULL;
-    g_autofree char *api = g_strdup_printf("%s.STREAM.NAMES", jet_conn_api_prefix(d->conn));
-    natsStatus s = natsConnection_Request(&reply, jet_conn_nats(d->conn), api, body, (int)strlen(body),
-                                          JET_DLQ_REQUEST_TIMEOUT_MS);
-    if (s != NATS_OK) {
-        g_autofree char *why = jet_nats_error(s);
-        *reason = g_strdup_printf("asking which stream captures %s: %s", subject, why);
+    g_autoptr(GError) e = NULL;
+    g_autofree char *stream = jet_stream_capturing(d->conn, subject, JET_DLQ_REQUEST_TIMEOUT_MS, &e);
+    if (e != NULL) {
+        *reason = g_strdup(e->message);
         return TARGET_ERROR;
     }
-    g_autoptr(JsonParser) p = json_parser_new();
-    gboolean parsed = json_parser_load_from_data(p, natsMsg_GetData(reply), natsMsg_GetDataLength(reply), NULL);
-    natsMsg_Destroy(reply);
-    JsonNode *root = parsed ? json_parser_get_root(p) : NULL;
-    JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
-    if (o == NULL || json_object_has_member(o, "error")) {
-        *reason = g_strdup_printf("asking which stream captures %s: the server %s", subject,
-                                  o == NULL ? "sent no JSON" : "refused");
-        return TARGET_ERROR;
-    }
-    JsonNode *n = json_object_get_member(o, "streams");
-    if (n == NULL || !JSON_NODE_HOLDS_ARRAY(n) || json_array_get_length(json_node_get_array(n)) == 0) {
+    if (stream == NULL) {
         *reason = g_strdup_printf("no stream captures %s", subject);
         return TARGET_REFUSED;
     }
@@ -295,6 +275,17 @@ static int run_end(Run *run, guint64 next_seq)
 
 /* --- replay ------------------------------------------------------------------ */
 
+/* A JSON line's first members: which record. */
+static JsonBuilder *json_record(JetDlq *d, guint64 seq)
+{
+    JsonBuilder *b = json_builder_new();
+    json_builder_begin_object(b);
+    jet_json_add_bytes(b, "dlq_stream", d->stream, -1);
+    json_builder_set_member_name(b, "dlq_seq");
+    json_builder_add_int_value(b, (gint64)seq);
+    return b;
+}
+
 static void print_replayed(Run *run, guint64 seq, const char *subject, const jsPubAck *pa, const char *msg_id,
                            const char *stream_hint)
 {
@@ -302,11 +293,7 @@ static void print_replayed(Run *run, guint64 seq, const char *subject, const jsP
     if (!run->lines)
         return;
     if (d->format == JET_DLQ_OUT_JSON) {
-        g_autoptr(JsonBuilder) b = json_builder_new();
-        json_builder_begin_object(b);
-        jet_json_add_bytes(b, "dlq_stream", d->stream, -1);
-        json_builder_set_member_name(b, "dlq_seq");
-        json_builder_add_int_value(b, (gint64)seq);
+        g_autoptr(JsonBuilder) b = json_record(d, seq);
         jet_json_add_bytes(b, "subject", subject, -1);
         if (pa != NULL) {
             jet_json_add_pub_ack(b, pa->Stream, pa->Sequence, pa->Duplicate);
@@ -511,11 +498,7 @@ static void print_removed(Run *run, guint64 seq)
     if (!run->lines)
         return;
     if (d->format == JET_DLQ_OUT_JSON) {
-        g_autoptr(JsonBuilder) b = json_builder_new();
-        json_builder_begin_object(b);
-        jet_json_add_bytes(b, "dlq_stream", d->stream, -1);
-        json_builder_set_member_name(b, "dlq_seq");
-        json_builder_add_int_value(b, (gint64)seq);
+        g_autoptr(JsonBuilder) b = json_record(d, seq);
         json_builder_set_member_name(b, d->dry_run ? "dry_run" : "removed");
         json_builder_add_boolean_value(b, TRUE);
         json_builder_end_object(b);

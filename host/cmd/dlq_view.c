@@ -74,9 +74,51 @@ static void json_uint_or_null(JsonBuilder *b, const char *key, const char *value
 enum { COL_SEQ, COL_ORIGIN, COL_SUBJECT, COL_CAUSE, COL_CAPTURED, COL_REASON, N_COLS };
 static const char *const col_titles[N_COLS] = { "SEQ", "ORIGIN", "SUBJECT", "CAUSE", "CAPTURED", "REASON" };
 
+/* What list, stats and the selection share: the filter applied to each
+ * record read, take() called for each match, the read stopped at the limit
+ * or once no later record can match. */
 typedef struct {
     JetDlq *d;
-    guint64 shown;
+    guint64 taken;
+    void (*take)(const JetDlqRecord *r, gpointer data);
+    gpointer data;
+} MatchRun;
+
+static gboolean match_one(const JetDlqRecord *r, gpointer data)
+{
+    MatchRun *run = data;
+    JetDlq *d = run->d;
+    if (jet_dlq_filter_matches(d->filter, r->seq, r->stored_ns, r->headers)) {
+        run->take(r, run->data);
+        guint64 limit = jet_dlq_filter_limit(d->filter);
+        if (limit > 0 && ++run->taken >= limit)
+            return FALSE;
+    }
+    return jet_dlq_filter_before_end(d->filter, r->seq, r->stored_ns);
+}
+
+static void read_options(JetDlq *d, JetDlqReadOptions *o)
+{
+    *o = (JetDlqReadOptions){ .headers_only = TRUE };
+    jet_dlq_filter_start(d->filter, &o->start_seq, &o->start_time_ns);
+}
+
+/* Reads the stream, take() on each match; FALSE after saying why. */
+static gboolean read_matches(JetDlq *d, void (*take)(const JetDlqRecord *r, gpointer data), gpointer data)
+{
+    MatchRun run = { d, 0, take, data };
+    JetDlqReadOptions o;
+    read_options(d, &o);
+    g_autoptr(GError) e = NULL;
+    if (!jet_dlq_read(d->conn, d->stream, &o, match_one, &run, NULL, &e)) {
+        fprintf(d->err, "jethost dlq: %s\n", e->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+typedef struct {
+    JetDlq *d;
     GPtrArray *rows;   /* table: GStrv of N_COLS escaped fields, printed at the end */
 } ListRun;
 
@@ -121,12 +163,10 @@ static char **list_fields(const JetDlqRecord *r)
     return f;
 }
 
-static gboolean list_one(const JetDlqRecord *r, gpointer data)
+static void list_one(const JetDlqRecord *r, gpointer data)
 {
     ListRun *run = data;
     JetDlq *d = run->d;
-    if (!jet_dlq_filter_matches(d->filter, r->seq, r->stored_ns, r->headers))
-        return jet_dlq_filter_before_end(d->filter, r->seq, r->stored_ns);
     if (d->format == JET_DLQ_OUT_JSON) {
         list_json(d, r);
     } else {
@@ -139,9 +179,6 @@ static gboolean list_one(const JetDlqRecord *r, gpointer data)
             g_strfreev(f);
         }
     }
-    run->shown++;
-    guint64 limit = jet_dlq_filter_limit(d->filter);
-    return (limit == 0 || run->shown < limit) && jet_dlq_filter_before_end(d->filter, r->seq, r->stored_ns);
 }
 
 /* Columns as wide as their widest cell; the reason last, unpadded. */
@@ -168,61 +205,29 @@ static void print_table(JetDlq *d, GPtrArray *rows)
     }
 }
 
-static void read_options(JetDlq *d, JetDlqReadOptions *o)
-{
-    *o = (JetDlqReadOptions){ .headers_only = TRUE };
-    jet_dlq_filter_start(d->filter, &o->start_seq, &o->start_time_ns);
-}
-
 int jet_dlq_cmd_list(JetDlq *d)
 {
-    ListRun run = { d, 0, g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev) };
-    JetDlqReadOptions o;
-    read_options(d, &o);
-    g_autoptr(GError) e = NULL;
-    gboolean ok = jet_dlq_read(d->conn, d->stream, &o, list_one, &run, NULL, &e);
+    ListRun run = { d, g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev) };
+    gboolean ok = read_matches(d, list_one, &run);
     if (d->format == JET_DLQ_OUT_TABLE && run.rows->len > 0)
         print_table(d, run.rows);
     g_ptr_array_unref(run.rows);
     fflush(d->out);
-    if (!ok) {
-        fprintf(d->err, "jethost dlq: %s\n", e->message);
-        return 1;
-    }
-    return 0;
+    return ok ? 0 : 1;
 }
 
 /* --- stats ------------------------------------------------------------------- */
 
-typedef struct {
-    JetDlq *d;
-    JetDlqStats *stats;
-} StatsRun;
-
-static gboolean stats_one(const JetDlqRecord *r, gpointer data)
+static void count_one(const JetDlqRecord *r, gpointer data)
 {
-    StatsRun *run = data;
-    JetDlq *d = run->d;
-    if (jet_dlq_filter_matches(d->filter, r->seq, r->stored_ns, r->headers)) {
-        jet_dlq_stats_add(run->stats, r->seq, r->stored_ns, r->headers);
-        guint64 limit = jet_dlq_filter_limit(d->filter);
-        if (limit > 0 && jet_dlq_stats_total(run->stats) >= limit)
-            return FALSE;
-    }
-    return jet_dlq_filter_before_end(d->filter, r->seq, r->stored_ns);
+    jet_dlq_stats_add(data, r->seq, r->stored_ns, r->headers);
 }
 
 int jet_dlq_cmd_stats(JetDlq *d)
 {
     g_autoptr(JetDlqStats) stats = jet_dlq_stats_new();
-    StatsRun run = { d, stats };
-    JetDlqReadOptions o;
-    read_options(d, &o);
-    g_autoptr(GError) e = NULL;
-    if (!jet_dlq_read(d->conn, d->stream, &o, stats_one, &run, NULL, &e)) {
-        fprintf(d->err, "jethost dlq: %s\n", e->message);
+    if (!read_matches(d, count_one, stats))
         return 1;
-    }
     if (d->format == JET_DLQ_OUT_JSON)
         jet_dlq_stats_print_json(stats, d->stream, d->out);
     else
@@ -233,22 +238,9 @@ int jet_dlq_cmd_stats(JetDlq *d)
 
 /* --- the selection --------------------------------------------------------- */
 
-typedef struct {
-    JetDlq *d;
-    GArray *seqs;
-} SelectRun;
-
-static gboolean select_one(const JetDlqRecord *r, gpointer data)
+static void select_one(const JetDlqRecord *r, gpointer data)
 {
-    SelectRun *run = data;
-    JetDlq *d = run->d;
-    if (jet_dlq_filter_matches(d->filter, r->seq, r->stored_ns, r->headers)) {
-        g_array_append_val(run->seqs, r->seq);
-        guint64 limit = jet_dlq_filter_limit(d->filter);
-        if (limit > 0 && run->seqs->len >= limit)
-            return FALSE;
-    }
-    return jet_dlq_filter_before_end(d->filter, r->seq, r->stored_ns);
+    g_array_append_val((GArray *)data, r->seq);
 }
 
 GArray *jet_dlq_select(JetDlq *d)
@@ -264,12 +256,7 @@ GArray *jet_dlq_select(JetDlq *d)
         }
         return seqs;
     }
-    SelectRun run = { d, seqs };
-    JetDlqReadOptions o;
-    read_options(d, &o);
-    g_autoptr(GError) e = NULL;
-    if (!jet_dlq_read(d->conn, d->stream, &o, select_one, &run, NULL, &e)) {
-        fprintf(d->err, "jethost dlq: %s\n", e->message);
+    if (!read_matches(d, select_one, seqs)) {
         g_array_unref(seqs);
         return NULL;
     }

@@ -7,6 +7,7 @@
 #include "hdr_block.h"
 #include "log.h"
 #include "stream_msg.h"
+#include "stream_names.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -173,47 +174,12 @@ static void problem(JetAdvisory *a, const char *text)
         jet_log(JET_LOG_WARNING, a->b->name, "advisory-watch-problem", "%s", text);
 }
 
-/* The stream that captures the binding's advisory subject, asked of the
- * server (<API prefix>.STREAM.NAMES with a subject filter): an operator's stream
- * of any name is found as well as jethost's own.  NULL with *error unset:
- * none does. */
+/* The stream that captures the binding's advisory subject: an operator's
+ * stream of any name is found as well as jethost's own.  NULL with *error
+ * unset: none does. */
 static char *find_stream(JetAdvisory *a, GError **error)
 {
-    g_autoptr(JsonBuilder) jb = json_builder_new();
-    json_builder_begin_object(jb);
-    json_builder_set_member_name(jb, "subject");
-    json_builder_add_string_value(jb, a->subject);
-    json_builder_end_object(jb);
-    g_autoptr(JsonNode) req = json_builder_get_root(jb);
-    g_autofree char *body = json_to_string(req, FALSE);
-    natsMsg *reply = NULL;
-    g_autofree char *api = g_strdup_printf("%s.STREAM.NAMES", jet_conn_api_prefix(a->conn));
-    natsStatus s = natsConnection_Request(&reply, jet_conn_nats(a->conn), api, body, (int)strlen(body), REQUEST_MS);
-    if (s != NATS_OK) {
-        g_autofree char *why = jet_nats_error(s);
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "listing the streams that capture %s: %s", a->subject, why);
-        return NULL;
-    }
-    g_autoptr(JsonParser) p = json_parser_new();
-    gboolean ok = json_parser_load_from_data(p, natsMsg_GetData(reply), natsMsg_GetDataLength(reply), NULL);
-    natsMsg_Destroy(reply);
-    JsonNode *root = ok ? json_parser_get_root(p) : NULL;
-    JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
-    if (o == NULL || json_object_has_member(o, "error")) {
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "listing the streams that capture %s: the server refused",
-                    a->subject);
-        return NULL;
-    }
-    JsonNode *list = json_object_get_member(o, "streams");
-    if (list == NULL || !JSON_NODE_HOLDS_ARRAY(list))
-        return NULL;   /* "streams": null when none */
-    JsonArray *arr = json_node_get_array(list);
-    for (guint i = 0; i < json_array_get_length(arr); i++) {
-        JsonNode *n = json_array_get_element(arr, i);
-        if (JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING)
-            return g_strdup(json_node_get_string(n));
-    }
-    return NULL;
+    return jet_stream_capturing(a->conn, a->subject, REQUEST_MS, error);
 }
 
 /* No stream captures the subject: create JETHOST_ADVISORIES (managed), or say

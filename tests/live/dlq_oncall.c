@@ -159,24 +159,39 @@ static void run_clear(Run *r)
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Run, run_clear)
 
-/* `jethost dlq -s URL ARGS...`. */
-static Run dlq(const char *first, ...)
+/* `jethost dlq -s URL ARGS...` (ARGS NULL-terminated). */
+static Run dlq_argv(const char *const *extra)
 {
     g_autoptr(GPtrArray) args = g_ptr_array_new();
     g_ptr_array_add(args, "dlq");
     g_ptr_array_add(args, "-s");
     g_ptr_array_add(args, (char *)jet_test_server_url(srv));
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(args, (char *)a);
-    va_end(ap);
+    for (const char *const *a = extra; *a != NULL; a++)
+        g_ptr_array_add(args, (char *)*a);
     g_ptr_array_add(args, NULL);
     Run r = { 0 };
     r.rc = jet_test_jethost_run((const char *const *)args->pdata, &r.out, &r.err);
     g_autofree char *line = g_strjoinv(" ", (char **)args->pdata);
     g_test_message("%s -> %d (%zu bytes out)\n%s", line, r.rc, strlen(r.out), r.err);
     return r;
+}
+
+/* The arguments after first, up to NULL, after the ones in args. */
+static void collect(GPtrArray *args, const char *first, va_list ap)
+{
+    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(args, (char *)a);
+    g_ptr_array_add(args, NULL);
+}
+
+static Run dlq(const char *first, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    va_list ap;
+    va_start(ap, first);
+    collect(args, first, ap);
+    va_end(ap);
+    return dlq_argv((const char *const *)args->pdata);
 }
 
 /* The dlq_seq of every JSON line. */
@@ -264,24 +279,17 @@ static gboolean everything(const Rec *r, gconstpointer d)
     return TRUE;
 }
 
+/* `dlq --json list FILTER...` selects what pred says, in order. */
 static void check_filter(Pred pred, gconstpointer data, guint limit, const char *first, ...)
 {
     g_autoptr(GPtrArray) args = g_ptr_array_new();
-    g_ptr_array_add(args, "dlq");
-    g_ptr_array_add(args, "-s");
-    g_ptr_array_add(args, (char *)jet_test_server_url(srv));
     g_ptr_array_add(args, "--json");
     g_ptr_array_add(args, "list");
     va_list ap;
     va_start(ap, first);
-    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(args, (char *)a);
+    collect(args, first, ap);
     va_end(ap);
-    g_ptr_array_add(args, NULL);
-    g_auto(Run) r = { 0 };
-    r.rc = jet_test_jethost_run((const char *const *)args->pdata, &r.out, &r.err);
-    g_autofree char *line = g_strjoinv(" ", (char **)args->pdata);
-    g_test_message("%s -> %d\n%s", line, r.rc, r.err);
+    g_auto(Run) r = dlq_argv((const char *const *)args->pdata);
     g_assert_cmpint(r.rc, ==, 0);
     g_autoptr(GArray) got = json_seqs(r.out);
     g_test_message("  %u records", got->len);
