@@ -6,7 +6,11 @@
 
 #include <string.h>
 
-#define MAX_RECONNECT_HOOKS 16
+
+typedef struct {
+    void (*fn)(gpointer);
+    gpointer data;
+} Hook;
 
 struct JetConn {
     natsConnection *nc;
@@ -15,8 +19,7 @@ struct JetConn {
     gint generation;     /* atomic */
     gint connected;      /* atomic */
     GMutex lock;
-    struct { void (*fn)(gpointer); gpointer data; } hooks[MAX_RECONNECT_HOOKS];
-    guint n_hooks;
+    GArray *hooks;            /* Hook: a binding's engine (or more) each; no limit on bindings */
     /* nats.c may still run our callbacks while it closes: the JetConn
      * outlives the connection's closed callback. */
     GCond closed_cond;
@@ -106,8 +109,10 @@ static void on_reconnected(natsConnection *nc, void *closure)
     g_atomic_int_set(&c->connected, 1);
     jet_log(JET_LOG_INFO, NULL, "reconnected", "reconnected to %s; re-pulling", url);
     g_mutex_lock(&c->lock);
-    for (guint i = 0; i < c->n_hooks; i++)
-        c->hooks[i].fn(c->hooks[i].data);
+    for (guint i = 0; i < c->hooks->len; i++) {
+        const Hook *h = &g_array_index(c->hooks, Hook, i);
+        h->fn(h->data);
+    }
     g_mutex_unlock(&c->lock);
 }
 
@@ -207,6 +212,7 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
     g_return_val_if_fail(urls != NULL && urls[0] != NULL, NULL);
     JetConn *c = g_new0(JetConn, 1);
     g_mutex_init(&c->lock);
+    c->hooks = g_array_new(FALSE, FALSE, sizeof(Hook));
     g_cond_init(&c->closed_cond);
     natsOptions *o = NULL;
     natsStatus s = natsOptions_Create(&o);
@@ -331,6 +337,7 @@ void jet_conn_close(JetConn *c)
     g_free(c->api_prefix);
     g_cond_clear(&c->closed_cond);
     g_mutex_clear(&c->lock);
+    g_array_unref(c->hooks);
     g_free(c);
 }
 
@@ -342,20 +349,18 @@ gboolean jet_conn_is_connected(JetConn *c) { return g_atomic_int_get(&c->connect
 void jet_conn_on_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data)
 {
     g_mutex_lock(&c->lock);
-    g_assert(c->n_hooks < MAX_RECONNECT_HOOKS);
-    c->hooks[c->n_hooks].fn = fn;
-    c->hooks[c->n_hooks].data = data;
-    c->n_hooks++;
+    Hook h = { fn, data };
+    g_array_append_val(c->hooks, h);
     g_mutex_unlock(&c->lock);
 }
 
 void jet_conn_off_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data)
 {
     g_mutex_lock(&c->lock);
-    for (guint i = 0; i < c->n_hooks; i++) {
-        if (c->hooks[i].fn == fn && c->hooks[i].data == data) {
-            memmove(&c->hooks[i], &c->hooks[i + 1], (c->n_hooks - i - 1) * sizeof c->hooks[0]);
-            c->n_hooks--;
+    for (guint i = 0; i < c->hooks->len; i++) {
+        const Hook *h = &g_array_index(c->hooks, Hook, i);
+        if (h->fn == fn && h->data == data) {
+            g_array_remove_index(c->hooks, i);
             break;
         }
     }

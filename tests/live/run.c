@@ -623,6 +623,42 @@ static void test_reports_every_binding(void)
     g_assert_null(strstr(log, "event=running"));
 }
 
+/* Many bindings in one host: more than any fixed table of the host would
+ * hold (each binding registers with the shared connection), every one
+ * runs, handles its messages and drains. */
+#define MANY_BINDINGS 40
+static void test_many_bindings(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    jet_test_publish_n(js, "orders.new", 20);
+    g_autofree char *fx = jet_test_plugin_copy("fx_ok");
+    g_autoptr(GString) text = g_string_new(NULL);
+    g_string_append_printf(text, "[host]\nserver = %s\n", jet_test_server_url(srv));
+    for (int i = 0; i < MANY_BINDINGS; i++)
+        g_string_append_printf(text, "\n[binding b%d]\nplugin = %s\nstream = ORDERS\nconsumer = c%d\n", i, fx, i);
+    g_autofree char *conf = jet_test_write_file("many.conf", text->str);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "many.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    for (int i = 0; i < MANY_BINDINGS; i++) {
+        g_autofree char *consumer = g_strdup_printf("c%d", i);
+        JetTestFloorWait w = { js, "ORDERS", consumer, 20 };
+        if (!jet_test_wait_until(jet_test_floor_reached, &w, 60000)) {
+            g_autofree char *log = jet_test_read_text(errlog);
+            g_error("binding b%d did not reach the end:\n%s", i, log);
+        }
+    }
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 30000), ==, 0);
+    g_autofree char *log = jet_test_read_text(errlog);
+    g_assert_cmpuint(jet_test_count_lines(log, "level=error"), ==, 0);
+    g_assert_nonnull(strstr(log, "handled 800: acked 800"));
+    jet_test_js_close(nc, js);
+}
+
 /* What `check -s` calls a config error, `run` does too, at once: a
  * consumer with a server BackOff, a push consumer, a schedule the stream
  * cannot keep, unlimited attempts on a stream that expires messages (unless
@@ -718,6 +754,7 @@ int main(int argc, char **argv)
     g_test_add_func("/run/failing-binding-exits", test_failing_binding_exits);
     g_test_add_func("/run/reports-every-binding", test_reports_every_binding);
     g_test_add_func("/run/server-config-errors", test_server_config_errors);
+    g_test_add_func("/run/many-bindings", test_many_bindings);
     int rc = g_test_run();
     nats_Close();
     return rc;
