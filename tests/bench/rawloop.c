@@ -28,6 +28,18 @@
  *       (made as for fetch), each strictly paced like `fetch` at BATCH,
  *       sleeping SLEEP_US in each message's handler before natsMsg_Ack, as
  *       each jethost worker pulls for itself.  One connection for all.
+ *   rawloop multi URL STREAM PREFIX K N BATCH
+ *       K loops in one process, beside jethost with K bindings: each its own
+ *       consumer PREFIX_<i> (made as for fetch) on STREAM, each pulling and
+ *       acking all N like `fetch` at BATCH, on one connection; the
+ *       consumers are deleted at the end.
+ *   rawloop acks URL STREAM TOTAL TIMEOUT_S
+ *       Counts acks on the wire: a core subscription on $JS.ACK.<STREAM>.>
+ *       (every client's acks to any consumer of STREAM); prints READY once
+ *       subscribed, then, once TOTAL are seen (or after TIMEOUT_S), RESULT
+ *       with rate = acks between the first and the last seen / that time.
+ *       For many consumers at once, where a floor poll would be one
+ *       request each.
  *   rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT
  *       The failure path done by hand, beside jethost with every message
  *       REJECTed: the same consumer and the same raw pulls as `raw`, then for
@@ -441,6 +453,90 @@ done:
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     return NULL;
+}
+
+/* K plain loops in one process, each its own consumer PREFIX_<i> on STREAM,
+ * each taking all N: the bindings case's peer. */
+static int mode_multi(const char *url, const char *stream, const char *prefix, long k, long n, long batch)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    pthread_t tid[64];
+    struct pool p[64];
+    char names[64][128];
+
+    if (k > 64) {
+        fprintf(stderr, "rawloop: at most 64 loops\n");
+        return 1;
+    }
+    for (long i = 0; i < k; i++) {
+        snprintf(names[i], sizeof names[i], "%s_%ld", prefix, i);
+        make_consumer(js, stream, names[i]);
+        p[i] = (struct pool){ .nc = nc, .js = js, .stream = stream, .consumer = names[i], .batch = batch, .left = n };
+    }
+    int64_t t0 = mono_ns();
+    for (long i = 0; i < k; i++)
+        if (pthread_create(&tid[i], NULL, pool_worker, &p[i]) != 0) {
+            fprintf(stderr, "rawloop: cannot start a loop\n");
+            exit(2);
+        }
+    long handled = 0, pulls = 0;
+    for (long i = 0; i < k; i++) {
+        pthread_join(tid[i], NULL);
+        handled += p[i].handled;
+        pulls += p[i].pulls;
+    }
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    print_loop_result("multi", batch, handled, t0, t1, pulls, 0);
+    for (long i = 0; i < k; i++)
+        js_DeleteConsumer(js, stream, names[i], NULL, NULL);
+    disconnect(js, nc);
+    return handled == k * n ? 0 : 3;
+}
+
+/* Acks counted on the wire: a core subscriber on $JS.ACK.<stream>.> sees
+ * every ack any client sends for the stream, at the cost of one plain
+ * delivery each, and no request to the consumer it would contend with. */
+static long acks_seen;
+static int64_t acks_first, acks_last;
+
+static void on_ack(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    (void)closure;
+    int64_t now = mono_ns();
+    if (acks_seen++ == 0)
+        acks_first = now;
+    acks_last = now;
+    natsMsg_Destroy(m);
+}
+
+static int mode_acks(const char *url, const char *stream, long total, long timeout_s)
+{
+    natsConnection *nc = connect_to(url);
+    natsSubscription *sub = NULL;
+    char subject[256];
+
+    snprintf(subject, sizeof subject, "$JS.ACK.%s.>", stream);
+    DIE_IF(natsConnection_Subscribe(&sub, nc, subject, on_ack, NULL), "subscribe");
+    DIE_IF(natsSubscription_SetPendingLimits(sub, -1, -1), "pending limits");
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    printf("READY\n");
+    fflush(stdout);
+    int64_t end = mono_ns() + (int64_t)timeout_s * 1000000000;
+    /* the callback runs on one thread, the reads here are only a progress check */
+    while (__atomic_load_n(&acks_seen, __ATOMIC_RELAXED) < total && mono_ns() < end)
+        sleep_until_mono(mono_ns() + 20000000);
+    natsSubscription_Unsubscribe(sub);
+    long seen = __atomic_load_n(&acks_seen, __ATOMIC_ACQUIRE);
+    double secs = (double)(acks_last - acks_first) / 1e9;
+    printf("RESULT mode=acks n=%ld seen=%ld reached=%d secs=%.3f rate=%.0f\n", total, seen, seen >= total ? 1 : 0, secs,
+           secs > 0 && seen > 1 ? (double)(seen - 1) / secs : 0.0);
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(nc);
+    return seen >= total ? 0 : 3;
 }
 
 static int mode_workers(const char *url, const char *stream, const char *consumer, long n, long batch, long workers,
@@ -1194,6 +1290,8 @@ static int usage(void)
     fprintf(stderr, "usage: rawloop publish URL STREAM SUBJECT N SIZE\n"
                     "       rawloop fetch|raw URL STREAM CONSUMER N BATCH\n"
                     "       rawloop workers URL STREAM CONSUMER N BATCH WORKERS SLEEP_US\n"
+                    "       rawloop multi URL STREAM PREFIX K N BATCH\n"
+                    "       rawloop acks URL STREAM TOTAL TIMEOUT_S\n"
                     "       rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT\n"
                     "       rawloop forward URL STREAM CONSUMER N BATCH SUBJECT\n"
                     "       rawloop dlq URL STREAM SUBJECT\n"
@@ -1226,6 +1324,11 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "workers") == 0 && argc == 9)
         rc = mode_workers(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1),
                           arg_long(argv[7], "WORKERS", 1), arg_long(argv[8], "SLEEP_US", 0));
+    else if (strcmp(mode, "multi") == 0 && argc == 8)
+        rc = mode_multi(url, argv[3], argv[4], arg_long(argv[5], "K", 1), arg_long(argv[6], "N", 1),
+                        arg_long(argv[7], "BATCH", 1));
+    else if (strcmp(mode, "acks") == 0 && argc == 6)
+        rc = mode_acks(url, argv[3], arg_long(argv[4], "TOTAL", 1), arg_long(argv[5], "TIMEOUT_S", 1));
     else if (strcmp(mode, "raw") == 0 && argc == 7)
         rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
     else if (strcmp(mode, "capture") == 0 && argc == 8)

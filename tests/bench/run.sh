@@ -70,6 +70,12 @@
 # each size a stream PAY of min(PAY_MAX_N, PAY_MB MiB / size) messages
 # (PAY_MAX_N 50000, PAY_MB 256; QUICK 10000 and 32), batch PAY_BATCH (10):
 # jethost beside rawloop fetch and raw, in MB/s.
+# The bindings part (CASES bindings): BIND_COUNTS ("1 10 50") bindings in
+# one jethost, each its own durable consumer of a stream BIND refilled for
+# each count with BIND_TOTAL / count messages (BIND_TOTAL 100000; QUICK
+# 20000), batch BIND_BATCH (10), beside `rawloop multi` (as many Fetch loops
+# in one process); the aggregate rate is counted on the wire by `rawloop
+# acks`, and the peak RSS divided by the bindings.
 # Latency (CASES latency): LAT_N (60000: a minute at LAT_RATE 1000; QUICK
 # 3000), p50, p99, p99.9 and max of each side.
 # With gnuplot (GNUPLOT, or on the PATH), tests/bench/plot.sh draws the
@@ -86,6 +92,7 @@ if [ "${QUICK:-0}" = 1 ]; then
     ORD_N=${ORD_N:-20000}; CKPT_N=${CKPT_N:-2000}; KV_KEYS=${KV_KEYS:-2000}
     SLOW_N=${SLOW_N:-1000}; SLOW_KEYS=${SLOW_KEYS:-200}; SLOW_UPDATES=${SLOW_UPDATES:-800}
     LANES_N=${LANES_N:-20000}
+    BIND_TOTAL=${BIND_TOTAL:-20000}
     FLOOR_POLL_MS=${FLOOR_POLL_MS:-50}; WRK_PER=${WRK_PER:-500}; PAY_MAX_N=${PAY_MAX_N:-10000}; PAY_MB=${PAY_MB:-32}
 fi
 N=${N:-200000}
@@ -93,9 +100,9 @@ REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
 N_FWD=${N_FWD:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
-    CASES=${CASES:-method throughput latency workers payload failure forward rss ordered kv lanes}
+    CASES=${CASES:-method throughput latency workers payload bindings failure forward rss ordered kv lanes}
 else
-    CASES=${CASES:-method throughput latency workers payload failure forward rss ordered kv sustained lanes}
+    CASES=${CASES:-method throughput latency workers payload bindings failure forward rss ordered kv sustained lanes}
 fi
 CASES=${CASES//,/ }
 LAT_N=${LAT_N:-60000}
@@ -128,6 +135,9 @@ PAY_MAX_N=${PAY_MAX_N:-50000}
 PAY_MB=${PAY_MB:-256}
 PAY_BATCH=${PAY_BATCH:-10}
 METHOD_BATCHES="1 10 100"
+BIND_COUNTS=${BIND_COUNTS:-1 10 50}
+BIND_TOTAL=${BIND_TOTAL:-100000}
+BIND_BATCH=${BIND_BATCH:-10}
 KV_HISTORY=64   # the most a bucket keeps: every update of a run stays in the stream
 SIZE=128
 BATCHES="1 10 100"
@@ -153,8 +163,8 @@ for f in "$RAW" "$JH" "$SO" "$FWD_SO"; do [ -e "$f" ] || die "$f is missing (run
 want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
     case $c in
-        method | throughput | failure | forward | latency | rss | ordered | kv | sustained | lanes | workers | payload) ;;
-        *) die "CASES: unknown part '$c' (method throughput latency workers payload failure forward rss ordered kv sustained lanes)" ;;
+        method | throughput | failure | forward | latency | rss | ordered | kv | sustained | lanes | workers | payload | bindings) ;;
+        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure forward rss ordered kv sustained lanes)" ;;
     esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
@@ -705,6 +715,7 @@ ENV_TXT=$WORK/env.txt
     if [ -n "$NATSBENCH" ]; then echo "anchor:   $ANCHORS_DIR/natsbench.c (pull ... ack, NATSBENCH_SENDASAP=1), built in the work directory"
     else echo "anchor:   natsbench.c not found or not built: no anchor column"; fi
     want workers && echo "workers:  stream WRK, WRK_PER=$WRK_PER messages a worker, workers $WRK_COUNTS, WRK_BATCH=$WRK_BATCH, 1 ms handler"
+    want bindings && echo "bindings: stream BIND, BIND_TOTAL=$BIND_TOTAL messages split over $BIND_COUNTS bindings, BIND_BATCH=$BIND_BATCH; rate: acks counted on the wire"
     want payload && echo "payload:  stream PAY, sizes $PAY_SIZES, min(PAY_MAX_N=$PAY_MAX_N, PAY_MB=$PAY_MB MiB / size) messages, PAY_BATCH=$PAY_BATCH"
     echo "cases:    $CASES"
 } >"$ENV_TXT"
@@ -795,6 +806,67 @@ want payload && for size in $PAY_SIZES; do
         for i in 0 1 2; do
             run_case "${cases[$(((i + rep - 1) % 3))]}" "$size" "$rep" || fails=$((fails + 1))
         done
+    done
+done
+
+# --- bindings: K bindings in one host, acks counted on the wire ----------------------
+# run_bindings LABEL K REP: jethost with K bindings (LABEL bind_jh) or rawloop
+# multi with K loops (bind_raw), each of the K consumers taking all of stream
+# BIND ($BIND_EACH messages); timed by `rawloop acks` until K x BIND_EACH acks.
+run_bindings() {
+    local label=$1 k=$2 rep=$3 c=${1}_b${2}_r${3} total=$(($2 * BIND_EACH)) i
+    local d=$WORK/runs/$c
+    mkdir -p "$d"
+    "$RAW" acks "$URL" BIND "$total" "$(floor_timeout "$total")" >"$d/acks.out" 2>"$d/acks.err" &
+    local apid=$!
+    wait_line "$d/acks.out" READY 30 "$apid" || { say "$c: the ack counter never got ready"; return 1; }
+    local rss="" cpu="" own="" rc
+    if [ "$label" = bind_jh ]; then
+        {
+            printf '[host]\nserver = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n' "$URL" "$WORK/state"
+            for i in $(seq 0 $((k - 1))); do
+                printf '[binding b%s]\nplugin = %s\nstream = BIND\nconsumer = %s_%s\n' "$i" "$WORK/plugins/noop.so" "$c" "$i"
+                printf 'batch = %s\nthreshold = 0\nexpires = 30s\nidle_heartbeat = 5s\n' "$BIND_BATCH"
+                printf 'ack_wait = 30s\nmax_ack_pending = 1000\nmax_deliver = -1\n\n'
+            done
+        } >"$d/jethost.conf"
+        JETHOST_LOG_LEVEL=warning "$JH" run -c "$d/jethost.conf" 2>"$d/jethost.log" &
+        CHILD=$!
+        wait "$apid"
+        rc=$?
+        rss=$(awk '/^VmHWM:/{print $2}' "/proc/$CHILD/status" 2>/dev/null)
+        cpu=$(awk -v t="$CLK_TCK" -v n="$total" '{printf "%.0f", ($14 + $15) / t * 1e9 / n}' "/proc/$CHILD/stat" 2>/dev/null)
+        kill -TERM "$CHILD" 2>/dev/null
+        wait "$CHILD" || rc=$((rc ? rc : 1))
+        CHILD=""
+        for i in $(seq 0 $((k - 1))); do "$RAW" del "$URL" BIND "${c}_$i" >/dev/null 2>&1; done
+    else
+        "$RAW" multi "$URL" BIND "$c" "$k" "$BIND_EACH" "$BIND_BATCH" >"$d/client.out" 2>"$d/client.err"
+        rc=$?
+        wait "$apid" || rc=$((rc ? rc : 1))
+        rss=$(field rss_kb "$d/client.out")
+        cpu=$(field cpu_ms "$d/client.out")
+        [ -n "$cpu" ] && cpu=$(awk -v c="$cpu" -v n="$total" 'BEGIN {printf "%.0f", c * 1e6 / n}')
+        own=$(field rate "$d/client.out")
+    fi
+    if [ "$rc" -ne 0 ]; then
+        say "$c: FAILED (rc $rc); logs in $d"
+        tail -3 "$d"/*.err "$d"/*.log 2>/dev/null >&2
+        echo "$label $k $rep FAIL - - - -" >>"$RESULTS"
+        return 1
+    fi
+    local rate
+    rate=$(field rate "$d/acks.out")
+    echo "$label $k $rep $rate ${rss:--} - ${cpu:--} ${own:--}" >>"$RESULTS"
+    say "$(printf '%-18s bindings %2s rep %s: %8s msgs/s (acks on the wire)  rss %s kB  cpu %s ns/msg' "$label" "$k" "$rep" \
+        "$rate" "${rss:--}" "${cpu:--}")"
+}
+want bindings && for k in $BIND_COUNTS; do
+    BIND_EACH=$((BIND_TOTAL / k))
+    fill BIND bind.x "$BIND_EACH" "$WORK/fill-bind.out"
+    for rep in $(seq "$REPS"); do
+        if [ $((rep % 2)) = 1 ]; then cases=(bind_jh bind_raw); else cases=(bind_raw bind_jh); fi
+        for c in "${cases[@]}"; do run_bindings "$c" "$k" "$rep" || fails=$((fails + 1)); done
     done
 done
 
@@ -917,6 +989,7 @@ SERVER_HWM=$(awk '/^VmHWM:/{print $2}' "/proc/$SPID/status" 2>/dev/null)
 # pctl_of KEY FILE: one field of a RESULT line; pctls FILE: p50 p99 p99.9 max, aligned
 pctl_of() { [ -f "$2" ] && sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
 pctls() { printf '%-8s %-8s %-8s %-8s' "$(pctl_of p50_us "$1")" "$(pctl_of p99_us "$1")" "$(pctl_of p999_us "$1")" "$(pctl_of max_us "$1")"; }
+perk() { awk -v r="$1" -v k="$2" 'BEGIN {if (r ~ /^[0-9.]+$/) printf "%.2f", r / 1024 / k; else printf "-"}'; }
 mbs() { awk -v r="$1" -v z="$2" 'BEGIN {if (r ~ /^[0-9.]+$/) printf "%.1f", r * z / 1e6; else printf "-"}'; }
 # stats LABEL BATCH COLUMN -> "median min max" over the repetitions (numeric rows)
 stats() {
@@ -1091,6 +1164,18 @@ slow_row() {
             "$(ratio "$(med wrk_jh "$w")" "$(med wrk_raw "$w")")" "$(rsscell wrk_jh "$w")" "$(rsscell wrk_raw "$w")"
     done
     fi
+    if want bindings; then
+    echo
+    echo "bindings in one host: $BIND_TOTAL messages a run split over the bindings (each its own consumer of all of stream"
+    echo "BIND), batch $BIND_BATCH; aggregate msgs/s counted on the wire (rawloop acks), median [min-max]; peak RSS MiB, and per binding:"
+    printf '%-9s %-22s %-22s %-8s %-10s %-12s %-10s %-12s %-10s %-10s\n' bindings jethost "nats.c K x Fetch" "jh/raw" \
+        "RSS jh" "jh/binding" "RSS raw" "raw/loop" "CPU jh us" "CPU raw us"
+    for k in $BIND_COUNTS; do
+        printf '%-9s %-22s %-22s %-8s %-10s %-12s %-10s %-12s %-10s %-10s\n' "$k" "$(cell bind_jh "$k")" "$(cell bind_raw "$k")" \
+            "$(ratio "$(med bind_jh "$k")" "$(med bind_raw "$k")")" "$(rsscell bind_jh "$k")" "$(perk "$(colmed bind_jh "$k" 5)" "$k")" \
+            "$(rsscell bind_raw "$k")" "$(perk "$(colmed bind_raw "$k" 5)" "$k")" "$(cpucell bind_jh "$k")" "$(cpucell bind_raw "$k")"
+    done
+    fi
     if want payload; then
     echo
     echo "payload sizes, batch $PAY_BATCH, min($PAY_MAX_N, $PAY_MB MiB / size) messages a run; MB/s (10^6 B) of payload, median:"
@@ -1201,6 +1286,14 @@ if want workers; then
         for w in $WRK_COUNTS; do echo "$w $((w * 1000)) $(med wrk_jh "$w") $(med wrk_raw "$w")"; done
     } >"$DAT/workers.dat"
 fi
+if want bindings; then
+    {
+        echo "# bindings jethost_rate nats_c_rate jethost_rss_mib_per_binding nats_c_rss_mib_per_loop"
+        for k in $BIND_COUNTS; do
+            echo "$k $(med bind_jh "$k") $(med bind_raw "$k") $(perk "$(colmed bind_jh "$k" 5)" "$k") $(perk "$(colmed bind_raw "$k" 5)" "$k")"
+        done
+    } >"$DAT/bindings.dat"
+fi
 if want payload; then
     {
         echo "# size_bytes jethost_MBps fetch_MBps raw_MBps"
@@ -1210,7 +1303,7 @@ if want payload; then
     } >"$DAT/payload.dat"
 fi
 GNUPLOT=${GNUPLOT:-$(command -v gnuplot || true)}
-if [ -n "$GNUPLOT" ] && { want method || want latency || want workers || want payload; }; then
+if [ -n "$GNUPLOT" ] && { want method || want latency || want workers || want payload || want bindings; }; then
     GNUPLOT=$GNUPLOT bash "$JET_SRCDIR/tests/bench/plot.sh" "$DAT" "${PLOT_DIR:-$JET_BUILDDIR/bench-img}" ||
         say "plotting failed"
 else
