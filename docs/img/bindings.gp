@@ -9,7 +9,8 @@ set xlabel "bindings"
 set ylabel "msgs/s (all bindings)"
 set y2label "MiB per binding"
 set logscale x
-set xtics (1, 10, 50)
+set xtics (1, 10, 16, 50)
+set xrange [0.8:70]
 set yrange [0:*]
 set y2range [0:*]
 set ytics nomirror

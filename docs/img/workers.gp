@@ -8,6 +8,7 @@ set xlabel "workers"
 set ylabel "msgs/s"
 set logscale x 2
 set xtics (1, 2, 4, 8)
+set xrange [0.8:10]
 set yrange [0:*]
 set grid
 plot datafile using 1:2 with lines dt 2 lw 2 title "ideal (workers x 1,000/s)", \

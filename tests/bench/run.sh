@@ -810,6 +810,21 @@ want payload && for size in $PAY_SIZES; do
 done
 
 # --- bindings: K bindings in one host, acks counted on the wire ----------------------
+# acks_wait APID PID: the ack counter's status, once it has counted them all;
+# if PID (the client) ends first, a failure then (the counter would wait
+# out its timeout for acks that will not come), after 3 s for the last acks.
+acks_wait() {
+    while kill -0 "$1" 2>/dev/null; do
+        if ! kill -0 "$2" 2>/dev/null; then
+            sleep 3
+            kill -TERM "$1" 2>/dev/null
+            break
+        fi
+        sleep 0.1
+    done
+    wait "$1"
+}
+
 # run_bindings LABEL K REP: jethost with K bindings (LABEL bind_jh) or rawloop
 # multi with K loops (bind_raw), each of the K consumers taking all of stream
 # BIND ($BIND_EACH messages); timed by `rawloop acks` until K x BIND_EACH acks.
@@ -832,7 +847,7 @@ run_bindings() {
         } >"$d/jethost.conf"
         JETHOST_LOG_LEVEL=warning "$JH" run -c "$d/jethost.conf" 2>"$d/jethost.log" &
         CHILD=$!
-        wait "$apid"
+        acks_wait "$apid" "$CHILD"
         rc=$?
         rss=$(awk '/^VmHWM:/{print $2}' "/proc/$CHILD/status" 2>/dev/null)
         cpu=$(awk -v t="$CLK_TCK" -v n="$total" '{printf "%.0f", ($14 + $15) / t * 1e9 / n}' "/proc/$CHILD/stat" 2>/dev/null)
@@ -841,9 +856,12 @@ run_bindings() {
         CHILD=""
         for i in $(seq 0 $((k - 1))); do "$RAW" del "$URL" BIND "${c}_$i" >/dev/null 2>&1; done
     else
-        "$RAW" multi "$URL" BIND "$c" "$k" "$BIND_EACH" "$BIND_BATCH" >"$d/client.out" 2>"$d/client.err"
+        "$RAW" multi "$URL" BIND "$c" "$k" "$BIND_EACH" "$BIND_BATCH" >"$d/client.out" 2>"$d/client.err" &
+        CHILD=$!
+        acks_wait "$apid" "$CHILD"
         rc=$?
-        wait "$apid" || rc=$((rc ? rc : 1))
+        wait "$CHILD" || rc=$((rc ? rc : 1))
+        CHILD=""
         rss=$(field rss_kb "$d/client.out")
         cpu=$(field cpu_ms "$d/client.out")
         [ -n "$cpu" ] && cpu=$(awk -v c="$cpu" -v n="$total" 'BEGIN {printf "%.0f", c * 1e6 / n}')
@@ -1156,10 +1174,10 @@ slow_row() {
     echo
     echo "workers: a 1 ms handler (sleep), $WRK_PER messages a worker, batch $WRK_BATCH a puller; jethost \`workers = W\` beside"
     echo "rawloop workers (W plain Fetch loops on the one consumer); msgs/s median [min-max]:"
-    printf '%-8s %-8s %-22s %-22s %-9s %-9s %-9s %-10s %-10s\n' workers ideal jethost "nats.c W x Fetch" "jh/ideal" \
+    printf '%-8s %-8s %-22s %-22s %-9s %-9s %-9s %-18s %-18s\n' workers ideal jethost "nats.c W x Fetch" "jh/ideal" \
         "raw/ideal" "jh/raw" "RSS jh" "RSS raw"
     for w in $WRK_COUNTS; do
-        printf '%-8s %-8s %-22s %-22s %-9s %-9s %-9s %-10s %-10s\n' "$w" "$((w * 1000))" "$(cell wrk_jh "$w")" \
+        printf '%-8s %-8s %-22s %-22s %-9s %-9s %-9s %-18s %-18s\n' "$w" "$((w * 1000))" "$(cell wrk_jh "$w")" \
             "$(cell wrk_raw "$w")" "$(ratio "$(med wrk_jh "$w")" "$((w * 1000))")" "$(ratio "$(med wrk_raw "$w")" "$((w * 1000))")" \
             "$(ratio "$(med wrk_jh "$w")" "$(med wrk_raw "$w")")" "$(rsscell wrk_jh "$w")" "$(rsscell wrk_raw "$w")"
     done
@@ -1168,10 +1186,10 @@ slow_row() {
     echo
     echo "bindings in one host: $BIND_TOTAL messages a run split over the bindings (each its own consumer of all of stream"
     echo "BIND), batch $BIND_BATCH; aggregate msgs/s counted on the wire (rawloop acks), median [min-max]; peak RSS MiB, and per binding:"
-    printf '%-9s %-22s %-22s %-8s %-10s %-12s %-10s %-12s %-10s %-10s\n' bindings jethost "nats.c K x Fetch" "jh/raw" \
+    printf '%-9s %-22s %-22s %-8s %-18s %-12s %-18s %-12s %-10s %-10s\n' bindings jethost "nats.c K x Fetch" "jh/raw" \
         "RSS jh" "jh/binding" "RSS raw" "raw/loop" "CPU jh us" "CPU raw us"
     for k in $BIND_COUNTS; do
-        printf '%-9s %-22s %-22s %-8s %-10s %-12s %-10s %-12s %-10s %-10s\n' "$k" "$(cell bind_jh "$k")" "$(cell bind_raw "$k")" \
+        printf '%-9s %-22s %-22s %-8s %-18s %-12s %-18s %-12s %-10s %-10s\n' "$k" "$(cell bind_jh "$k")" "$(cell bind_raw "$k")" \
             "$(ratio "$(med bind_jh "$k")" "$(med bind_raw "$k")")" "$(rsscell bind_jh "$k")" "$(perk "$(colmed bind_jh "$k" 5)" "$k")" \
             "$(rsscell bind_raw "$k")" "$(perk "$(colmed bind_raw "$k" 5)" "$k")" "$(cpucell bind_jh "$k")" "$(cpucell bind_raw "$k")"
     done
@@ -1179,10 +1197,10 @@ slow_row() {
     if want payload; then
     echo
     echo "payload sizes, batch $PAY_BATCH, min($PAY_MAX_N, $PAY_MB MiB / size) messages a run; MB/s (10^6 B) of payload, median:"
-    printf '%-9s %-7s %-12s %-12s %-12s %-9s %-9s %-10s %-10s %-10s\n' size msgs "jethost" "nats.c Fetch" "raw pull" \
+    printf '%-9s %-7s %-12s %-12s %-12s %-9s %-9s %-18s %-18s %-18s\n' size msgs "jethost" "nats.c Fetch" "raw pull" \
         "jh/Fetch" "jh/raw" "RSS jh" "RSS Fetch" "RSS raw"
     for z in $PAY_SIZES; do
-        printf '%-9s %-7s %-12s %-12s %-12s %-9s %-9s %-10s %-10s %-10s\n' "$z" "$(pay_count "$z")" \
+        printf '%-9s %-7s %-12s %-12s %-12s %-9s %-9s %-18s %-18s %-18s\n' "$z" "$(pay_count "$z")" \
             "$(mbs "$(med pay_jh "$z")" "$z")" "$(mbs "$(med pay_fetch "$z")" "$z")" "$(mbs "$(med pay_raw "$z")" "$z")" \
             "$(ratio "$(med pay_jh "$z")" "$(med pay_fetch "$z")")" "$(ratio "$(med pay_jh "$z")" "$(med pay_raw "$z")")" \
             "$(rsscell pay_jh "$z")" "$(rsscell pay_fetch "$z")" "$(rsscell pay_raw "$z")"
