@@ -22,6 +22,24 @@
  *       raw with env RAWLOOP_LATENCY_FILE=PATH also writes, for each
  *       delivery, receipt time minus the stamp `rawloop pace` put in its
  *       payload (ns, one a line): the plain loop's side of the latency.
+ *   rawloop workers URL STREAM CONSUMER N BATCH WORKERS SLEEP_US
+ *       The worker pool by hand, beside jethost with `workers`: WORKERS
+ *       threads, each its own js_PullSubscribe on the one durable CONSUMER
+ *       (made as for fetch), each strictly paced like `fetch` at BATCH,
+ *       sleeping SLEEP_US in each message's handler before natsMsg_Ack, as
+ *       each jethost worker pulls for itself.  One connection for all.
+ *   rawloop multi URL STREAM PREFIX K N BATCH
+ *       K loops in one process, beside jethost with K bindings: each its own
+ *       consumer PREFIX_<i> (made as for fetch) on STREAM, each pulling and
+ *       acking all N like `fetch` at BATCH, on one connection; the
+ *       consumers are deleted at the end.
+ *   rawloop acks URL STREAM TOTAL TIMEOUT_S
+ *       Counts acks on the wire: a core subscription on $JS.ACK.<STREAM>.>
+ *       (every client's acks to any consumer of STREAM); prints READY once
+ *       subscribed, then, once TOTAL are seen (or after TIMEOUT_S), RESULT
+ *       with rate = acks between the first and the last seen / that time.
+ *       For many consumers at once, where a floor poll would be one
+ *       request each.
  *   rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT
  *       The failure path done by hand, beside jethost with every message
  *       REJECTed: the same consumer and the same raw pulls as `raw`, then for
@@ -45,7 +63,10 @@
  *   rawloop msgs URL STREAM                  prints the stream's message count
  *   rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S
  *       Polls the consumer's info every 5 ms (a missing consumer counts as
- *       floor 0) until its ack floor reaches stream sequence N.  T0_NS is the
+ *       floor 0) until its ack floor first moves, then every RAWLOOP_POLL_MS
+ *       (default 5), until it reaches stream sequence N; with a poll slower
+ *       than 5 ms the rate is the floor's slope up to the last sample short
+ *       of N (interp=1).  T0_NS is the
  *       wall clock (ns) at which the measured process was started.  A consumer
  *       that disappears after it was seen (consume.js deletes its own once it
  *       saw the floor) ends the wait at that moment (gone=1).
@@ -59,7 +80,7 @@
  *       Core request/reply round trips at RATE per second between two
  *       connections of this process (one replies); prints p50/p99/max.
  *   rawloop pctl FILE
- *       p50/p99/max of a file of nanosecond integers, one a line.
+ *       p50/p99/p99.9/max of a file of nanosecond integers, one a line.
  *   rawloop send URL SUBJECT KEYS COUNT SIZE
  *       Publishes COUNT messages of SIZE bytes with js_PublishAsync to a
  *       stream that exists: all to SUBJECT (KEYS 0), or to SUBJECT.<i % KEYS>
@@ -98,6 +119,7 @@
  * this process's peak RSS (VmHWM); cpu_ms its user + system CPU time.  Exit status 0 on success.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -368,6 +390,182 @@ static int mode_fetch(const char *url, const char *stream, const char *consumer,
     natsSubscription_Destroy(sub);
     disconnect(js, nc);
     return 0;
+}
+
+/* The worker pool's shared state: the messages still to take, and the
+ * consumer every puller binds to. */
+struct pool {
+    natsConnection *nc;
+    jsCtx *js;
+    const char *stream, *consumer;
+    long batch, sleep_us;
+    long left;      /* messages not yet taken, across the pullers */
+    long handled;
+    long pulls;
+};
+
+static void *pool_worker(void *arg)
+{
+    struct pool *p = arg;
+    natsSubscription *sub = NULL;
+    jsSubOptions so;
+    jsErrCode jerr = 0;
+    const struct timespec pause = { .tv_sec = p->sleep_us / 1000000, .tv_nsec = (p->sleep_us % 1000000) * 1000 };
+
+    jsSubOptions_Init(&so);
+    so.Stream = p->stream;
+    so.Consumer = p->consumer;
+    DIE_IF(js_PullSubscribe(&sub, p->js, NULL, p->consumer, NULL, &so, &jerr), "pull subscribe");
+    for (;;) {
+        /* Claim the batch before pulling it, so the pullers together never
+         * ask for more than N and the last ones stop instead of waiting for
+         * messages that will not come. */
+        long want = p->batch, left = __atomic_load_n(&p->left, __ATOMIC_RELAXED);
+        do {
+            if (left <= 0)
+                goto done;
+            want = left < p->batch ? left : p->batch;
+        } while (!__atomic_compare_exchange_n(&p->left, &left, left - want, false, __ATOMIC_RELAXED,
+                                              __ATOMIC_RELAXED));
+        while (want > 0) {
+            natsMsgList list = { 0 };
+            jsFetchRequest req;
+            jsFetchRequest_Init(&req);
+            req.Batch = (int)want;
+            req.Expires = (int64_t)30 * 1000000000;
+            req.Heartbeat = (int64_t)5 * 1000000000;
+            __atomic_add_fetch(&p->pulls, 1, __ATOMIC_RELAXED);
+            natsStatus s = natsSubscription_FetchRequest(&list, sub, &req);
+            if (s == NATS_TIMEOUT)
+                continue;
+            DIE_IF(s, "fetch");
+            for (int i = 0; i < list.Count; i++) {
+                if (p->sleep_us > 0)
+                    nanosleep(&pause, NULL);
+                DIE_IF(natsMsg_Ack(list.Msgs[i], NULL), "ack");
+            }
+            want -= list.Count;
+            __atomic_add_fetch(&p->handled, list.Count, __ATOMIC_RELAXED);
+            natsMsgList_Destroy(&list);
+        }
+    }
+done:
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    return NULL;
+}
+
+/* K plain loops in one process, each its own consumer PREFIX_<i> on STREAM,
+ * each taking all N: the bindings case's peer. */
+static int mode_multi(const char *url, const char *stream, const char *prefix, long k, long n, long batch)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    pthread_t tid[64];
+    struct pool p[64];
+    char names[64][128];
+
+    if (k > 64) {
+        fprintf(stderr, "rawloop: at most 64 loops\n");
+        return 1;
+    }
+    for (long i = 0; i < k; i++) {
+        snprintf(names[i], sizeof names[i], "%s_%ld", prefix, i);
+        make_consumer(js, stream, names[i]);
+        p[i] = (struct pool){ .nc = nc, .js = js, .stream = stream, .consumer = names[i], .batch = batch, .left = n };
+    }
+    int64_t t0 = mono_ns();
+    for (long i = 0; i < k; i++)
+        if (pthread_create(&tid[i], NULL, pool_worker, &p[i]) != 0) {
+            fprintf(stderr, "rawloop: cannot start a loop\n");
+            exit(2);
+        }
+    long handled = 0, pulls = 0;
+    for (long i = 0; i < k; i++) {
+        pthread_join(tid[i], NULL);
+        handled += p[i].handled;
+        pulls += p[i].pulls;
+    }
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    print_loop_result("multi", batch, handled, t0, t1, pulls, 0);
+    for (long i = 0; i < k; i++)
+        js_DeleteConsumer(js, stream, names[i], NULL, NULL);
+    disconnect(js, nc);
+    return handled == k * n ? 0 : 3;
+}
+
+/* Acks counted on the wire: a core subscriber on $JS.ACK.<stream>.> sees
+ * every ack any client sends for the stream, at the cost of one plain
+ * delivery each, and no request to the consumer it would contend with. */
+static long acks_seen;
+static int64_t acks_first, acks_last;
+
+static void on_ack(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    (void)closure;
+    int64_t now = mono_ns();
+    if (acks_seen++ == 0)
+        acks_first = now;
+    acks_last = now;
+    natsMsg_Destroy(m);
+}
+
+static int mode_acks(const char *url, const char *stream, long total, long timeout_s)
+{
+    natsConnection *nc = connect_to(url);
+    natsSubscription *sub = NULL;
+    char subject[256];
+
+    snprintf(subject, sizeof subject, "$JS.ACK.%s.>", stream);
+    DIE_IF(natsConnection_Subscribe(&sub, nc, subject, on_ack, NULL), "subscribe");
+    DIE_IF(natsSubscription_SetPendingLimits(sub, -1, -1), "pending limits");
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    printf("READY\n");
+    fflush(stdout);
+    int64_t end = mono_ns() + (int64_t)timeout_s * 1000000000;
+    /* the callback runs on one thread, the reads here are only a progress check */
+    while (__atomic_load_n(&acks_seen, __ATOMIC_RELAXED) < total && mono_ns() < end)
+        sleep_until_mono(mono_ns() + 20000000);
+    natsSubscription_Unsubscribe(sub);
+    long seen = __atomic_load_n(&acks_seen, __ATOMIC_ACQUIRE);
+    double secs = (double)(acks_last - acks_first) / 1e9;
+    printf("RESULT mode=acks n=%ld seen=%ld reached=%d secs=%.3f rate=%.0f\n", total, seen, seen >= total ? 1 : 0, secs,
+           secs > 0 && seen > 1 ? (double)(seen - 1) / secs : 0.0);
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(nc);
+    return seen >= total ? 0 : 3;
+}
+
+static int mode_workers(const char *url, const char *stream, const char *consumer, long n, long batch, long workers,
+                        long sleep_us)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    pthread_t tid[64];
+    struct pool p = { .nc = nc, .js = js, .stream = stream, .consumer = consumer, .batch = batch,
+                      .sleep_us = sleep_us, .left = n };
+
+    if (workers > 64) {
+        fprintf(stderr, "rawloop: at most 64 workers\n");
+        return 1;
+    }
+    make_consumer(js, stream, consumer);
+    int64_t t0 = mono_ns();
+    for (long i = 0; i < workers; i++)
+        if (pthread_create(&tid[i], NULL, pool_worker, &p) != 0) {
+            fprintf(stderr, "rawloop: cannot start a worker\n");
+            exit(2);
+        }
+    for (long i = 0; i < workers; i++)
+        pthread_join(tid[i], NULL);
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    print_loop_result("workers", batch, p.handled, t0, t1, p.pulls, 0);
+    disconnect(js, nc);
+    return p.handled == n ? 0 : 3;
 }
 
 /* The id of the pull a message on <inbox>.<id> answers. */
@@ -868,8 +1066,17 @@ static int mode_floor(const char *url, const char *stream, const char *consumer,
 {
     natsConnection *nc = connect_to(url);
     jsCtx *js = js_for(nc);
-    int64_t start = mono_ns(), first_t = 0;
-    uint64_t first_floor = 0, floor = 0;
+    /* Every consumer-info request takes the consumer's lock on the server
+     * the client is racing against: at 5 ms the poll itself slows a plain
+     * Fetch loop by a fifth.  So the start is caught at 5 ms (before the
+     * floor moves there is nothing to slow), then the floor is polled only
+     * every POLL_MS, and the rate is the floor's slope between the first
+     * movement and the last sample short of N: the last step, which a rare
+     * poll would overstate, is interpolated at that slope. */
+    const int64_t fast_ns = 5000000;
+    const int64_t slow_ns = env_long("RAWLOOP_POLL_MS", 5) * 1000000;
+    int64_t start = mono_ns(), first_t = 0, prev_t = 0;
+    uint64_t first_floor = 0, floor = 0, prev_floor = 0;
     long polls = 0;
     bool seen = false, gone = false;
 
@@ -888,9 +1095,13 @@ static int mode_floor(const char *url, const char *stream, const char *consumer,
             }
             if (floor >= (uint64_t)n)
                 break;
+            if (floor > 0) {
+                prev_t = now;
+                prev_floor = floor;
+            }
         } else if (s == NATS_NOT_FOUND && seen) {
             /* Deleted by the client once it saw the floor itself (nats.js
-             * consume.js does): the floor was reached by now. */
+             * consume.js and natsbench do): the floor was reached by now. */
             gone = true;
             break;
         } else if (s != NATS_NOT_FOUND) {
@@ -901,7 +1112,7 @@ static int mode_floor(const char *url, const char *stream, const char *consumer,
             printf("RESULT mode=floor n=%ld reached=0 floor=%" PRIu64 "\n", n, floor);
             return 3;
         }
-        sleep_until_mono(now + 5000000);
+        sleep_until_mono(now + (first_t == 0 ? fast_ns : slow_ns));
     }
     int64_t end_wall = clock_ns(CLOCK_REALTIME), end = mono_ns();
     double total = (double)(end_wall - t0_wall) / 1e9;
@@ -911,9 +1122,16 @@ static int mode_floor(const char *url, const char *stream, const char *consumer,
      * process start, connect and consumer creation are left out alike for
      * every client.  Too short a run to see two points falls back to total. */
     double rate = steady_n > 0 && steady > 0 ? (double)steady_n / steady : (double)n / total;
+    int interp = 0;
+    if (slow_ns > fast_ns && prev_floor > first_floor && prev_t > first_t) {
+        rate = (double)(prev_floor - first_floor) / ((double)(prev_t - first_t) / 1e9);
+        steady = (double)steady_n / rate;
+        interp = 1;
+    }
     printf("RESULT mode=floor n=%ld reached=1 rate=%.0f total_secs=%.3f rate_total=%.0f steady_secs=%.3f "
-           "steady_n=%" PRIu64 " polls=%ld gone=%d\n",
-           n, rate, total, (double)n / total, steady, steady_n, polls, gone ? 1 : 0);
+           "steady_n=%" PRIu64 " polls=%ld gone=%d poll_ms=%ld interp=%d\n",
+           n, rate, total, (double)n / total, steady, steady_n, polls, gone ? 1 : 0, (long)(slow_ns / 1000000),
+           interp);
     disconnect(js, nc);
     return 0;
 }
@@ -989,8 +1207,9 @@ static void print_percentiles(const char *mode, int64_t *v, size_t n)
         return;
     }
     qsort(v, n, sizeof *v, cmp_i64);
-    printf("RESULT mode=%s n=%zu p50_us=%.0f p99_us=%.0f max_us=%.0f\n", mode, n, (double)percentile(v, n, 0.50) / 1e3,
-           (double)percentile(v, n, 0.99) / 1e3, (double)v[n - 1] / 1e3);
+    printf("RESULT mode=%s n=%zu p50_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.0f\n", mode, n,
+           (double)percentile(v, n, 0.50) / 1e3, (double)percentile(v, n, 0.99) / 1e3,
+           (double)percentile(v, n, 0.999) / 1e3, (double)v[n - 1] / 1e3);
 }
 
 static void on_echo(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
@@ -1070,6 +1289,9 @@ static int usage(void)
 {
     fprintf(stderr, "usage: rawloop publish URL STREAM SUBJECT N SIZE\n"
                     "       rawloop fetch|raw URL STREAM CONSUMER N BATCH\n"
+                    "       rawloop workers URL STREAM CONSUMER N BATCH WORKERS SLEEP_US\n"
+                    "       rawloop multi URL STREAM PREFIX K N BATCH\n"
+                    "       rawloop acks URL STREAM TOTAL TIMEOUT_S\n"
                     "       rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT\n"
                     "       rawloop forward URL STREAM CONSUMER N BATCH SUBJECT\n"
                     "       rawloop dlq URL STREAM SUBJECT\n"
@@ -1099,6 +1321,14 @@ int main(int argc, char **argv)
         rc = mode_publish(url, argv[3], argv[4], arg_long(argv[5], "N", 0), arg_long(argv[6], "SIZE", 1));
     else if (strcmp(mode, "fetch") == 0 && argc == 7)
         rc = mode_fetch(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
+    else if (strcmp(mode, "workers") == 0 && argc == 9)
+        rc = mode_workers(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1),
+                          arg_long(argv[7], "WORKERS", 1), arg_long(argv[8], "SLEEP_US", 0));
+    else if (strcmp(mode, "multi") == 0 && argc == 8)
+        rc = mode_multi(url, argv[3], argv[4], arg_long(argv[5], "K", 1), arg_long(argv[6], "N", 1),
+                        arg_long(argv[7], "BATCH", 1));
+    else if (strcmp(mode, "acks") == 0 && argc == 6)
+        rc = mode_acks(url, argv[3], arg_long(argv[4], "TOTAL", 1), arg_long(argv[5], "TIMEOUT_S", 1));
     else if (strcmp(mode, "raw") == 0 && argc == 7)
         rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
     else if (strcmp(mode, "capture") == 0 && argc == 8)

@@ -56,6 +56,30 @@
 # The lanes part (CASES lanes): LANES_N (100000; QUICK 20000) messages on
 # lanes.k.<i % LANES_KEYS> (LANES_KEYS 100), LANES_WORKERS (4) workers,
 # LANES_BATCH (100) for every side.
+# The method part (CASES method): the anchor ../shared/anchors/natsbench.c
+# (compiled into the work directory, never copied into the tree) alone, with
+# no poller at all, beside itself and jethost under the old 5 ms floor poller
+# and under the rare one (FLOOR_POLL_MS), at batch 1, 10 and 100.  Every
+# floor-timed rate of the other parts is taken by the rare poller:
+# FLOOR_POLL_MS (200; QUICK 50; 5 gives the old method).
+# The workers part (CASES workers): a 1 ms handler, WRK_COUNTS workers
+# ("1 2 4 8"), WRK_PER (3000; QUICK 500) messages a worker, batch WRK_BATCH
+# (10) a puller, beside `rawloop workers` (as many plain Fetch loops, each
+# sleeping as long a message); the ideal is workers x 1,000/s.
+# The payload part (CASES payload): PAY_SIZES ("128 4096 65536 1048576"),
+# each size a stream PAY of min(PAY_MAX_N, PAY_MB MiB / size) messages
+# (PAY_MAX_N 50000, PAY_MB 256; QUICK 10000 and 32), batch PAY_BATCH (10):
+# jethost beside rawloop fetch and raw, in MB/s.
+# The bindings part (CASES bindings): BIND_COUNTS ("1 10 50") bindings in
+# one jethost, each its own durable consumer of a stream BIND refilled for
+# each count with BIND_TOTAL / count messages (BIND_TOTAL 100000; QUICK
+# 20000), batch BIND_BATCH (10), beside `rawloop multi` (as many Fetch loops
+# in one process); the aggregate rate is counted on the wire by `rawloop
+# acks`, and the peak RSS divided by the bindings.
+# Latency (CASES latency): LAT_N (60000: a minute at LAT_RATE 1000; QUICK
+# 3000), p50, p99, p99.9 and max of each side.
+# With gnuplot (GNUPLOT, or on the PATH), tests/bench/plot.sh draws the
+# parts' curves into $JET_BUILDDIR/bench-img (PLOT_DIR).
 set -uo pipefail
 
 : "${JET_BUILDDIR:?run through make bench}"
@@ -64,22 +88,24 @@ NATS_SERVER=${NATS_SERVER:-nats-server}
 
 if [ "${QUICK:-0}" = 1 ]; then
     N=${N:-20000}; REPS=${REPS:-1}; N_FAIL=${N_FAIL:-2000}; N_FWD=${N_FWD:-10000}
-    LAT_N=${LAT_N:-2000}; RSS_SMALL=${RSS_SMALL:-1000}; RSS_LARGE=${RSS_LARGE:-10000}
+    LAT_N=${LAT_N:-3000}; RSS_SMALL=${RSS_SMALL:-1000}; RSS_LARGE=${RSS_LARGE:-10000}
     ORD_N=${ORD_N:-20000}; CKPT_N=${CKPT_N:-2000}; KV_KEYS=${KV_KEYS:-2000}
     SLOW_N=${SLOW_N:-1000}; SLOW_KEYS=${SLOW_KEYS:-200}; SLOW_UPDATES=${SLOW_UPDATES:-800}
     LANES_N=${LANES_N:-20000}
+    BIND_TOTAL=${BIND_TOTAL:-20000}
+    FLOOR_POLL_MS=${FLOOR_POLL_MS:-50}; WRK_PER=${WRK_PER:-500}; PAY_MAX_N=${PAY_MAX_N:-10000}; PAY_MB=${PAY_MB:-32}
 fi
 N=${N:-200000}
 REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
 N_FWD=${N_FWD:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
-    CASES=${CASES:-throughput failure forward latency rss ordered kv lanes}
+    CASES=${CASES:-method throughput latency workers payload bindings failure forward rss ordered kv lanes}
 else
-    CASES=${CASES:-throughput failure forward latency rss ordered kv sustained lanes}
+    CASES=${CASES:-method throughput latency workers payload bindings failure forward rss ordered kv sustained lanes}
 fi
 CASES=${CASES//,/ }
-LAT_N=${LAT_N:-10000}
+LAT_N=${LAT_N:-60000}
 LAT_RATE=${LAT_RATE:-1000}
 RSS_SMALL=${RSS_SMALL:-10000}
 RSS_LARGE=${RSS_LARGE:-100000}
@@ -100,6 +126,18 @@ LANES_N=${LANES_N:-100000}
 LANES_KEYS=${LANES_KEYS:-100}
 LANES_WORKERS=${LANES_WORKERS:-4}
 LANES_BATCH=${LANES_BATCH:-100}
+FLOOR_POLL_MS=${FLOOR_POLL_MS:-200}
+WRK_COUNTS=${WRK_COUNTS:-1 2 4 8}
+WRK_PER=${WRK_PER:-3000}
+WRK_BATCH=${WRK_BATCH:-10}
+PAY_SIZES=${PAY_SIZES:-128 4096 65536 1048576}
+PAY_MAX_N=${PAY_MAX_N:-50000}
+PAY_MB=${PAY_MB:-256}
+PAY_BATCH=${PAY_BATCH:-10}
+METHOD_BATCHES="1 10 100"
+BIND_COUNTS=${BIND_COUNTS:-1 10 50}
+BIND_TOTAL=${BIND_TOTAL:-100000}
+BIND_BATCH=${BIND_BATCH:-10}
 KV_HISTORY=64   # the most a bucket keeps: every update of a run stays in the stream
 SIZE=128
 BATCHES="1 10 100"
@@ -125,8 +163,8 @@ for f in "$RAW" "$JH" "$SO" "$FWD_SO"; do [ -e "$f" ] || die "$f is missing (run
 want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
     case $c in
-        throughput | failure | forward | latency | rss | ordered | kv | sustained | lanes) ;;
-        *) die "CASES: unknown part '$c' (throughput failure forward latency rss ordered kv sustained lanes)" ;;
+        method | throughput | failure | forward | latency | rss | ordered | kv | sustained | lanes | workers | payload | bindings) ;;
+        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure forward rss ordered kv sustained lanes)" ;;
     esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
@@ -179,6 +217,20 @@ mkdir -m 700 "$WORK/plugins" "$WORK/state" "$WORK/runs"
 cp "$SO" "$WORK/plugins/noop.so" && chmod 600 "$WORK/plugins/noop.so"
 cp "$FWD_SO" "$WORK/plugins/forward.so" && chmod 600 "$WORK/plugins/forward.so"
 
+# The anchor: the project's figures are ratios to this plain Fetch loop, so it
+# runs in the same invocation, built here from where it lives.
+NATSBENCH=""
+if [ -f "$ANCHORS_DIR/natsbench.c" ]; then
+    # shellcheck disable=SC2046 # pkg-config's flags are separate words
+    if "${CC:-cc}" -O2 -o "$WORK/natsbench" "$ANCHORS_DIR/natsbench.c" $(pkg-config --cflags --libs libnats) -lpthread \
+        2>"$WORK/natsbench.err"; then
+        NATSBENCH=$WORK/natsbench
+    else
+        say "natsbench.c did not build (no anchor column): $(head -3 "$WORK/natsbench.err")"
+    fi
+fi
+want method && [ -z "$NATSBENCH" ] && die "CASES method needs $ANCHORS_DIR/natsbench.c"
+
 RESULTS=$WORK/results.txt   # label batch rep rate rss_kb total_rate cpu_ns_per_msg
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 : >"$RESULTS"
@@ -219,12 +271,13 @@ run_jethost() {
     local c=${label}_b${batch}_r${rep}
     local d=$WORK/runs/$c
     mkdir -p "$d"
-    jethost_conf "$d/jethost.conf" "$stream" "$c" "$batch" "$threshold" "$@"
+    jethost_conf "$d/jethost.conf" "$stream" "$c" "${RUN_BATCH:-$batch}" "$threshold" "$@"
     local t0
     t0=$(now_ns)
     JETHOST_LOG_LEVEL=warning "$JH" run -c "$d/jethost.conf" 2>"$d/jethost.log" &
     CHILD=$!
-    "$RAW" floor "$URL" "$stream" "$c" "$n" "$t0" "$(floor_timeout "$n")" >"$d/floor.out" 2>"$d/floor.err"
+    RAWLOOP_POLL_MS=${POLL:-$FLOOR_POLL_MS} "$RAW" floor "$URL" "$stream" "$c" "$n" "$t0" "$(floor_timeout "$n")" \
+        >"$d/floor.out" 2>"$d/floor.err"
     local frc=$?
     local rss cpu
     rss=$(awk '/^VmHWM:/{print $2}' "/proc/$CHILD/status" 2>/dev/null)
@@ -262,7 +315,8 @@ run_client() {
     t0=$(now_ns)
     "${args[@]}" >"$d/client.out" 2>"$d/client.err" &
     CHILD=$!
-    "$RAW" floor "$URL" "$stream" "$c" "$n" "$t0" "$(floor_timeout "$n")" >"$d/floor.out" 2>"$d/floor.err"
+    RAWLOOP_POLL_MS=${POLL:-$FLOOR_POLL_MS} "$RAW" floor "$URL" "$stream" "$c" "$n" "$t0" "$(floor_timeout "$n")" \
+        >"$d/floor.out" 2>"$d/floor.err"
     local frc=$?
     wait "$CHILD"
     local crc=$?
@@ -279,11 +333,39 @@ run_client() {
         echo "$label $batch $rep FAIL ${rss:--} - -" >>"$RESULTS"
         return 1
     fi
-    local rate total
+    local rate total own
     rate=$(field rate "$d/floor.out")
     total=$(field rate_total "$d/floor.out")
-    echo "$label $batch $rep $rate ${rss:--} $total ${cpu:--}" >>"$RESULTS"
-    say "$(printf '%-18s batch %3s rep %s: %8s msgs/s  rss %s kB  cpu %s ns/msg' "$label" "$batch" "$rep" "$rate" "${rss:--}" "${cpu:--}")"
+    # the client's own timing (first pull to last ack), poller-free
+    own=$(field rate "$d/client.out")
+    echo "$label $batch $rep $rate ${rss:--} $total ${cpu:--} ${own:--}" >>"$RESULTS"
+    say "$(printf '%-18s batch %3s rep %s: %8s msgs/s  rss %s kB  cpu %s ns/msg  own %s' "$label" "$batch" "$rep" "$rate" \
+        "${rss:--}" "${cpu:--}" "${own:--}")"
+}
+
+# run_anchor LABEL BATCH REP [floor]: natsbench pull (SendAsap, as every
+# client here connects) on BENCH; with "floor", timed by the floor poller
+# too, else alone: no poller, only its own timing.
+run_anchor() {
+    local label=$1 batch=$2 rep=$3 c=${1}_b${2}_r${3}
+    local d=$WORK/runs/$c timecmd=()
+    mkdir -p "$d"
+    [ -x /usr/bin/time ] && timecmd=(/usr/bin/time -f %M -o "$d/rss")
+    if [ "${4:-}" = floor ]; then
+        run_client "$label" "$batch" "$rep" env NATSBENCH_SENDASAP=1 "${timecmd[@]}" \
+            "$NATSBENCH" "$URL" pull BENCH @C@ "$N" "$batch" ack
+        return
+    fi
+    if ! env NATSBENCH_SENDASAP=1 "${timecmd[@]}" "$NATSBENCH" "$URL" pull BENCH "$c" "$N" "$batch" ack \
+        >"$d/client.out" 2>"$d/client.err"; then
+        say "$c: FAILED"; tail -5 "$d/client.err" >&2
+        echo "$label $batch $rep FAIL - - - -" >>"$RESULTS"
+        return 1
+    fi
+    local own
+    own=$(field rate "$d/client.out")
+    echo "$label $batch $rep $own $(cat "$d/rss" 2>/dev/null || echo -) $(field rate_floor "$d/client.out") - $own" >>"$RESULTS"
+    say "$(printf '%-18s batch %3s rep %s: %8s msgs/s (own timing, no poller)' "$label" "$batch" "$rep" "$own")"
 }
 
 run_node() {
@@ -356,6 +438,23 @@ run_case() {
         jethost) run_jethost jethost "$batch" 0 "$rep" "$N" ;;
         jethost_thr) run_jethost jethost_thr "$batch" "$(threshold_for "$batch")" "$rep" "$N" ;;
         fetch) run_client fetch "$batch" "$rep" "$RAW" fetch "$URL" BENCH @C@ "$N" "$batch" ;;
+        anchor) run_anchor anchor "$batch" "$rep" floor ;;
+        m_alone) run_anchor m_alone "$batch" "$rep" ;;
+        m_anchor_p5) POLL=5 run_anchor m_anchor_p5 "$batch" "$rep" floor ;;
+        m_anchor_rare) run_anchor m_anchor_rare "$batch" "$rep" floor ;;
+        m_jh_p5) POLL=5 run_jethost m_jh_p5 "$batch" 0 "$rep" "$N" ;;
+        m_jh_rare) run_jethost m_jh_rare "$batch" 0 "$rep" "$N" ;;
+        # workers: the batch column carries the worker count
+        wrk_jh) RUN_STREAM=WRK RUN_BATCH=$WRK_BATCH run_jethost wrk_jh "$batch" 0 "$rep" "$((batch * WRK_PER))" \
+            "workers = $batch" "option.sleep = 1ms" ;;
+        wrk_raw) RUN_STREAM=WRK RUN_N=$((batch * WRK_PER)) run_client wrk_raw "$batch" "$rep" \
+            "$RAW" workers "$URL" WRK @C@ "$((batch * WRK_PER))" "$WRK_BATCH" "$batch" 1000 ;;
+        # payload: the batch column carries the size; PAY_COUNT is set per size
+        pay_jh) RUN_STREAM=PAY RUN_BATCH=$PAY_BATCH run_jethost pay_jh "$batch" 0 "$rep" "$PAY_COUNT" ;;
+        pay_fetch) RUN_STREAM=PAY RUN_N=$PAY_COUNT run_client pay_fetch "$batch" "$rep" \
+            "$RAW" fetch "$URL" PAY @C@ "$PAY_COUNT" "$PAY_BATCH" ;;
+        pay_raw) RUN_STREAM=PAY RUN_N=$PAY_COUNT run_client pay_raw "$batch" "$rep" \
+            "$RAW" raw "$URL" PAY @C@ "$PAY_COUNT" "$PAY_BATCH" ;;
         raw) run_client raw "$batch" "$rep" "$RAW" raw "$URL" BENCH @C@ "$N" "$batch" ;;
         jethost_fail) run_failure jethost_fail "$batch" "$rep" ;;
         capture) run_failure capture "$batch" "$rep" ;;
@@ -601,7 +700,7 @@ ENV_TXT=$WORK/env.txt
     else
         echo "nats.js:  not installed (npm install nats@2 in /tmp/natsjs, or set NATSJS_DIR): no peer column"
     fi
-    if want throughput || want rss; then
+    if want throughput || want rss || want method; then
         echo "workload: file stream, N=$N x $SIZE B, fresh durable per run, REPS=$REPS, server $URL"
     else
         echo "workload: REPS=$REPS, server $URL"
@@ -612,6 +711,12 @@ ENV_TXT=$WORK/env.txt
     want sustained && echo "sustain:  SUS_N=$SUS_N, SUS_KEYS=$SUS_KEYS, SUS_SLEEP_US=$SUS_SLEEP_US, SUS_REPS=$SUS_REPS"
     want lanes && echo "lanes:    stream LANES, LANES_N=$LANES_N x $SIZE B on lanes.k.<i % $LANES_KEYS>, LANES_WORKERS=$LANES_WORKERS, LANES_BATCH=$LANES_BATCH"
     want kv && echo "kv:       KV_KEYS=$KV_KEYS, KV_UPDATES=$KV_UPDATES; slow: SLOW_KEYS=$SLOW_KEYS, SLOW_UPDATES=$SLOW_UPDATES, SLOW_SLEEP_US=$SLOW_SLEEP_US"
+    echo "method:   floor polled every 5 ms until it first moves, then every FLOOR_POLL_MS=$FLOOR_POLL_MS ms (last step interpolated)"
+    if [ -n "$NATSBENCH" ]; then echo "anchor:   $ANCHORS_DIR/natsbench.c (pull ... ack, NATSBENCH_SENDASAP=1), built in the work directory"
+    else echo "anchor:   natsbench.c not found or not built: no anchor column"; fi
+    want workers && echo "workers:  stream WRK, WRK_PER=$WRK_PER messages a worker, workers $WRK_COUNTS, WRK_BATCH=$WRK_BATCH, 1 ms handler"
+    want bindings && echo "bindings: stream BIND, BIND_TOTAL=$BIND_TOTAL messages split over $BIND_COUNTS bindings, BIND_BATCH=$BIND_BATCH; rate: acks counted on the wire"
+    want payload && echo "payload:  stream PAY, sizes $PAY_SIZES, min(PAY_MAX_N=$PAY_MAX_N, PAY_MB=$PAY_MB MiB / size) messages, PAY_BATCH=$PAY_BATCH"
     echo "cases:    $CASES"
 } >"$ENV_TXT"
 cat "$ENV_TXT" >&2
@@ -628,7 +733,7 @@ fill() {
     [ "$ok" = 1 ] || { cat "$WORK/fill.err" >&2; die "filling stream $1 failed"; }
 }
 FILL_RATE=-
-if want throughput || want rss; then
+if want throughput || want rss || want method; then
     fill BENCH bench.x "$N" "$WORK/fill.out"
     FILL_RATE=$(field rate "$WORK/fill.out")
 fi
@@ -647,19 +752,139 @@ if want lanes; then
     [ "$lanes_msgs" = "$LANES_N" ] || die "stream LANES holds ${lanes_msgs:-?} messages, not $LANES_N"
 fi
 
-# --- throughput, alternating -----------------------------------------------------
+if want workers; then
+    wmax=0
+    for w in $WRK_COUNTS; do [ "$w" -gt "$wmax" ] && wmax=$w; done
+    fill WRK wrk.x "$((wmax * WRK_PER))" "$WORK/fill-wrk.out"
+fi
+
+# --- the method: the anchor alone, and under the 5 ms and the rare poller -------
 fails=0
+want method && for rep in $(seq "$REPS"); do
+    for batch in $METHOD_BATCHES; do
+        cases=(m_alone m_anchor_p5 m_anchor_rare m_jh_p5 m_jh_rare)
+        k=${#cases[@]}
+        for i in $(seq 0 $((k - 1))); do
+            run_case "${cases[$(((i + rep - 1) % k))]}" "$batch" "$rep" || fails=$((fails + 1))
+        done
+    done
+done
+
+# --- throughput, alternating -----------------------------------------------------
 want throughput && for rep in $(seq "$REPS"); do
     for batch in $BATCHES; do
         cases=(jethost)
         [ "$(threshold_for "$batch")" -gt 0 ] && cases+=(jethost_thr)
         cases+=(fetch raw)
+        [ -n "$NATSBENCH" ] && cases+=(anchor)
         [ -n "$NODE_MODULES" ] && cases+=(nodejs)
         # rotate the order each repetition, so no case always runs first
         k=${#cases[@]}
         for i in $(seq 0 $((k - 1))); do
             run_case "${cases[$(((i + rep - 1) % k))]}" "$batch" "$rep" || fails=$((fails + 1))
         done
+    done
+done
+
+# --- workers: a 1 ms handler on 1..8 workers -----------------------------------------
+want workers && for rep in $(seq "$REPS"); do
+    for w in $WRK_COUNTS; do
+        if [ $((rep % 2)) = 1 ]; then cases=(wrk_jh wrk_raw); else cases=(wrk_raw wrk_jh); fi
+        for c in "${cases[@]}"; do run_case "$c" "$w" "$rep" || fails=$((fails + 1)); done
+    done
+done
+
+# --- payload sizes: one stream PAY a size, refilled ----------------------------------
+pay_count() { local c=$((PAY_MB * 1048576 / $1)); [ "$c" -gt "$PAY_MAX_N" ] && c=$PAY_MAX_N; echo "$c"; }
+want payload && for size in $PAY_SIZES; do
+    PAY_COUNT=$(pay_count "$size")
+    say "filling stream PAY with $PAY_COUNT messages of $size B"
+    "$RAW" publish "$URL" PAY pay.x "$PAY_COUNT" "$size" >"$WORK/fill-pay.out" 2>"$WORK/fill.err" ||
+        { cat "$WORK/fill.err" >&2; die "filling stream PAY failed"; }
+    for rep in $(seq "$REPS"); do
+        cases=(pay_jh pay_fetch pay_raw)
+        for i in 0 1 2; do
+            run_case "${cases[$(((i + rep - 1) % 3))]}" "$size" "$rep" || fails=$((fails + 1))
+        done
+    done
+done
+
+# --- bindings: K bindings in one host, acks counted on the wire ----------------------
+# acks_wait APID PID: the ack counter's status, once it has counted them all;
+# if PID (the client) ends first, a failure then (the counter would wait
+# out its timeout for acks that will not come), after 3 s for the last acks.
+acks_wait() {
+    while kill -0 "$1" 2>/dev/null; do
+        if ! kill -0 "$2" 2>/dev/null; then
+            sleep 3
+            kill -TERM "$1" 2>/dev/null
+            break
+        fi
+        sleep 0.1
+    done
+    wait "$1"
+}
+
+# run_bindings LABEL K REP: jethost with K bindings (LABEL bind_jh) or rawloop
+# multi with K loops (bind_raw), each of the K consumers taking all of stream
+# BIND ($BIND_EACH messages); timed by `rawloop acks` until K x BIND_EACH acks.
+run_bindings() {
+    local label=$1 k=$2 rep=$3 c=${1}_b${2}_r${3} total=$(($2 * BIND_EACH)) i
+    local d=$WORK/runs/$c
+    mkdir -p "$d"
+    "$RAW" acks "$URL" BIND "$total" "$(floor_timeout "$total")" >"$d/acks.out" 2>"$d/acks.err" &
+    local apid=$!
+    wait_line "$d/acks.out" READY 30 "$apid" || { say "$c: the ack counter never got ready"; return 1; }
+    local rss="" cpu="" own="" rc
+    if [ "$label" = bind_jh ]; then
+        {
+            printf '[host]\nserver = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n' "$URL" "$WORK/state"
+            for i in $(seq 0 $((k - 1))); do
+                printf '[binding b%s]\nplugin = %s\nstream = BIND\nconsumer = %s_%s\n' "$i" "$WORK/plugins/noop.so" "$c" "$i"
+                printf 'batch = %s\nthreshold = 0\nexpires = 30s\nidle_heartbeat = 5s\n' "$BIND_BATCH"
+                printf 'ack_wait = 30s\nmax_ack_pending = 1000\nmax_deliver = -1\n\n'
+            done
+        } >"$d/jethost.conf"
+        JETHOST_LOG_LEVEL=warning "$JH" run -c "$d/jethost.conf" 2>"$d/jethost.log" &
+        CHILD=$!
+        acks_wait "$apid" "$CHILD"
+        rc=$?
+        rss=$(awk '/^VmHWM:/{print $2}' "/proc/$CHILD/status" 2>/dev/null)
+        cpu=$(awk -v t="$CLK_TCK" -v n="$total" '{printf "%.0f", ($14 + $15) / t * 1e9 / n}' "/proc/$CHILD/stat" 2>/dev/null)
+        kill -TERM "$CHILD" 2>/dev/null
+        wait "$CHILD" || rc=$((rc ? rc : 1))
+        CHILD=""
+        for i in $(seq 0 $((k - 1))); do "$RAW" del "$URL" BIND "${c}_$i" >/dev/null 2>&1; done
+    else
+        "$RAW" multi "$URL" BIND "$c" "$k" "$BIND_EACH" "$BIND_BATCH" >"$d/client.out" 2>"$d/client.err" &
+        CHILD=$!
+        acks_wait "$apid" "$CHILD"
+        rc=$?
+        wait "$CHILD" || rc=$((rc ? rc : 1))
+        CHILD=""
+        rss=$(field rss_kb "$d/client.out")
+        cpu=$(field cpu_ms "$d/client.out")
+        [ -n "$cpu" ] && cpu=$(awk -v c="$cpu" -v n="$total" 'BEGIN {printf "%.0f", c * 1e6 / n}')
+        own=$(field rate "$d/client.out")
+    fi
+    if [ "$rc" -ne 0 ]; then
+        say "$c: FAILED (rc $rc); logs in $d"
+        tail -3 "$d"/*.err "$d"/*.log 2>/dev/null >&2
+        echo "$label $k $rep FAIL - - - -" >>"$RESULTS"
+        return 1
+    fi
+    local rate
+    rate=$(field rate "$d/acks.out")
+    echo "$label $k $rep $rate ${rss:--} - ${cpu:--} ${own:--}" >>"$RESULTS"
+    say "$(printf '%-18s bindings %2s rep %s: %8s msgs/s (acks on the wire)  rss %s kB  cpu %s ns/msg' "$label" "$k" "$rep" \
+        "$rate" "${rss:--}" "${cpu:--}")"
+}
+want bindings && for k in $BIND_COUNTS; do
+    BIND_EACH=$((BIND_TOTAL / k))
+    fill BIND bind.x "$BIND_EACH" "$WORK/fill-bind.out"
+    for rep in $(seq "$REPS"); do
+        if [ $((rep % 2)) = 1 ]; then cases=(bind_jh bind_raw); else cases=(bind_raw bind_jh); fi
+        for c in "${cases[@]}"; do run_bindings "$c" "$k" "$rep" || fails=$((fails + 1)); done
     done
 done
 
@@ -779,6 +1004,11 @@ REPS=$SUS_REPS reader_reps sustained sus_jh sus_nc kvsus_jh kvsus_nc
 SERVER_HWM=$(awk '/^VmHWM:/{print $2}' "/proc/$SPID/status" 2>/dev/null)
 
 # --- the table -------------------------------------------------------------------
+# pctl_of KEY FILE: one field of a RESULT line; pctls FILE: p50 p99 p99.9 max, aligned
+pctl_of() { [ -f "$2" ] && sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
+pctls() { printf '%-8s %-8s %-8s %-8s' "$(pctl_of p50_us "$1")" "$(pctl_of p99_us "$1")" "$(pctl_of p999_us "$1")" "$(pctl_of max_us "$1")"; }
+perk() { awk -v r="$1" -v k="$2" 'BEGIN {if (r ~ /^[0-9.]+$/) printf "%.2f", r / 1024 / k; else printf "-"}'; }
+mbs() { awk -v r="$1" -v z="$2" 'BEGIN {if (r ~ /^[0-9.]+$/) printf "%.1f", r * z / 1e6; else printf "-"}'; }
 # stats LABEL BATCH COLUMN -> "median min max" over the repetitions (numeric rows)
 stats() {
     awk -v l="$1" -v b="$2" -v c="$3" '$1 == l && $2 == b && $c ~ /^[0-9.]+$/ {print $c}' "$RESULTS" | sort -n |
@@ -830,21 +1060,42 @@ slow_row() {
 {
     echo "jethost benchmark (tests/bench/run.sh)"
     cat "$ENV_TXT"
-    if want throughput || want failure || want forward || want rss || want lanes; then
-    echo "rate = messages / time between the first and the last movement of the consumer's ack floor"
-    echo "       (server-side, polled every 5 ms; process start, connect and consumer creation excluded alike)"
+    if want throughput || want failure || want forward || want rss || want lanes || want workers || want payload; then
+    echo "rate = messages / time between the first and the last movement of the consumer's ack floor (server-side,"
+    echo "       polled every 5 ms until it first moves, then every $FLOOR_POLL_MS ms, the last step interpolated at the"
+    echo "       slope so far; process start, connect and consumer creation excluded alike)"
+    fi
+    if want method; then
+    echo
+    echo "method: the anchor (natsbench.c pull, SendAsap) timed by itself (first fetch to last ack call) alone, and"
+    echo "under the 5 ms floor poller and the ${FLOOR_POLL_MS} ms one (its own timing [the poller's figure]); jethost by"
+    echo "each poller.  msgs/s median [min-max]:"
+    printf '%-6s %-22s %-30s %-30s %-9s %-9s %-22s %-22s %-9s\n' batch "anchor alone" "anchor, 5 ms poll" \
+        "anchor, $FLOOR_POLL_MS ms poll" "5ms/alone" "rare/alone" "jethost, 5 ms poll" "jethost, $FLOOR_POLL_MS ms poll" "jh rare/5"
+    for b in $METHOD_BATCHES; do
+        printf '%-6s %-22s %-30s %-30s %-9s %-9s %-22s %-22s %-9s\n' "$b" "$(colcell m_alone "$b" 8)" \
+            "$(colcell m_anchor_p5 "$b" 8) [$(colmed m_anchor_p5 "$b" 4)]" \
+            "$(colcell m_anchor_rare "$b" 8) [$(colmed m_anchor_rare "$b" 4)]" \
+            "$(ratio "$(colmed m_anchor_p5 "$b" 8)" "$(colmed m_alone "$b" 8)")" \
+            "$(ratio "$(colmed m_anchor_rare "$b" 8)" "$(colmed m_alone "$b" 8)")" \
+            "$(cell m_jh_p5 "$b")" "$(cell m_jh_rare "$b")" "$(ratio "$(med m_jh_rare "$b")" "$(med m_jh_p5 "$b")")"
+    done
     fi
     [ "$FILL_RATE" != - ] && echo "fill:     js_PublishAsync $FILL_RATE msgs/s"
     if want throughput; then
     echo
     printf '%-6s %-24s %-30s %-24s %-24s' batch "jethost msgs/s" "jethost+threshold" "nats.c Fetch" "raw pull protocol"
     [ -n "$NODE_MODULES" ] && printf ' %-24s' "nats.js consume()"
+    [ -n "$NATSBENCH" ] && printf ' %-30s %-9s' "anchor natsbench own [floor]" "jh/anchor"
     printf ' %-9s %-9s %-9s %-8s\n' "jh/Fetch" "jh/raw" "jh/faster" "thr/jh"
     for b in $BATCHES; do
         t=$(threshold_for "$b")
         if [ "$t" -gt 0 ]; then thr="$(cell jethost_thr "$b") (t=$t)"; else thr="-"; fi
         printf '%-6s %-24s %-30s %-24s %-24s' "$b" "$(cell jethost "$b")" "$thr" "$(cell fetch "$b")" "$(cell raw "$b")"
         [ -n "$NODE_MODULES" ] && printf ' %-24s' "$(cell nodejs "$b")"
+        # jethost over the anchor as the same poller times both
+        [ -n "$NATSBENCH" ] && printf ' %-30s %-9s' "$(colcell anchor "$b" 8) [$(colmed anchor "$b" 4)]" \
+            "$(ratio "$(med jethost "$b")" "$(colmed anchor "$b" 4)")"
         jm=$(med jethost "$b"); fm=$(med fetch "$b"); rm=$(med raw "$b")
         faster=$(awk -v f="$fm" -v r="$rm" 'BEGIN {print (f + 0 > r + 0) ? f : r}')
         printf ' %-9s %-9s %-9s %-8s\n' "$(ratio "$jm" "$fm")" "$(ratio "$jm" "$rm")" "$(ratio "$jm" "$faster")" \
@@ -910,14 +1161,49 @@ slow_row() {
     fi
     if want latency; then
     echo
-    echo "latency at a steady $LAT_RATE msgs/s, $LAT_N messages (p50 / p99 / max, microseconds):"
-    printf '  %-52s %s\n' "core request/reply round trip (rawloop rtt)" \
-        "$(awk '/RESULT/{for (i = 1; i <= NF; i++) {split($i, kv, "="); r[kv[1]] = kv[2]} printf "%s / %s / %s", r["p50_us"], r["p99_us"], r["max_us"]}' "$WORK/rtt.out" 2>/dev/null)"
+    echo "latency at a steady $LAT_RATE msgs/s, $LAT_N messages ($((LAT_N / LAT_RATE)) s) a run, microseconds:"
+    printf '  %-46s %-8s %-8s %-8s %-8s %s\n' "" p50 p99 p99.9 max "p99 jh/raw (target <= 1.2)"
+    printf '  %-46s %s\n' "core request/reply round trip (rawloop rtt)" "$(pctls "$WORK/rtt.out")"
     for b in $LAT_BATCHES; do
-        printf '  %-52s %s\n' "jethost publish -> handler entry, batch $b" \
-            "$(awk '/RESULT/{for (i = 1; i <= NF; i++) {split($i, kv, "="); r[kv[1]] = kv[2]} printf "%s / %s / %s", r["p50_us"], r["p99_us"], r["max_us"]}' "$WORK/runs/latency_b$b/latency.out" 2>/dev/null)"
-        printf '  %-52s %s\n' "raw pull loop publish -> receipt, batch $b" \
-            "$(awk '/RESULT/{for (i = 1; i <= NF; i++) {split($i, kv, "="); r[kv[1]] = kv[2]} printf "%s / %s / %s", r["p50_us"], r["p99_us"], r["max_us"]}' "$WORK/runs/latency_raw_b$b/latency.out" 2>/dev/null)"
+        printf '  %-46s %s %s\n' "jethost publish -> handler entry, batch $b" "$(pctls "$WORK/runs/latency_b$b/latency.out")" \
+            "$(ratio "$(pctl_of p99_us "$WORK/runs/latency_b$b/latency.out")" "$(pctl_of p99_us "$WORK/runs/latency_raw_b$b/latency.out")")"
+        printf '  %-46s %s\n' "raw pull loop publish -> receipt, batch $b" "$(pctls "$WORK/runs/latency_raw_b$b/latency.out")"
+    done
+    fi
+    if want workers; then
+    echo
+    echo "workers: a 1 ms handler (sleep), $WRK_PER messages a worker, batch $WRK_BATCH a puller; jethost \`workers = W\` beside"
+    echo "rawloop workers (W plain Fetch loops on the one consumer); msgs/s median [min-max]:"
+    printf '%-8s %-8s %-22s %-22s %-9s %-9s %-9s %-18s %-18s\n' workers ideal jethost "nats.c W x Fetch" "jh/ideal" \
+        "raw/ideal" "jh/raw" "RSS jh" "RSS raw"
+    for w in $WRK_COUNTS; do
+        printf '%-8s %-8s %-22s %-22s %-9s %-9s %-9s %-18s %-18s\n' "$w" "$((w * 1000))" "$(cell wrk_jh "$w")" \
+            "$(cell wrk_raw "$w")" "$(ratio "$(med wrk_jh "$w")" "$((w * 1000))")" "$(ratio "$(med wrk_raw "$w")" "$((w * 1000))")" \
+            "$(ratio "$(med wrk_jh "$w")" "$(med wrk_raw "$w")")" "$(rsscell wrk_jh "$w")" "$(rsscell wrk_raw "$w")"
+    done
+    fi
+    if want bindings; then
+    echo
+    echo "bindings in one host: $BIND_TOTAL messages a run split over the bindings (each its own consumer of all of stream"
+    echo "BIND), batch $BIND_BATCH; aggregate msgs/s counted on the wire (rawloop acks), median [min-max]; peak RSS MiB, and per binding:"
+    printf '%-9s %-22s %-22s %-8s %-18s %-12s %-18s %-12s %-10s %-10s\n' bindings jethost "nats.c K x Fetch" "jh/raw" \
+        "RSS jh" "jh/binding" "RSS raw" "raw/loop" "CPU jh us" "CPU raw us"
+    for k in $BIND_COUNTS; do
+        printf '%-9s %-22s %-22s %-8s %-18s %-12s %-18s %-12s %-10s %-10s\n' "$k" "$(cell bind_jh "$k")" "$(cell bind_raw "$k")" \
+            "$(ratio "$(med bind_jh "$k")" "$(med bind_raw "$k")")" "$(rsscell bind_jh "$k")" "$(perk "$(colmed bind_jh "$k" 5)" "$k")" \
+            "$(rsscell bind_raw "$k")" "$(perk "$(colmed bind_raw "$k" 5)" "$k")" "$(cpucell bind_jh "$k")" "$(cpucell bind_raw "$k")"
+    done
+    fi
+    if want payload; then
+    echo
+    echo "payload sizes, batch $PAY_BATCH, min($PAY_MAX_N, $PAY_MB MiB / size) messages a run; MB/s (10^6 B) of payload, median:"
+    printf '%-9s %-7s %-12s %-12s %-12s %-9s %-9s %-18s %-18s %-18s\n' size msgs "jethost" "nats.c Fetch" "raw pull" \
+        "jh/Fetch" "jh/raw" "RSS jh" "RSS Fetch" "RSS raw"
+    for z in $PAY_SIZES; do
+        printf '%-9s %-7s %-12s %-12s %-12s %-9s %-9s %-18s %-18s %-18s\n' "$z" "$(pay_count "$z")" \
+            "$(mbs "$(med pay_jh "$z")" "$z")" "$(mbs "$(med pay_fetch "$z")" "$z")" "$(mbs "$(med pay_raw "$z")" "$z")" \
+            "$(ratio "$(med pay_jh "$z")" "$(med pay_fetch "$z")")" "$(ratio "$(med pay_jh "$z")" "$(med pay_raw "$z")")" \
+            "$(rsscell pay_jh "$z")" "$(rsscell pay_fetch "$z")" "$(rsscell pay_raw "$z")"
     done
     fi
     if want rss; then
@@ -986,4 +1272,59 @@ slow_row() {
 } >"$OUT"
 cat "$OUT"
 cp "$RESULTS" "$JET_BUILDDIR/bench-runs.txt"
+
+# --- the curves' data (medians), and their plots ---------------------------------------
+# only this run's parts: a curve is never drawn from an earlier run's data
+DAT=$JET_BUILDDIR/bench-data
+mkdir -p "$DAT" && rm -f "$DAT"/*.dat
+if want method; then
+    {
+        echo "# batch anchor_alone anchor_own_5ms anchor_own_rare anchor_floor_5ms anchor_floor_rare jethost_5ms jethost_rare"
+        for b in $METHOD_BATCHES; do
+            echo "$b $(colmed m_alone "$b" 8) $(colmed m_anchor_p5 "$b" 8) $(colmed m_anchor_rare "$b" 8)" \
+                "$(colmed m_anchor_p5 "$b" 4) $(colmed m_anchor_rare "$b" 4) $(med m_jh_p5 "$b") $(med m_jh_rare "$b")"
+        done
+    } >"$DAT/method.dat"
+fi
+if want latency; then
+    {
+        echo "# batch side p50_us p99_us p999_us max_us"
+        for b in $LAT_BATCHES; do
+            for side in jethost raw; do
+                f=$WORK/runs/latency_b$b/latency.out
+                [ "$side" = raw ] && f=$WORK/runs/latency_raw_b$b/latency.out
+                echo "$b $side $(pctl_of p50_us "$f") $(pctl_of p99_us "$f") $(pctl_of p999_us "$f") $(pctl_of max_us "$f")"
+            done
+        done
+    } >"$DAT/latency.dat"
+fi
+if want workers; then
+    {
+        echo "# workers ideal jethost nats_c"
+        for w in $WRK_COUNTS; do echo "$w $((w * 1000)) $(med wrk_jh "$w") $(med wrk_raw "$w")"; done
+    } >"$DAT/workers.dat"
+fi
+if want bindings; then
+    {
+        echo "# bindings jethost_rate nats_c_rate jethost_rss_mib_per_binding nats_c_rss_mib_per_loop"
+        for k in $BIND_COUNTS; do
+            echo "$k $(med bind_jh "$k") $(med bind_raw "$k") $(perk "$(colmed bind_jh "$k" 5)" "$k") $(perk "$(colmed bind_raw "$k" 5)" "$k")"
+        done
+    } >"$DAT/bindings.dat"
+fi
+if want payload; then
+    {
+        echo "# size_bytes jethost_MBps fetch_MBps raw_MBps"
+        for z in $PAY_SIZES; do
+            echo "$z $(mbs "$(med pay_jh "$z")" "$z") $(mbs "$(med pay_fetch "$z")" "$z") $(mbs "$(med pay_raw "$z")" "$z")"
+        done
+    } >"$DAT/payload.dat"
+fi
+GNUPLOT=${GNUPLOT:-$(command -v gnuplot || true)}
+if [ -n "$GNUPLOT" ] && { want method || want latency || want workers || want payload || want bindings; }; then
+    GNUPLOT=$GNUPLOT bash "$JET_SRCDIR/tests/bench/plot.sh" "$DAT" "${PLOT_DIR:-$JET_BUILDDIR/bench-img}" ||
+        say "plotting failed"
+else
+    say "no gnuplot: curves not drawn (data in $DAT)"
+fi
 [ "$fails" -eq 0 ]
