@@ -63,7 +63,7 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
         jsOptions_Init(&jo);
         jo.Wait = 1000;
         g_assert_cmpint(natsConnection_JetStream(&r->ledger_js, jet_conn_nats(r->conn), &jo), ==, NATS_OK);
-        r->ledger = jet_ledger_open(r->ledger_js, "jethost_ledger", TRUE, 3600 * 1000, &err);
+        r->ledger = jet_ledger_open(r->ledger_js, "jethost_ledger", TRUE, 3600 * 1000, 1, &err);
         g_assert_no_error(err);
         jet_ledger_set_cooldown(r->ledger, 2000);
     }

@@ -450,7 +450,8 @@ static gboolean reload_ledger(Daemon *d, const JetConfig *cfg, GError **error)
         natsConnection_JetStream(&d->ledger_js, jet_conn_nats(d->conn), &jo);
     }
     g_autoptr(GError) local = NULL;
-    d->ledger = jet_ledger_open(d->ledger_js, cfg->host.ledger_bucket, create, cfg->host.ledger_max_age_ms, &local);
+    d->ledger = jet_ledger_open(d->ledger_js, cfg->host.ledger_bucket, create, cfg->host.ledger_max_age_ms,
+                                cfg->host.replicas, &local);
     if (d->ledger == NULL) {
         g_set_error(error, JET_ERROR, local->code, "the attempt ledger (bucket %s): %s", cfg->host.ledger_bucket,
                     local->message);
@@ -837,7 +838,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         jo.Prefix = jet_conn_api_prefix(conn);
         natsConnection_JetStream(&ledger_js, jet_conn_nats(conn), &jo);
         ledger = jet_ledger_open(ledger_js, d.cfg->host.ledger_bucket, create_ledger,
-                                 d.cfg->host.ledger_max_age_ms, &err);
+                                 d.cfg->host.ledger_max_age_ms, d.cfg->host.replicas, &err);
         if (ledger == NULL) {
             jet_log(JET_LOG_ERROR, NULL, "failed", "the attempt ledger (bucket %s): %s", d.cfg->host.ledger_bucket,
                     err->message);

@@ -137,6 +137,9 @@ static const KeyDef host_keys[] = {
     { "ledger_max_age", K_DURATION, "7d", NULL, FALSE, 1000, DURATION_MAX_MS, H(ledger_max_age_ms),
       "how long a ledger record (and a breaker claim) lives; longer than any retry schedule "
       "(`jethost check` compares)" },
+    { "replicas", K_UINT, "1", NULL, FALSE, 1, 5, H(replicas),
+      "replicas of every stream and KV bucket the host creates (the DLQ stream, the ledger bucket, the "
+      "advisory stream, a managed binding's stream); 3 on a cluster. One that exists is used as it is" },
     { "metrics_listen", K_STRING, NULL, NULL, FALSE, NOB, H(metrics_listen),
       "`ADDR:PORT` to serve /metrics, /healthz and /readyz on (port 0: any free port); unset: off" },
     { "log_format", K_LOG_FORMAT, "logfmt", NULL, FALSE, NOB, H(log_format),
@@ -1166,6 +1169,7 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
     b->name = g_strdup(sec->name);
     b->file = g_strdup(sec->file);
     b->options = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    b->replicas = 1;   /* [host]'s default; jet_config_load copies the file's */
     if (!fill(binding_keys, G_N_ELEMENTS(binding_keys), sec, b, error))
         return NULL;
     if (b->dlq_subject == NULL)
@@ -1476,6 +1480,7 @@ JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError
         JetBindingConfig *b = binding_build(g_ptr_array_index(sections, i), error);
         if (b == NULL)
             return NULL;
+        b->replicas = cfg->host.replicas;
         g_ptr_array_add(cfg->bindings, b);
     }
     return g_steal_pointer(&cfg);
@@ -1643,7 +1648,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
            (a->n_rungs == 0 || memcmp(a->rungs_ms, b->rungs_ms, a->n_rungs * sizeof *a->rungs_ms) == 0) &&
            SAME(max_attempts) && SAME(postpone_horizon_ms) && SAME(max_postpone_delay_ms) && SAME(capture_reserve) &&
            SAME(crash_limit) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) &&
-           SAME_STR(dlq_subject) && SAME(ledger) && SAME(publish_reserved) &&
+           SAME_STR(dlq_subject) && SAME(replicas) && SAME(ledger) && SAME(publish_reserved) &&
            strv_equal0(a->publish_streams, b->publish_streams) && SAME(floor_age_ms) && SAME(breaker) &&
            SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) &&
            SAME(lane_key.kind) && strcmp(a->lane_key.header, b->lane_key.header) == 0 &&
@@ -1692,6 +1697,8 @@ const char *jet_host_config_restart_key(const JetHostConfig *a, const JetHostCon
         return "ledger_bucket";
     if (!SAME(ledger_max_age_ms))
         return "ledger_max_age";
+    if (!SAME(replicas))
+        return "replicas";   /* one count for every stream this process creates, reload or not */
     if (!SAME_STR(metrics_listen))
         return "metrics_listen";   /* the listener is bound once, before the first pull */
     if (!SAME(log_format))

@@ -77,6 +77,7 @@ typedef struct {
     guint64 drain_timeout_ms;     /* how long a drain may take before unfinished work is left */
     char *ledger_bucket;          /* the attempt ledger's KV bucket */
     guint64 ledger_max_age_ms;    /* every ledger entry expires after this */
+    guint replicas;               /* of each stream or bucket the host creates (1..5) */
     char *metrics_listen;         /* ADDR:PORT of the metrics and health endpoints; NULL: off */
     JetLogFormat log_format;      /* lines on stderr (log.h) */
 } JetHostConfig;
@@ -136,6 +137,7 @@ typedef struct {
     gboolean accept_expiry;  /* max_attempts 0: a never-succeeding message may expire unrecorded */
     char *dlq_stream;
     char *dlq_subject;
+    guint replicas;          /* [host] replicas, copied: the streams made for this binding */
     gboolean ledger;         /* the attempt ledger (KV); default TRUE */
     gboolean publish_reserved;   /* msg_publish may reach $JS., $KV., ... (docs/forwarding.md) */
     char **publish_streams;      /* the streams its publishes land in, for `jethost check --server`

@@ -222,13 +222,15 @@ static char *own_stream(JetAdvisory *a, char **why_live)
     sc.Discard = js_DiscardOld;
     sc.MaxAge = (int64_t)JET_ADVISORY_MAX_AGE_MS * 1000000;
     sc.MaxBytes = JET_ADVISORY_MAX_BYTES;
+    sc.Replicas = a->b->replicas > 0 ? (int64_t)a->b->replicas : 1;
     jerr = 0;
     s = js_AddStream(&si, js, &sc, NULL, &jerr);
     if (s == NATS_OK) {
         jsStreamInfo_Destroy(si);
         jet_log(JET_LOG_INFO, a->b->name, "advisory-stream-created",
-                "created stream %s on %s (file storage, max_age 7d, max_bytes 64 MiB): MAX_DELIVERIES advisories "
-                "are kept while no host runs", JET_ADVISORY_STREAM, JET_ADVISORY_STREAM_SUBJECT);
+                "created stream %s on %s (file storage, %d replica%s, max_age 7d, max_bytes 64 MiB): "
+                "MAX_DELIVERIES advisories are kept while no host runs", JET_ADVISORY_STREAM,
+                JET_ADVISORY_STREAM_SUBJECT, (int)sc.Replicas, sc.Replicas == 1 ? "" : "s");
         return g_strdup(JET_ADVISORY_STREAM);
     }
     if (jerr == ERR_STREAM_NAME_IN_USE) {
@@ -322,6 +324,13 @@ static gboolean setup_kept(JetAdvisory *a, char **why_live)
     if (err != NULL) {
         *why_live = g_strdup(err->message);
         return FALSE;
+    }
+    if (stream != NULL && strcmp(stream, JET_ADVISORY_STREAM) == 0) {
+        /* The host's own by name, found: an operator may have re-made it. */
+        jsStreamInfo *si = NULL;
+        if (js_GetStreamInfo(&si, jet_conn_js(a->conn), stream, NULL, NULL) == NATS_OK)
+            jet_stream_replicas_note(a->b->name, "advisory stream", si, a->b->replicas);
+        jsStreamInfo_Destroy(si);
     }
     if (stream == NULL && (stream = own_stream(a, why_live)) == NULL)
         return FALSE;

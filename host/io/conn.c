@@ -366,3 +366,15 @@ void jet_conn_off_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data)
     }
     g_mutex_unlock(&c->lock);
 }
+
+void jet_stream_replicas_note(const char *binding, const char *what, const jsStreamInfo *si, guint want)
+{
+    g_return_if_fail(what != NULL && si != NULL && si->Config != NULL);
+    /* The server reports 0 for a stream that was asked for the default, one. */
+    int have = si->Config->Replicas > 0 ? (int)si->Config->Replicas : 1;
+    if (want == 0 || have == (int)want)
+        return;
+    jet_log(JET_LOG_INFO, binding, "replicas-differ",
+            "%s %s has %d replica%s where [host] replicas = %u: used as it is (the host never changes a "
+            "stream it finds)", what, si->Config->Name, have, have == 1 ? "" : "s", want);
+}

@@ -47,6 +47,13 @@ const char *jet_conn_api_prefix(const JetConn *c);
  * that no JetConn made. */
 const char *jet_conn_nats_api_prefix(natsConnection *nc);
 
+/* A stream (or a bucket's stream) the host would have created with `want`
+ * replicas ([host] replicas) but found: it is used as it is, since its
+ * replicas, placement and storage are the operator's to choose
+ * (docs/reliability.md).  Logs at info, once per call, when its replica
+ * count differs; binding may be NULL. */
+void jet_stream_replicas_note(const char *binding, const char *what, const jsStreamInfo *si, guint want);
+
 /* Turns a natsStatus and the library's last error text into a message. */
 char *jet_nats_error(natsStatus s);
 

@@ -49,11 +49,13 @@ gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error)
     sc.Subjects = (const char **)b->subjects;
     sc.SubjectsLen = (int)g_strv_length(b->subjects);
     sc.Storage = js_FileStorage;
+    sc.Replicas = b->replicas > 0 ? (int64_t)b->replicas : 1;
     jerr = 0;
     s = js_AddStream(&si, js, &sc, NULL, &jerr);
     if (s != NATS_OK)
         return fail(error, b, "create stream", s, jerr);
-    jet_log(JET_LOG_INFO, b->name, "stream-created", "created stream %s", b->stream);
+    jet_log(JET_LOG_INFO, b->name, "stream-created", "created stream %s (%d replica%s)", b->stream,
+            (int)sc.Replicas, sc.Replicas == 1 ? "" : "s");
     jsStreamInfo_Destroy(si);
     return TRUE;
 }

@@ -53,6 +53,7 @@ static gboolean check_existing(const JetBindingConfig *b, const jsStreamInfo *si
                 "DLQ stream %s has a duplicate window of %" G_GINT64_FORMAT " ms (jethost uses 2 h): a capture "
                 "repeated after it closes makes a second record",
                 b->dlq_stream, sc->Duplicates / 1000000);
+    jet_stream_replicas_note(b->name, "DLQ stream", si, b->replicas);
     return TRUE;
 }
 
@@ -97,11 +98,12 @@ gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **er
         sc.Storage = js_FileStorage;
         sc.Retention = js_LimitsPolicy;
         sc.Duplicates = JET_DLQ_DUPLICATE_WINDOW_NS;
+        sc.Replicas = b->replicas > 0 ? (int64_t)b->replicas : 1;
         jerr = 0;
         s = js_AddStream(&si, js, &sc, NULL, &jerr);
         if (s == NATS_OK) {
-            jet_log(JET_LOG_INFO, b->name, "dlq-stream-created", "created DLQ stream %s on %s", b->dlq_stream,
-                    subject);
+            jet_log(JET_LOG_INFO, b->name, "dlq-stream-created", "created DLQ stream %s on %s (%d replica%s)",
+                    b->dlq_stream, subject, (int)sc.Replicas, sc.Replicas == 1 ? "" : "s");
             jsStreamInfo_Destroy(si);
             return TRUE;
         }

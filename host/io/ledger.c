@@ -60,7 +60,15 @@ static gboolean is_our_bucket(const jsStreamConfig *c, const char *bucket)
            && c->MaxMsgsPerSubject >= 1;
 }
 
-JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint64 max_age_ms,
+/* nats.c's create refuses a bucket that exists with any field other than
+ * those asked for, replicas included: so a bucket that exists and is ours is
+ * bound to, never created over. */
+static gboolean create_refused_as_different(natsStatus s)
+{
+    return s == NATS_ERR && last_error_contains("Existing configuration is different");
+}
+
+JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint64 max_age_ms, guint replicas,
                            GError **error)
 {
     g_return_val_if_fail(js != NULL && bucket != NULL, NULL);
@@ -77,46 +85,29 @@ JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint
     g_autofree char *stream = g_strdup_printf("KV_%s", bucket);
     gint64 want_ns = (gint64)max_age_ms * NS_PER_MS;
 
+    kvStore *kv = NULL;
     jsStreamInfo *si = NULL;
-    natsStatus s = js_GetStreamInfo(&si, js, stream, NULL, NULL);
-    if (s == NATS_NOT_FOUND && !create) {
-        g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_MISSING,
-                    "ledger bucket %s does not exist (stream %s); create it, or let the host manage it",
-                    bucket, stream);
-        return NULL;
-    }
-    if (s != NATS_OK && s != NATS_NOT_FOUND) {
-        set_unreachable(error, s, "ledger bucket %s: stream info", bucket);
-        return NULL;
-    }
-    if (si != NULL && !is_our_bucket(si->Config, bucket)) {
-        g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID,
-                    "stream %s exists but is not a KV bucket (subjects, history)", stream);
-        jsStreamInfo_Destroy(si);
-        return NULL;
-    }
-    if (create && si != NULL && si->Config->MaxAge != want_ns) {
-        /* Managed: the configured max_age wins.  nats.c's create would refuse
-         * the bucket as "different", so the stream is updated first. */
-        gint64 had = si->Config->MaxAge;
-        si->Config->MaxAge = want_ns;
-        jsStreamInfo *upd = NULL;
-        s = js_UpdateStream(&upd, js, si->Config, NULL, NULL);
-        jsStreamInfo_Destroy(upd);
-        if (s != NATS_OK) {
-            set_unreachable(error, s, "ledger bucket %s: updating max_age", bucket);
+    natsStatus s;
+    for (int attempt = 0;; attempt++) {
+        s = js_GetStreamInfo(&si, js, stream, NULL, NULL);
+        if (s == NATS_NOT_FOUND && !create) {
+            g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_MISSING,
+                        "ledger bucket %s does not exist (stream %s); create it, or let the host manage it",
+                        bucket, stream);
+            return NULL;
+        }
+        if (s != NATS_OK && s != NATS_NOT_FOUND) {
+            set_unreachable(error, s, "ledger bucket %s: stream info", bucket);
+            return NULL;
+        }
+        if (si != NULL && !is_our_bucket(si->Config, bucket)) {
+            g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID,
+                        "stream %s exists but is not a KV bucket (subjects, history)", stream);
             jsStreamInfo_Destroy(si);
             return NULL;
         }
-        jet_log(JET_LOG_INFO, NULL, "ledger-max-age",
-                "ledger bucket %s: max_age changed from %" G_GINT64_FORMAT " ms to %" G_GUINT64_FORMAT " ms",
-                bucket, had / NS_PER_MS, max_age_ms);
-    }
-    jsStreamInfo_Destroy(si);
-    si = NULL;
-
-    kvStore *kv = NULL;
-    if (create) {
+        if (si != NULL || !create)
+            break;
         kvConfig kc;
         kvConfig_Init(&kc);
         kc.Bucket = bucket;
@@ -124,19 +115,43 @@ JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint
         kc.History = 1;
         kc.TTL = want_ns;                 /* the stream's MaxAge, in ns */
         kc.StorageType = js_FileStorage;
+        kc.Replicas = replicas > 0 ? (int)replicas : 1;
         s = js_CreateKeyValue(&kv, js, &kc);
-        if (s != NATS_OK) {
-            if (s == NATS_ERR && last_error_contains("Existing configuration is different")) {
-                g_autofree char *why = jet_nats_error(s);
-                g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID,
-                            "ledger bucket %s exists with a configuration the host did not make: %s",
-                            bucket, why);
-            } else {
-                set_unreachable(error, s, "ledger bucket %s: create", bucket);
-            }
-            return NULL;
+        if (s == NATS_OK) {
+            jet_log(JET_LOG_INFO, NULL, "ledger-created", "created ledger bucket %s (%d replica%s)", bucket,
+                    kc.Replicas, kc.Replicas == 1 ? "" : "s");
+            break;
         }
-    } else {
+        /* Another host made it first, with settings of its own: look again, once. */
+        if (create_refused_as_different(s) && attempt == 0)
+            continue;
+        set_unreachable(error, s, "ledger bucket %s: create", bucket);
+        return NULL;
+    }
+    if (create && si != NULL) {
+        jet_stream_replicas_note(NULL, "ledger bucket stream", si, replicas);
+        if (si->Config->MaxAge != want_ns) {
+            /* Managed: the configured max_age wins. */
+            gint64 had = si->Config->MaxAge;
+            si->Config->MaxAge = want_ns;
+            jsStreamInfo *upd = NULL;
+            s = js_UpdateStream(&upd, js, si->Config, NULL, NULL);
+            jsStreamInfo_Destroy(upd);
+            if (s != NATS_OK) {
+                set_unreachable(error, s, "ledger bucket %s: updating max_age", bucket);
+                jsStreamInfo_Destroy(si);
+                return NULL;
+            }
+            jet_log(JET_LOG_INFO, NULL, "ledger-max-age",
+                    "ledger bucket %s: max_age changed from %" G_GINT64_FORMAT " ms to %" G_GUINT64_FORMAT " ms",
+                    bucket, had / NS_PER_MS, max_age_ms);
+        }
+    }
+    gboolean found = si != NULL;
+    jsStreamInfo_Destroy(si);
+    si = NULL;
+
+    if (found) {
         s = js_KeyValue(&kv, js, bucket);
         if (s == NATS_NOT_FOUND) {
             g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_MISSING,

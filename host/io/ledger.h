@@ -59,8 +59,11 @@
 typedef struct JetLedger JetLedger;
 
 /* Binds to (create = FALSE) or creates/updates (create = TRUE, max_age_ms > 0)
- * the bucket.  js must outlive the ledger (nats.c keeps a reference). */
-JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint64 max_age_ms,
+ * the bucket.  Managed, a missing bucket is created with `replicas`
+ * replicas; one that exists (a KV bucket by its subjects) is bound to as it
+ * is, only its max_age set, whatever its replicas, placement or storage.
+ * js must outlive the ledger (nats.c keeps a reference). */
+JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint64 max_age_ms, guint replicas,
                            GError **error);
 void jet_ledger_close(JetLedger *l);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetLedger, jet_ledger_close)

@@ -5,7 +5,7 @@
  * its restart on the same ports and store.
  *
  * /cluster/faults runs two `jethost run` on one durable binding of an R3
- * stream (DLQ, ledger and advisory streams R3 too), publishes a batch, and
+ * stream (the DLQ stream R3 too, the ledger and advisory streams R1), publishes a batch, and
  * injects one fault per run while the hosts work.  fx_gate sorts messages
  * by a seeded hash of their stream seq: rejected, retried at every delivery
  * (exhausted after max_attempts), retried once, acked; the test computes the
@@ -665,10 +665,11 @@ static void test_faults(void)
     g_autoptr(JetTestCluster) c = jet_test_cluster_start();
     World w = { .c = c, .mode = mode, .rng = g_rand_new_with_seed((guint32)mode.seed) };
     w.js = jet_test_cluster_js_open(c, &w.nc);
-    /* The DLQ replicated like the origin, as a cluster deployment creates it
-     * (the host would create it R1).  The ledger bucket is left to the host:
-     * it refuses one created with other settings, R3 included
-     * (docs/reliability.md, "Limits"). */
+    /* The DLQ replicated like the origin, made beforehand as an operator may
+     * (the hosts here run with replicas = 1, so they bind to it as it is).
+     * The ledger bucket is left to the hosts: R1.  [host] replicas = 3
+     * would make both R3 (docs/reliability.md, "Running on a cluster";
+     * tests/live/cluster_replicas.c). */
     jet_test_cluster_stream_create(w.js, "JETHOST_DLQ", "jethost.dlq.>", 3, 2 * 3600 * 1000);
 
     Terms terms = { .by_stream = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL) };

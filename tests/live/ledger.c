@@ -46,7 +46,7 @@ static void conn_close(Conn *c)
 static JetLedger *open_ok(Conn *c, gboolean create, guint64 max_age_ms)
 {
     g_autoptr(GError) err = NULL;
-    JetLedger *l = jet_ledger_open(c->js, BUCKET, create, max_age_ms, &err);
+    JetLedger *l = jet_ledger_open(c->js, BUCKET, create, max_age_ms, 1, &err);
     g_assert_no_error(err);
     g_assert_nonnull(l);
     return l;
@@ -96,14 +96,14 @@ static void test_create_config(void)
 
     /* bind mode: nothing there yet */
     g_autoptr(GError) err = NULL;
-    g_assert_null(jet_ledger_open(c.js, BUCKET, FALSE, 0, &err));
+    g_assert_null(jet_ledger_open(c.js, BUCKET, FALSE, 0, 1, &err));
     g_assert_error(err, JET_LEDGER_ERROR, JET_LEDGER_ERROR_MISSING);
     g_clear_error(&err);
     /* managed mode needs a max_age */
-    g_assert_null(jet_ledger_open(c.js, BUCKET, TRUE, 0, &err));
+    g_assert_null(jet_ledger_open(c.js, BUCKET, TRUE, 0, 1, &err));
     g_assert_error(err, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID);
     g_clear_error(&err);
-    g_assert_null(jet_ledger_open(c.js, "bad.name", TRUE, 1000, &err));
+    g_assert_null(jet_ledger_open(c.js, "bad.name", TRUE, 1000, 1, &err));
     g_assert_error(err, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID);
     g_clear_error(&err);
 
@@ -139,7 +139,7 @@ static void test_create_config(void)
 
     /* A stream by that name that is not a KV bucket is refused. */
     jet_test_stream_create(c.js, "KV_other", "other.>");
-    g_assert_null(jet_ledger_open(c.js, "other", TRUE, 1000, &err));
+    g_assert_null(jet_ledger_open(c.js, "other", TRUE, 1000, 1, &err));
     g_assert_error(err, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID);
     conn_close(&c);
 }
@@ -406,7 +406,7 @@ static void test_bucket_deleted(void)
 
     /* bind mode now says missing; managed mode recreates, and a fresh
      * ledger works (the record went with the bucket) */
-    g_assert_null(jet_ledger_open(c.js, BUCKET, FALSE, 0, &err));
+    g_assert_null(jet_ledger_open(c.js, BUCKET, FALSE, 0, 1, &err));
     g_assert_error(err, JET_LEDGER_ERROR, JET_LEDGER_ERROR_MISSING);
     g_clear_error(&err);
     JetLedger *l2 = open_ok(&c, TRUE, 3600000);

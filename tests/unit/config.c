@@ -191,6 +191,11 @@ static const struct {
     { HOST BIND "max_attempts = many\n", "[binding orders] max_attempts: 'many' is not an integer" },
     { HOST "connect_attempts = 0\n" BIND, "[host] connect_attempts: 0 is out of range (1..100)" },
     { HOST "connect_attempts = 101\n" BIND, "[host] connect_attempts: 101 is out of range (1..100)" },
+    { HOST "replicas = 0\n" BIND, "[host] replicas: 0 is out of range (1..5)" },
+    { HOST "replicas = 6\n" BIND, "[host] replicas: 6 is out of range (1..5)" },
+    { HOST "replicas = three\n" BIND, "[host] replicas: 'three' is not an integer" },
+    { HOST "replicas = 3.0\n" BIND, "[host] replicas: '3.0' is not an integer" },
+    { HOST "replicas =\n" BIND, "[host] replicas: '' is not an integer" },
     /* durations */
     { HOST BIND "expires = 30\n", "[binding orders] expires: duration '30' has no unit" },
     { HOST BIND "expires = soon\n", "[binding orders] expires: 'soon' is not a duration" },
@@ -437,12 +442,14 @@ static void test_defaults(Fixture *fx, gconstpointer data)
     g_assert_null(h->tls_cert);
     g_assert_null(h->tls_key);
     g_assert_cmpuint(h->connect_attempts, ==, 5);
+    g_assert_cmpuint(h->replicas, ==, 1);
     g_assert_cmpuint(h->connect_timeout_ms, ==, 2000);
     g_assert_cmpuint(h->drain_timeout_ms, ==, 30000);
 
     g_assert_cmpuint(cfg->bindings->len, ==, 1);
     const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, 0);
     g_assert_true(jet_config_binding(cfg, "orders") == b);
+    g_assert_cmpuint(b->replicas, ==, 1);
     g_assert_null(jet_config_binding(cfg, "nope"));
     g_assert_cmpstr(b->name, ==, "orders");
     g_assert_cmpstr(b->file, ==, fx->main);
@@ -494,6 +501,7 @@ static void test_values(Fixture *fx, gconstpointer data)
         "name = worker-7\n"
         "nats_server = /usr/sbin/nats-server\n"
         "connect_attempts = 100\n"
+        "replicas = 5\n"
         "connect_timeout = 250ms\n"
         "drain_timeout = 0\n"
         "[binding orders]\n"
@@ -550,6 +558,7 @@ static void test_values(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(h->name, ==, "worker-7");
     g_assert_cmpstr(h->nats_server, ==, "/usr/sbin/nats-server");
     g_assert_cmpuint(h->connect_attempts, ==, 100);
+    g_assert_cmpuint(h->replicas, ==, 5);
     g_assert_cmpuint(h->connect_timeout_ms, ==, 250);
     g_assert_cmpuint(h->drain_timeout_ms, ==, 0);
 
@@ -557,6 +566,9 @@ static void test_values(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(cfg->bindings->len, ==, 2);
     const JetBindingConfig *a = g_ptr_array_index(cfg->bindings, 0);
     const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, 1);
+    /* The streams made for every binding get [host] replicas. */
+    g_assert_cmpuint(a->replicas, ==, 5);
+    g_assert_cmpuint(b->replicas, ==, 5);
     g_assert_cmpstr(a->name, ==, "audit");
     g_assert_cmpstr(b->name, ==, "orders");
 
@@ -1280,6 +1292,7 @@ static void test_host_restart_key(Fixture *fx, gconstpointer data)
         { "ledger_bucket = other\n", "ledger_bucket" },
         { "ledger_max_age = 1d\n", "ledger_max_age" },
         { "js_domain = hub\n", "js_domain" },
+        { "replicas = 3\n", "replicas" },
         { "state_dir = /tmp/elsewhere\n", "state_dir" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {

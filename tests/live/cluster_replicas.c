@@ -1,0 +1,169 @@
+/* [host] replicas on the three-node cluster of tests/cluster.h
+ * (docs/reliability.md, "Running on a cluster").
+ *
+ * /cluster-replicas/created: a host with `replicas = 3` and nothing made
+ * for it creates its binding's stream (`subjects`), the DLQ stream, the
+ * ledger bucket and the advisory stream with three replicas: each one's
+ * Config.Replicas is 3 and its cluster info places it on three servers.  The host handles what is published.
+ *
+ * /cluster-replicas/existing: streams an operator made with three replicas
+ * (the ledger bucket, with another max_age; the DLQ stream; the advisory
+ * stream) under a host left at `replicas = 1`: the host starts, binds them
+ * as they are (still R3; the ledger's max_age set to the host's), logs each
+ * difference once (event=replicas-differ) and handles what is published. */
+#define _GNU_SOURCE
+#include "cluster.h"
+
+#include "advisory.h"
+
+#include <string.h>
+
+#define N_MSGS 20
+
+typedef struct {
+    jsCtx *js;
+    const char *stream;
+} ExistsWait;
+
+static gboolean stream_exists(gpointer data)
+{
+    ExistsWait *w = data;
+    jsStreamInfo *si = NULL;
+    natsStatus s = js_GetStreamInfo(&si, w->js, w->stream, NULL, NULL);
+    jsStreamInfo_Destroy(si);
+    return s == NATS_OK;
+}
+
+/* The servers holding a replica of the stream: its leader and its peers
+ * (a stream without a leader yet lists every replica as a peer). */
+static guint placed_on(const jsStreamInfo *si)
+{
+    g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
+    if (si->Cluster == NULL)
+        return 0;
+    if (si->Cluster->Leader != NULL && *si->Cluster->Leader)
+        g_hash_table_add(names, si->Cluster->Leader);
+    for (int i = 0; i < si->Cluster->ReplicasLen; i++)
+        g_hash_table_add(names, si->Cluster->Replicas[i]->Name);
+    return g_hash_table_size(names);
+}
+
+/* Asserts the stream's replicas as configured and as placed. */
+static void assert_replicas(jsCtx *js, const char *stream, int want)
+{
+    ExistsWait ew = { js, stream };
+    if (!jet_test_wait_until(stream_exists, &ew, 30000))
+        g_error("stream %s was not created within 30 s", stream);
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, js, stream, NULL, NULL), ==, NATS_OK);
+    g_test_message("%s: Config.Replicas %d, on %u servers", stream, (int)si->Config->Replicas, placed_on(si));
+    g_assert_cmpint(si->Config->Replicas, ==, want);
+    g_assert_cmpuint(placed_on(si), ==, (guint)want);
+    jsStreamInfo_Destroy(si);
+}
+
+static gint64 max_age_ms(jsCtx *js, const char *stream)
+{
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, js, stream, NULL, NULL), ==, NATS_OK);
+    gint64 ms = si->Config->MaxAge / 1000000;
+    jsStreamInfo_Destroy(si);
+    return ms;
+}
+
+static char *host_config(const JetTestCluster *c, const char *replicas_line, const char *ledger,
+                         const char *binding, const char *stream, const char *subjects_line, const char *dlq)
+{
+    g_autofree char *plugin = jet_test_plugin_copy("fx_ok");
+    return g_strdup_printf("[host]\nserver = %s\nname = %s\ndrain_timeout = 5s\n%sledger_bucket = %s\n"
+                           "[binding %s]\nplugin = %s\nstream = %s\n%sconsumer = c\ndlq_stream = %s\n"
+                           "ack_wait = 5s\nidle_heartbeat = 500ms\nexpires = 2s\n",
+                           jet_test_cluster_urls(c), binding, replicas_line, ledger, binding, plugin, stream,
+                           subjects_line, dlq);
+}
+
+static void wait_handled(jsCtx *js, const char *stream, const char *errlog)
+{
+    JetTestFloorWait fw = { js, stream, "c", N_MSGS };
+    if (!jet_test_wait_until(jet_test_floor_reached, &fw, 60000)) {
+        g_autofree char *log = jet_test_read_text(errlog);
+        g_error("%s: the host did not handle %d messages in 60 s:\n%s", stream, N_MSGS, log);
+    }
+}
+
+static void test_created(void)
+{
+    g_autoptr(JetTestCluster) c = jet_test_cluster_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_cluster_js_open(c, &nc);
+
+    g_autofree char *text = host_config(c, "replicas = 3\n", "led_a", "ra", "RA", "subjects = ra.>\n", "DLQ_A");
+    g_autofree char *errlog = NULL;
+    GSubprocess *host = jet_test_jethost_spawn_config("replicas-created", text, &errlog);
+
+    assert_replicas(js, "RA", 3);
+    assert_replicas(js, "DLQ_A", 3);
+    assert_replicas(js, "KV_led_a", 3);
+    assert_replicas(js, JET_ADVISORY_STREAM, 3);
+    jet_test_publish_n(js, "ra.x", N_MSGS);
+    wait_handled(js, "RA", errlog);
+    jet_test_jethost_stop(host, errlog);
+    g_object_unref(host);
+
+    g_autofree char *log = jet_test_read_text(errlog);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=replicas-differ"), ==, 0);
+    jet_test_js_close(nc, js);
+}
+
+static void test_existing(void)
+{
+    g_autoptr(JetTestCluster) c = jet_test_cluster_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_cluster_js_open(c, &nc);
+
+    /* As an operator makes them for a cluster, before the host's first start. */
+    kvConfig kc;
+    kvConfig_Init(&kc);
+    kc.Bucket = "led_b";
+    kc.History = 1;
+    kc.TTL = G_GINT64_CONSTANT(3600000) * 1000000;   /* 1h; the host's ledger_max_age is 7d */
+    kc.StorageType = js_FileStorage;
+    kc.Replicas = 3;
+    kvStore *kv = NULL;
+    g_assert_cmpint(js_CreateKeyValue(&kv, js, &kc), ==, NATS_OK);
+    kvStore_Destroy(kv);
+    jet_test_cluster_stream_create(js, "DLQ_B", "jethost.dlq.rb", 3, 2 * 3600 * 1000);
+    jet_test_cluster_stream_create(js, JET_ADVISORY_STREAM, JET_ADVISORY_STREAM_SUBJECT, 3, 0);
+    jet_test_cluster_stream_create(js, "RB", "rb.>", 3, 0);
+
+    /* replicas left at its default, 1. */
+    g_autofree char *text = host_config(c, "", "led_b", "rb", "RB", "", "DLQ_B");
+    g_autofree char *errlog = NULL;
+    GSubprocess *host = jet_test_jethost_spawn_config("replicas-existing", text, &errlog);
+    jet_test_publish_n(js, "rb.x", N_MSGS);
+    wait_handled(js, "RB", errlog);
+    jet_test_jethost_stop(host, errlog);
+    g_object_unref(host);
+
+    assert_replicas(js, "KV_led_b", 3);
+    assert_replicas(js, "DLQ_B", 3);
+    assert_replicas(js, JET_ADVISORY_STREAM, 3);
+    g_assert_cmpint(max_age_ms(js, "KV_led_b"), ==, G_GINT64_CONSTANT(7) * 24 * 3600 * 1000);
+
+    g_autofree char *log = jet_test_read_text(errlog);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=replicas-differ"), ==, 3);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=replicas-differ msg=\"ledger bucket stream KV_led_b has 3 "
+                                               "replicas where [host] replicas = 1"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "DLQ stream DLQ_B has 3 replicas"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "advisory stream " JET_ADVISORY_STREAM " has 3 replicas"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "level=error"), ==, 0);
+    jet_test_js_close(nc, js);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/cluster-replicas/created", test_created);
+    g_test_add_func("/cluster-replicas/existing", test_existing);
+    return g_test_run();
+}
