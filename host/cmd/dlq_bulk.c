@@ -145,6 +145,7 @@ typedef struct {
     guint64 total;             /* selected */
     guint64 done;              /* gone through (each outcome below) */
     guint64 published, duplicates, removed, refused, failed, gone, skipped;
+    guint64 first_failed;      /* the lowest sequence that failed (not refused): 0 none */
     gint64 start_us;
     gint64 last_bar_us;
     gboolean bar;              /* a progress line on the terminal */
@@ -249,7 +250,8 @@ static int run_end(Run *run, guint64 next_seq)
     if (run->refused > 0)
         g_string_append_printf(s, ", refused %" G_GUINT64_FORMAT, run->refused);
     if (run->failed > 0)
-        g_string_append_printf(s, ", failed %" G_GUINT64_FORMAT, run->failed);
+        g_string_append_printf(s, ", failed %" G_GUINT64_FORMAT " (the first: %" G_GUINT64_FORMAT ")", run->failed,
+                               run->first_failed);
     if (run->gone > 0)
         g_string_append_printf(s, ", %" G_GUINT64_FORMAT " no longer there", run->gone);
     if (run->skipped > 0)
@@ -259,11 +261,17 @@ static int run_end(Run *run, guint64 next_seq)
         g_string_append_printf(s, " (%.0f/s)", (double)run->done / secs);
     fprintf(d->err, "jethost dlq: %s %s\n", d->stream, s->str);
     g_string_free(s, TRUE);
-    /* Interrupted after the last one: nothing is left to resume. */
-    if ((interrupted || run->lost) && next_seq > 0) {
-        fprintf(d->err, "jethost dlq: %s after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                        "; to go on, run the same command with --from %" G_GUINT64_FORMAT "\n",
-                interrupted ? "interrupted" : "stopped, the server out of reach,", run->done, run->total, next_seq);
+    /* Going on from the first record not done: one that failed earlier
+     * in the run comes before the one the run stopped at. */
+    guint64 from = run->first_failed > 0 && (next_seq == 0 || run->first_failed < next_seq) ? run->first_failed
+                                                                                          : next_seq;
+    if (interrupted || run->lost) {
+        if (from > 0)
+            fprintf(d->err, "jethost dlq: %s after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                            "; to go on, run the same command with --from %" G_GUINT64_FORMAT "\n",
+                    interrupted ? "interrupted" : "stopped, the server out of reach,", run->done, run->total, from);
+        else
+            fprintf(d->err, "jethost dlq: interrupted after the last record: nothing is left to do\n");
         fflush(d->out);
         fflush(d->err);
         return interrupted ? 130 : 1;
@@ -353,6 +361,13 @@ static One remove_record(JetDlq *d, guint64 seq, GError **error)
      * "no message" code it has. */
     if (jerr == JSSequenceNotFoundErr || jerr == JSNoMessageFoundErr)
         return ONE_GONE;
+    /* Other codes cover a sequence past the end or below the first (10057,
+     * "msg delete failed"): asked whether the record is there at all. */
+    JetStoredMsg *m = NULL;
+    if (jet_stream_msg_get(jet_conn_nats(d->conn), d->stream, seq, JET_DLQ_REQUEST_TIMEOUT_MS, &m, NULL) ==
+        JET_STORED_ABSENT)
+        return ONE_GONE;
+    jet_stored_msg_free(m);
     g_autofree char *why = jet_nats_error(s);
     g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "%s [err %d]", why, (int)jerr);
     return ONE_FAILED;
@@ -427,8 +442,10 @@ static One replay_one(Run *run, guint64 seq, gint64 life_ns)
 
 /* A failure with the connection down stops the run: every record after
  * would fail the same way, each after a timeout. */
-static void count(Run *run, One o)
+static void count(Run *run, One o, guint64 seq)
 {
+    if (o == ONE_FAILED && (run->first_failed == 0 || seq < run->first_failed))
+        run->first_failed = seq;
     if (o == ONE_FAILED && !jet_conn_is_connected(run->d->conn))
         run->lost = TRUE;
     switch (o) {
@@ -458,14 +475,15 @@ int jet_dlq_cmd_replay(JetDlq *d)
         if (!pace(&run, matched))
             break;
         One o = replay_one(&run, seq, life_ns);
-        count(&run, o);
+        count(&run, o, seq);
         if (run.lost)
             break;   /* this one is to do again */
         if (o != ONE_SKIPPED && o != ONE_GONE)
             matched++;
         bar_draw(&run, FALSE);
     }
-    next = i < seqs->len ? g_array_index(seqs, guint64, i) : 0;
+    /* Nothing is left once the limit is reached. */
+    next = i < seqs->len && (limit == 0 || matched < limit) ? g_array_index(seqs, guint64, i) : 0;
     return run_end(&run, next);
 }
 
@@ -548,14 +566,14 @@ static int remove_all(JetDlq *d, const char *verb, GArray *seqs, gboolean check_
             print_removed(&run, seq);
         else if (o == ONE_GONE)
             run_error(&run, "no record %s:%" G_GUINT64_FORMAT, d->stream, seq);
-        count(&run, o);
+        count(&run, o, seq);
         if (run.lost)
             break;
         if (o != ONE_SKIPPED && o != ONE_GONE)
             matched++;
         bar_draw(&run, FALSE);
     }
-    int rc = run_end(&run, i < seqs->len ? g_array_index(seqs, guint64, i) : 0);
+    int rc = run_end(&run, i < seqs->len && (limit == 0 || matched < limit) ? g_array_index(seqs, guint64, i) : 0);
     /* rm names its records: one that is not there is a failure. */
     return rc == 0 && run.gone > 0 && d->seqs->len > 0 ? 1 : rc;
 }

@@ -182,6 +182,7 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
     const char *cmd = NULL;
     gboolean is_list, is_stats, is_show, is_replay, is_rm, is_purge;
     guint64 show_seq = 0;
+    gboolean range_given = FALSE;
 
     if (!g_option_context_parse(ctx, &n, &a, &e)) {
         fprintf(err, "jethost dlq: %s\n", e->message);
@@ -224,6 +225,7 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
             }
             o.from = g_steal_pointer(&f);
             o.until = g_steal_pointer(&l);
+            range_given = TRUE;
         } else {
             g_array_append_val(d.seqs, first);
         }
@@ -251,7 +253,7 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "jethost dlq: replay what? give SEQ..., FIRST-LAST or a filter (--from 1 for every record)\n");
         goto done;
     }
-    if (is_rm && d.seqs->len == 0 && !filtered) {
+    if (is_rm && d.seqs->len == 0 && !range_given) {
         fprintf(err, "jethost dlq: rm takes SEQ... or FIRST-LAST (purge takes a filter)\n");
         goto done;
     }

@@ -179,7 +179,13 @@ gboolean jet_dlq_filter_set_from(JetDlqFilter *f, const char *text, gint64 now_n
 
 gboolean jet_dlq_filter_set_until(JetDlqFilter *f, const char *text, gint64 now_ns, GError **error)
 {
-    return parse_end(&f->until, "until", text, now_ns, error);
+    if (!parse_end(&f->until, "until", text, now_ns, error))
+        return FALSE;
+    /* A time is read to the microsecond, and stored times print to the
+     * nanosecond: a record's own time given as the end still includes it. */
+    if (f->until.time_ns > 0 && f->until.time_ns <= G_MAXINT64 - 999)
+        f->until.time_ns += 999;
+    return TRUE;
 }
 
 void jet_dlq_filter_set_limit(JetDlqFilter *f, guint64 limit)

@@ -245,16 +245,35 @@ static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqRead
                                     r->stream, code, desc != NULL ? desc : "");
                         natsMsg_Destroy(m);
                         return FALSE;
-                    default:
+                    case JET_PULL_END:
                         /* no_wait: a pull that ends having found nothing
                          * means nothing is left (records removed at the
                          * end, after the last one read). */
                         step = received == 0 ? STEP_DONE : STEP_PULL_OVER;
                         break;
+                    default:
+                        /* Ended for a reason of the server's (a leader
+                         * change, a shutdown) or one the table does not
+                         * know: never taken for the end of the stream. */
+                        if (received == 0) {
+                            g_usleep(100 * 1000);
+                            step = STEP_RESTART;
+                        } else {
+                            step = STEP_PULL_OVER;
+                        }
+                        break;
                     }
                 }
             } else if (jet_ack_subject_parse(natsMsg_GetReply(m), &meta)) {
-                step = deliver(r, m, &meta, fn, data, st);
+                /* The rest of a consumer already given up (a gap, a
+                 * restart) may still be queued: only the current
+                 * consumer's deliveries count (a delivery carries its
+                 * stored subject, not the pull's inbox: the consumer is
+                 * what tells). */
+                gboolean current = r->consumer != NULL &&
+                                   meta.consumer_len == strlen(r->consumer) &&
+                                   memcmp(meta.consumer, r->consumer, meta.consumer_len) == 0;
+                step = current ? deliver(r, m, &meta, fn, data, st) : STEP_RECORD;
             } else {
                 step = STEP_RECORD;   /* not a delivery: nothing of ours */
             }

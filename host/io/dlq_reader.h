@@ -32,7 +32,7 @@ typedef gboolean (*JetDlqRecordFn)(const JetDlqRecord *r, gpointer data);
 typedef struct {
     guint64 start_seq;      /* > 0: the first sequence to read */
     gint64 start_time_ns;   /* > 0: the first record stored at or after this time */
-    guint batch;            /* records a pull asks for; 0: 256 */
+    guint batch;            /* records a pull asks for; 0: 512 */
     gboolean headers_only;  /* payloads are not sent (list, stats, selection) */
 } JetDlqReadOptions;
 

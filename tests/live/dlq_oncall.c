@@ -670,6 +670,14 @@ static void test_rm_purge(void)
     g_assert_cmpint(again.rc, ==, 1);
     g_assert_nonnull(strstr(again.err, "no record DLQ_RM:5"));
     gone[6] = TRUE;
+    /* Past the end: "no record" too (the server says it another way). */
+    g_auto(Run) past = dlq("--stream", "DLQ_RM", "rm", "--yes", "999999", NULL);
+    g_assert_cmpint(past.rc, ==, 1);
+    g_assert_nonnull(strstr(past.err, "no record DLQ_RM:999999"));
+    /* rm names records; a filter alone is purge's. */
+    g_auto(Run) rmf = dlq("--stream", "DLQ_RM", "rm", "--yes", "--cause", "rejected", NULL);
+    g_assert_cmpint(rmf.rc, ==, 2);
+    g_assert_nonnull(strstr(rmf.err, "purge takes a filter"));
     g_auto(Run) range = dlq("--stream", "DLQ_RM", "rm", "--yes", "100-110", NULL);
     g_assert_cmpint(range.rc, ==, 0);
     g_assert_cmpuint(jet_test_count_lines(range.out, "removed"), ==, 11);

@@ -204,8 +204,15 @@ static void test_range(void)
     g_assert_false(jet_dlq_filter_matches(t, 1, T0 - 1, NULL));
     g_assert_true(jet_dlq_filter_matches(t, 1, T0, NULL));
     g_assert_true(jet_dlq_filter_matches(t, 1, T0 + 3600 * NS, NULL));
-    g_assert_false(jet_dlq_filter_matches(t, 1, T0 + 3600 * NS + 1, NULL));
-    g_assert_false(jet_dlq_filter_before_end(t, 5, T0 + 3600 * NS));
+    /* The end is read to the microsecond: the rest of it is included (a
+     * record's own stored time, printed to the nanosecond, as the end). */
+    g_assert_true(jet_dlq_filter_matches(t, 1, T0 + 3600 * NS + 999, NULL));
+    g_assert_false(jet_dlq_filter_matches(t, 1, T0 + 3600 * NS + 1000, NULL));
+    g_assert_true(jet_dlq_filter_before_end(t, 5, T0 + 3600 * NS));
+    g_assert_false(jet_dlq_filter_before_end(t, 5, T0 + 3600 * NS + 999));
+    g_autoptr(JetDlqFilter) own = jet_dlq_filter_new();
+    g_assert_true(jet_dlq_filter_set_until(own, "2026-11-30T02:00:00.123456789Z", T0, &e));
+    g_assert_true(jet_dlq_filter_matches(own, 1, T0 + 123456789, NULL));
     g_autoptr(JetDlqFilter) nz = jet_dlq_filter_new();
     g_assert_true(set_from(nz, "2026-11-30T02:00:00.5", &e));
     jet_dlq_filter_start(nz, &seq, &ns);
