@@ -171,6 +171,19 @@ static guint pull_id_of(const Reader *r, const char *subject)
     return (guint)g_ascii_strtoull(subject + n + 1, NULL, 10);
 }
 
+/* Whether the consumer has nothing left to deliver (its NumPending, asked
+ * of the server; an answer that does not come counts as something left). */
+static gboolean nothing_pending(Reader *r)
+{
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    if (js_GetConsumerInfo(&ci, jet_conn_js(r->conn), r->stream, r->consumer, NULL, &jerr) != NATS_OK)
+        return FALSE;
+    gboolean none = ci->NumPending == 0;
+    jsConsumerInfo_Destroy(ci);
+    return none;
+}
+
 typedef enum {
     STEP_RECORD,      /* go on */
     STEP_PULL_FULL,   /* the pull delivered its whole batch: the next one */
@@ -248,8 +261,18 @@ static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqRead
                     case JET_PULL_END:
                         /* no_wait: a pull that ends having found nothing
                          * means nothing is left (records removed at the
-                         * end, after the last one read). */
-                        step = received == 0 ? STEP_DONE : STEP_PULL_OVER;
+                         * end, after the last one read), if the consumer
+                         * agrees: a consumer just made by start time has
+                         * answered a first pull with "no messages" while
+                         * records were there (seen on 2.9.10). */
+                        if (received > 0)
+                            step = STEP_PULL_OVER;
+                        else if (nothing_pending(r))
+                            step = STEP_DONE;
+                        else {
+                            g_usleep(20 * 1000);
+                            step = STEP_RESTART;
+                        }
                         break;
                     default:
                         /* Ended for a reason of the server's (a leader
