@@ -131,6 +131,7 @@ static const Counter counters[] = {
     C("messages_uncertain", uncertain, "Captures whose ack was not confirmed: the record may exist twice."),
     C("pulls", pulls, "Pull requests issued."),
     C("early_pulls", early_pulls, "Pulls issued at the threshold while another was outstanding."),
+    C("pulls_with_ack", pulls_with_ack, "Pulls sent in one message with the ack before them (+NXT)."),
     C("missed_heartbeats", missed_heartbeats, "Pulls ended because the server went quiet."),
     C("consumer_recreations", resubscribes, "Times the consumer was found gone and re-created (or waited for)."),
     C("crash_strikes", strikes, "Suspects that found the isolation marker set (a handler ended the host)."),

@@ -21,6 +21,7 @@
 typedef struct {
     guint64 pulls;             /* pull requests issued */
     guint64 early_pulls;       /* of them, issued at the threshold while another was outstanding */
+    guint64 pulls_with_ack;    /* of them, sent with the last message's ack in one "+NXT" */
     guint64 messages;          /* deliveries handed to the plugin */
     guint64 acked, retried, postponed, released, dead_lettered, stranded, uncertain;
     guint64 capture_collisions;   /* a duplicate pub-ack that named another message's record */

@@ -3,6 +3,7 @@
 #include "errors.h"
 #include "log.h"
 #include "nkey.h"
+#include "sock_cork.h"
 
 #include <string.h>
 
@@ -20,6 +21,7 @@ struct JetConn {
     gint connected;      /* atomic */
     GMutex lock;
     GArray *hooks;            /* Hook: a binding's engine (or more) each; no limit on bindings */
+    JetSockCork *cork;
     /* nats.c may still run our callbacks while it closes: the JetConn
      * outlives the connection's closed callback. */
     GCond closed_cond;
@@ -213,6 +215,7 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
     JetConn *c = g_new0(JetConn, 1);
     g_mutex_init(&c->lock);
     c->hooks = g_array_new(FALSE, FALSE, sizeof(Hook));
+    c->cork = jet_sock_cork_new();
     g_cond_init(&c->closed_cond);
     natsOptions *o = NULL;
     natsStatus s = natsOptions_Create(&o);
@@ -338,12 +341,23 @@ void jet_conn_close(JetConn *c)
     g_cond_clear(&c->closed_cond);
     g_mutex_clear(&c->lock);
     g_array_unref(c->hooks);
+    jet_sock_cork_free(c->cork);
     g_free(c);
 }
 
 natsConnection *jet_conn_nats(JetConn *c) { return c->nc; }
 jsCtx *jet_conn_js(JetConn *c) { return c->js; }
 guint jet_conn_generation(JetConn *c) { return (guint)g_atomic_int_get(&c->generation); }
+
+void jet_conn_burst_begin(JetConn *c)
+{
+    jet_sock_cork_begin(c->cork, c->nc, jet_conn_generation(c));
+}
+
+void jet_conn_burst_end(JetConn *c)
+{
+    jet_sock_cork_end(c->cork);
+}
 gboolean jet_conn_is_connected(JetConn *c) { return g_atomic_int_get(&c->connected) != 0; }
 
 void jet_conn_on_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data)

@@ -30,6 +30,12 @@ jsCtx *jet_conn_js(JetConn *c);
 guint jet_conn_generation(JetConn *c);
 gboolean jet_conn_is_connected(JetConn *c);
 
+/* A burst of small publishes (acks): between begin and end the socket is
+ * corked, so the burst leaves as a few segments (sock_cork.h).  Any
+ * thread; bursts may overlap. */
+void jet_conn_burst_begin(JetConn *c);
+void jet_conn_burst_end(JetConn *c);
+
 /* Registers a function called (on nats.c's thread) after each reconnect. */
 void jet_conn_on_reconnect(JetConn *c, void (*fn)(gpointer), gpointer data);
 /* Unregisters it (an engine freed while the connection lives on: an

@@ -285,11 +285,16 @@ static void acks_flush(Worker *w)
     g_mutex_lock(&w->ack_lock);
     if (w->n_acks > 0)
         JET_STAT_ADD(&w->stats, acks_grouped, w->n_acks);
+    gboolean burst = w->n_acks > 1;
+    if (burst)
+        jet_conn_burst_begin(w->eng->conn);
     for (guint i = 0; i < w->n_acks; i++) {
         jet__publish_ack(w->eng, w->acks[i], "+ACK");
         g_free(w->acks[i]);
         w->acks[i] = NULL;
     }
+    if (burst)
+        jet_conn_burst_end(w->eng->conn);
     w->n_acks = 0;
     g_mutex_unlock(&w->ack_lock);
 }
@@ -318,6 +323,7 @@ void jet__acks_flush(Worker *w)
 }
 
 static guint owed(const Worker *w);
+static gboolean ack_with_next_pull(Worker *w, const char *reply);
 
 void jet__ack_soon(JetEngine *e, Item *it)
 {
@@ -330,7 +336,8 @@ void jet__ack_soon(JetEngine *e, Item *it)
          * nothing behind it and nothing more owed by the server, there is
          * nothing to wait for: this ack and any before it go now. */
         acks_flush(w);
-        jet__publish_ack(e, reply, "+ACK");
+        if (!ack_with_next_pull(w, reply))
+            jet__publish_ack(e, reply, "+ACK");
         return;
     }
     g_mutex_lock(&w->ack_lock);
@@ -376,43 +383,35 @@ static void end_all_pulls(Worker *w)
         w->pulls[i].active = FALSE;
 }
 
-static gboolean issue_pull(Worker *w, guint batch)
+/* The pull request's body: batch messages (alone: one, with no byte
+ * budget), the binding's expiry and heartbeat. */
+static void pull_body(JetEngine *e, guint batch, gboolean alone, char *body, gsize size)
 {
-    JetEngine *e = w->eng;
-    Pull *slot = NULL;
-    for (guint i = 0; i < MAX_PULLS && slot == NULL; i++)
-        if (!w->pulls[i].active)
-            slot = &w->pulls[i];
-    if (slot == NULL || batch == 0)
-        return FALSE;
-
-    /* Settled means sent: the acks of the last pull go before the next. */
-    acks_flush(w);
-    gboolean alone = w->alone_next;
-    w->alone_next = FALSE;
-    if (alone)
-        batch = 1;
     guint64 expires_ns = e->b->expires_ms * G_GUINT64_CONSTANT(1000000);
     guint64 hb_ns = e->b->idle_heartbeat_ms * G_GUINT64_CONSTANT(1000000);
-    char body[192];
     if (e->b->max_bytes > 0 && !alone)
-        snprintf(body, sizeof body,
+        snprintf(body, size,
                  "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT
                  ",\"max_bytes\":%" G_GINT64_FORMAT "}",
                  batch, expires_ns, hb_ns, e->b->max_bytes);
     else
-        snprintf(body, sizeof body,
+        snprintf(body, size,
                  "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT "}",
                  batch, expires_ns, hb_ns);
-    char reply[128];
-    guint id = ++w->next_pull_id;
-    snprintf(reply, sizeof reply, "%s.%u", w->inbox, id);
-    natsStatus s = natsConnection_PublishRequestString(jet_conn_nats(e->conn), e->next_subject, reply, body);
-    if (s != NATS_OK) {
-        jet_log(JET_LOG_WARNING, e->b->name, "pull-failed", "worker %u: pull not sent: %s", w->index,
-                natsStatus_GetText(s));
-        return FALSE;
-    }
+}
+
+static Pull *free_pull_slot(Worker *w)
+{
+    for (guint i = 0; i < MAX_PULLS; i++)
+        if (!w->pulls[i].active)
+            return &w->pulls[i];
+    return NULL;
+}
+
+/* A pull was sent: it owes batch messages until it ends. */
+static void pull_sent(Worker *w, Pull *slot, guint id, guint batch, gboolean with_ack)
+{
+    JetEngine *e = w->eng;
     gint64 now = now_us();
     slot->id = id;
     slot->batch = batch;
@@ -425,7 +424,63 @@ static gboolean issue_pull(Worker *w, guint batch)
     /* A fresh pull starts its own heartbeat clock. */
     __atomic_store_n(&w->last_heard_us, now, __ATOMIC_RELAXED);
     JET_STAT_ADD(&w->stats, pulls, 1);
-    jet_log(JET_LOG_DEBUG, e->b->name, "pull-issued", "worker %u pull %u batch %u", w->index, id, batch);
+    if (with_ack)
+        JET_STAT_ADD(&w->stats, pulls_with_ack, 1);
+    jet_log(JET_LOG_DEBUG, e->b->name, "pull-issued", "worker %u pull %u batch %u%s", w->index, id, batch,
+            with_ack ? " (with an ack)" : "");
+}
+
+static gboolean issue_pull(Worker *w, guint batch)
+{
+    JetEngine *e = w->eng;
+    Pull *slot = free_pull_slot(w);
+    if (slot == NULL || batch == 0)
+        return FALSE;
+
+    /* Settled means sent: the acks of the last pull go before the next. */
+    acks_flush(w);
+    gboolean alone = w->alone_next;
+    w->alone_next = FALSE;
+    if (alone)
+        batch = 1;
+    char body[192];
+    pull_body(e, batch, alone, body, sizeof body);
+    char reply[128];
+    guint id = ++w->next_pull_id;
+    snprintf(reply, sizeof reply, "%s.%u", w->inbox, id);
+    natsStatus s = natsConnection_PublishRequestString(jet_conn_nats(e->conn), e->next_subject, reply, body);
+    if (s != NATS_OK) {
+        jet_log(JET_LOG_WARNING, e->b->name, "pull-failed", "worker %u: pull not sent: %s", w->index,
+                natsStatus_GetText(s));
+        return FALSE;
+    }
+    pull_sent(w, slot, id, batch, FALSE);
+    return TRUE;
+}
+
+/* The ack of the last message a pull owed, when the worker's loop would
+ * send the next pull right after it anyway (strict pacing, nothing
+ * outstanding, nothing waiting, not careful, not stopping): one message,
+ * "+NXT <pull>", acks it and asks for the next batch, in that order, as the
+ * two messages would (docs/engine.md).  FALSE: nothing sent, ack as usual. */
+static gboolean ack_with_next_pull(Worker *w, const char *reply)
+{
+    JetEngine *e = w->eng;
+    if (w->sub == NULL || w->ordered != NULL || jet__lanes_on(e) || engine_stopping(e) || w->alone_next ||
+        active_pulls(w) > 0 || waiting_msgs(w) > 0 || w->idle_windows > 0 ||
+        jet_conn_generation(e->conn) != w->generation || careful(e))
+        return FALSE;
+    Pull *slot = free_pull_slot(w);
+    if (slot == NULL)
+        return FALSE;
+    char body[200] = "+NXT ";
+    pull_body(e, e->b->batch, FALSE, body + 5, sizeof body - 5);
+    char inbox[128];
+    guint id = ++w->next_pull_id;
+    snprintf(inbox, sizeof inbox, "%s.%u", w->inbox, id);
+    if (natsConnection_PublishRequestString(jet_conn_nats(e->conn), reply, inbox, body) != NATS_OK)
+        return FALSE;   /* nothing went: the plain ack is tried, and the loop pulls */
+    pull_sent(w, slot, id, e->b->batch, TRUE);
     return TRUE;
 }
 
@@ -601,6 +656,23 @@ void jet__release_item(Worker *w, Item *it)
     release_item(w, it);
 }
 
+/* Frees what waits to be freed (the worker's thread only). */
+static void reap_flush(Worker *w)
+{
+    for (guint i = 0; i < w->n_reap; i++)
+        natsMsg_Destroy(w->reap[i]);
+    w->n_reap = 0;
+    w->reap_bytes = 0;
+}
+
+static void reap(Worker *w, natsMsg *m)
+{
+    w->reap[w->n_reap++] = m;
+    w->reap_bytes += (gsize)MAX(natsMsg_GetDataLength(m), 0);
+    if (w->n_reap == REAP_MAX || w->reap_bytes >= REAP_BYTES)
+        reap_flush(w);
+}
+
 static void take_one(Worker *w, Item *it)
 {
     JetEngine *e = w->eng;
@@ -649,7 +721,7 @@ static void take_one(Worker *w, Item *it)
     if (e->take_hook != NULL)
         e->take_hook(w->index, held, e->take_hook_data);
     jet__deliver(e, it, &meta, NULL);
-    natsMsg_Destroy(m);
+    reap(w, m);
     g_free(it);
 }
 
@@ -732,12 +804,15 @@ static gpointer worker_main(gpointer data)
         Item *it = take_next(w, acks_left_us > 0 ? (acks_left_us + 999) / 1000 : take_ms);
         if (it != NULL)
             take_one(w, it);
+        else
+            reap_flush(w);   /* idle: nothing is kept for long */
         if (lanes)
             jet__lanes_resolve_some(w);
         check_deadlines(w);
     }
 
     acks_flush(w);
+    reap_flush(w);
     /* Drain: stop the inbox (the server drops the pulls' interest; nats.c
      * flushes, so everything sent before that is received), then release
      * everything that arrived and was not handled: what was moved aside

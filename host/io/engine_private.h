@@ -27,6 +27,14 @@
  * batch, instead of being woken for each between its own sends. */
 #define ACK_COALESCE_US 1000
 #define ACK_BATCH_MAX 128
+/* Handled messages are freed in bursts of REAP_MAX (or once they hold
+ * REAP_BYTES), and when a wait for the next message brings nothing (at
+ * most TAKE_STEP_US after the last one): nats.c hands
+ * every freed message to its collector thread and wakes it if it sleeps,
+ * so freeing them one at a time between sends woke that thread (a context
+ * switch or two) for each message (docs/performance.md). */
+#define REAP_MAX 256
+#define REAP_BYTES (1024 * 1024)
 /* How often the lease keeper reads the consumer's ack floor. */
 #define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
 
@@ -147,6 +155,10 @@ typedef struct {
     guint n_acks;
     gint64 acks_since_us;      /* when the oldest was decided */
     gint64 last_heard_us;      /* atomic: anything taken off the inbox */
+    /* Handled messages not freed yet (the worker's thread only). */
+    natsMsg *reap[REAP_MAX];
+    guint n_reap;
+    gsize reap_bytes;
     Pull pulls[MAX_PULLS];
     guint next_pull_id;
     guint generation;

@@ -35,6 +35,16 @@ static void count_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, voi
     natsMsg_Destroy(m);
 }
 
+/* Counts "+NXT" acks: each carries a pull. */
+static void count_nxt(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    if (natsMsg_GetDataLength(m) > 5 && memcmp(natsMsg_GetData(m), "+NXT ", 5) == 0)
+        g_atomic_int_inc((gint *)closure);
+    natsMsg_Destroy(m);
+}
+
 /* What crosses the wire between the engine and the server, in the order the
  * server routed it: one subscription on `$JS.>`, so acks and pull requests
  * from the engine's connection keep their relative order (one connection in,
@@ -46,6 +56,7 @@ typedef struct {
     guint batch;       /* WIRE_PULL */
     guint64 seq;       /* WIRE_ACK, WIRE_NAK: the stream seq */
     char *reply;       /* WIRE_PULL: the pull's reply subject */
+    gboolean with_ack; /* WIRE_PULL: sent as "+NXT" with the ack before it */
 } WireEvent;
 
 typedef struct {
@@ -59,10 +70,10 @@ static void wire_event_clear(gpointer data)
     g_free(((WireEvent *)data)->reply);
 }
 
-static guint pull_batch(natsMsg *m)
+static guint pull_batch(const char *body, int len)
 {
     g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_data(p, natsMsg_GetData(m), natsMsg_GetDataLength(m), NULL))
+    if (!json_parser_load_from_data(p, body, len, NULL))
         return 0;
     JsonNode *root = json_parser_get_root(p);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
@@ -70,6 +81,14 @@ static guint pull_batch(natsMsg *m)
     return (guint)json_object_get_int_member_with_default(json_node_get_object(root), "batch", 0);
 }
 
+static void wire_add(Wire *w, const WireEvent *ev)
+{
+    g_mutex_lock(&w->lock);
+    g_array_append_val(w->events, *ev);
+    g_mutex_unlock(&w->lock);
+}
+
+/* "+NXT <pull>" on an ack subject is an ack and then a pull: two events. */
 static void wire_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
 {
     Wire *w = closure;
@@ -82,20 +101,23 @@ static void wire_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, v
     JetAckMeta meta;
     if (g_strcmp0(subject, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c") == 0) {
         ev.kind = WIRE_PULL;
-        ev.batch = pull_batch(m);
+        ev.batch = pull_batch(body, len);
         ev.reply = g_strdup(natsMsg_GetReply(m));
     } else if (g_str_has_prefix(subject, "$JS.ACK.ORDERS.c.") && jet_ack_subject_parse(subject, &meta)) {
         ev.seq = meta.stream_seq;
-        if (len == 4 && memcmp(body, "+ACK", 4) == 0)
+        if (len == 4 && memcmp(body, "+ACK", 4) == 0) {
             ev.kind = WIRE_ACK;
-        else if (len >= 4 && memcmp(body, "-NAK", 4) == 0)
+        } else if (len >= 4 && memcmp(body, "-NAK", 4) == 0) {
             ev.kind = WIRE_NAK;
+        } else if (len > 5 && memcmp(body, "+NXT ", 5) == 0) {
+            ev.kind = WIRE_ACK;
+            wire_add(w, &ev);
+            ev = (WireEvent){ .kind = WIRE_PULL, .batch = pull_batch(body + 5, len - 5),
+                              .reply = g_strdup(natsMsg_GetReply(m)), .with_ack = TRUE };
+        }
     }
-    if (ev.kind != WIRE_OTHER) {
-        g_mutex_lock(&w->lock);
-        g_array_append_val(w->events, ev);
-        g_mutex_unlock(&w->lock);
-    }
+    if (ev.kind != WIRE_OTHER)
+        wire_add(w, &ev);
     natsMsg_Destroy(m);
 }
 
@@ -153,10 +175,13 @@ static void test_paced_bounded(void)
 {
     Rig r = { 0 };
     rig_server(&r);
-    gint pulls_seen = 0;
-    natsSubscription *spy = NULL;
+    gint pulls_seen = 0, nxt_seen = 0;
+    natsSubscription *spy = NULL, *nxt_spy = NULL;
     g_assert_cmpint(natsConnection_Subscribe(&spy, r.nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c", count_msg,
                                              &pulls_seen), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Subscribe(&nxt_spy, r.nc, "$JS.ACK.ORDERS.c.>", count_nxt, &nxt_seen), ==,
+                    NATS_OK);
+    g_assert_cmpint(natsSubscription_SetPendingLimits(nxt_spy, -1, -1), ==, NATS_OK);
     g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
     jet_test_publish_n(r.js, "orders.new", 5000);
     gint64 t0 = g_get_monotonic_time();
@@ -181,16 +206,22 @@ static void test_paced_bounded(void)
     g_assert_cmpuint(st.max_held, <=, 10);
     g_assert_cmpuint(st.max_held, >=, 2);   /* the bound was actually reached for */
     guint idle_windows = (guint)(elapsed_ms / 30000);
-    g_test_message("%" G_GUINT64_FORMAT " pulls by the engine, %d seen on the wire, %" G_GINT64_FORMAT
-                   " ms, max held %" G_GUINT64_FORMAT,
-                   st.pulls, g_atomic_int_get(&pulls_seen), elapsed_ms, st.max_held);
-    g_assert_cmpint(g_atomic_int_get(&pulls_seen), <=, 5000 / 10 + idle_windows + 1);
-    g_assert_cmpuint(st.pulls, ==, (guint64)g_atomic_int_get(&pulls_seen));
+    /* A 5 ms handler: the last ack of each batch carries the next pull. */
+    guint64 wire_pulls = (guint64)g_atomic_int_get(&pulls_seen) + (guint64)g_atomic_int_get(&nxt_seen);
+    g_test_message("%" G_GUINT64_FORMAT " pulls by the engine (%" G_GUINT64_FORMAT " with an ack), %d seen on the "
+                   "wire as pulls and %d as +NXT, %" G_GINT64_FORMAT " ms, max held %" G_GUINT64_FORMAT,
+                   st.pulls, st.pulls_with_ack, g_atomic_int_get(&pulls_seen), g_atomic_int_get(&nxt_seen),
+                   elapsed_ms, st.max_held);
+    g_assert_cmpuint(wire_pulls, <=, 5000 / 10 + idle_windows + 1);
+    g_assert_cmpuint(st.pulls, ==, wire_pulls);
+    g_assert_cmpuint(st.pulls_with_ack, ==, (guint64)g_atomic_int_get(&nxt_seen));
+    g_assert_cmpuint(st.pulls_with_ack, >=, 5000 / 10 - 1 - idle_windows);
     g_assert_cmpuint(st.acked, ==, 5000);
     jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
     g_assert_cmpint(ci->NumRedelivered, ==, 0);
     jsConsumerInfo_Destroy(ci);
     spy_close(spy);
+    spy_close(nxt_spy);
     rig_free(&r);
 }
 
@@ -664,6 +695,62 @@ static void test_acks_before_pull(void)
     rig_free(&r);
 }
 
+/* Strict pacing at batch 1 with a fast handler: the ack of each message
+ * and the pull the loop owes next go out as one "+NXT" (ack first, then
+ * the pull), and the server serves those pulls: every message acked once,
+ * in order, none redelivered, every pull on the wire counted. */
+static void test_ack_with_next_pull(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 500;
+    jet_test_publish_n(r.js, "orders.new", n);
+    Wire w = { 0 };
+    wire_start(&w, &r);
+    rig_engine(&r, "batch = 1\nexpires = 30s\n");
+    FloorWait fw = { &r, n };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    rig_stop(&r);
+    wire_stop(&w, &r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+
+    guint acks = 0, pulls = 0, with_ack = 0;
+    for (guint i = 0; i < w.events->len; i++) {
+        const WireEvent *ev = &g_array_index(w.events, WireEvent, i);
+        if (ev->kind == WIRE_ACK) {
+            g_assert_cmpuint(ev->seq, ==, acks + 1);
+            acks++;
+        } else if (ev->kind == WIRE_PULL) {
+            pulls++;
+            g_assert_cmpuint(ev->batch, ==, 1);
+            if (ev->with_ack) {
+                with_ack++;
+                /* the ack it carries came first, and it owed nothing more */
+                g_assert_cmpuint(i, >, 0);
+                g_assert_cmpint(g_array_index(w.events, WireEvent, i - 1).kind, ==, WIRE_ACK);
+                g_assert_cmpuint(g_array_index(w.events, WireEvent, i - 1).seq, ==, acks);
+            }
+        }
+    }
+    g_test_message("%u acks, %u pulls (%u with an ack; engine: %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT ")",
+                   acks, pulls, with_ack, st.pulls, st.pulls_with_ack);
+    g_assert_cmpuint(acks, ==, n);
+    g_assert_cmpuint(st.pulls, ==, pulls);
+    g_assert_cmpuint(st.pulls_with_ack, ==, with_ack);
+    g_assert_cmpuint(with_ack, >=, n - 1);
+    g_autoptr(GArray) d = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &d);
+    g_assert_cmpuint(seqs->len, ==, n);
+    for (guint i = 0; i < seqs->len; i++)
+        g_assert_cmpuint(g_array_index(d, guint, i), ==, 1);
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpint(ci->NumRedelivered, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    wire_free(&w);
+    rig_free(&r);
+}
+
 /* When and how big the early re-pull is: batch 10, threshold 4, and only 8
  * messages, so the first pull is left owing 2.  A 20 ms handler lets all 8
  * arrive before the sixth is done.  After 6 are handled, 4 are not taken
@@ -846,6 +933,7 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/acks-behind-slow-handler", test_acks_behind_slow_handler);
     g_test_add_func("/engine/acks-before-pull", test_acks_before_pull);
     g_test_add_func("/engine/early-pull-when-and-size", test_early_pull_when_and_size);
+    g_test_add_func("/engine/ack-with-next-pull", test_ack_with_next_pull);
     g_test_add_func("/engine/unknown-status", test_unknown_status);
     g_test_add_func("/engine/unparsable-status", test_unparsable_status);
     int rc = g_test_run();
