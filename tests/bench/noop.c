@@ -5,7 +5,12 @@
  *   option.verdict      ack (default) or reject: every message REJECTed, with
  *                       the reason "noop: verdict = reject", so the host
  *                       captures each to the dead-letter stream and then acks
- *                       it with confirmation (docs/dead-letters.md).
+ *                       it with confirmation (docs/dead-letters.md); or
+ *                       retry-once: RETRY on a message's first delivery (the
+ *                       reason "noop: verdict = retry-once"; the host writes
+ *                       its ledger record and NAKs it with the first rung's
+ *                       delay), ACK on any later one (the host acks it and
+ *                       deletes the record): the retry path of the bench.
  *   option.sleep        a duration the handler sleeps before acking (0: none);
  *                       the "1 ms handler" of the RSS runs.
  *   option.sleep_us     microseconds slept on top of option.sleep: the slow
@@ -55,7 +60,7 @@ struct noop_state {
     jet_ctx *ctx;
     uint64_t sleep_ms;
     int64_t sleep_us;
-    int verdict;          /* JET_ACK or JET_REJECT */
+    int verdict;          /* JET_ACK or JET_REJECT, or JET_RETRY: retry-once */
     char *latency_file;   /* NULL: no recording */
     int64_t *lat;         /* latencies in ns */
     size_t n_lat, cap_lat;
@@ -67,7 +72,7 @@ struct noop_state {
 
 static const jet_option options[] = {
     { .name = "verdict", .type = JET_OPT_STRING, .default_value = "ack",
-      .help = "ack or reject: the verdict returned for every message" },
+      .help = "ack, reject, or retry-once (RETRY on the first delivery, ACK after)" },
     { .name = "sleep", .type = JET_OPT_DURATION, .default_value = "0",
       .help = "sleep this long in every handler call" },
     { .name = "sleep_us", .type = JET_OPT_INT, .default_value = "0",
@@ -104,8 +109,10 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
         st->verdict = JET_ACK;
     } else if (strcmp(v, "reject") == 0) {
         st->verdict = JET_REJECT;
+    } else if (strcmp(v, "retry-once") == 0) {
+        st->verdict = JET_RETRY;
     } else {
-        snprintf(err, err_len, "option.verdict must be ack or reject, not '%s'", v);
+        snprintf(err, err_len, "option.verdict must be ack, reject or retry-once, not '%s'", v);
         free(st);
         return 1;
     }
@@ -213,6 +220,11 @@ static int noop_handle(void *state, jet_msg *m)
     }
     if (st->verdict == JET_REJECT)
         host->msg_set_reason(m, "noop: verdict = reject");
+    if (st->verdict == JET_RETRY) {
+        if (host->msg_deliveries(m) > 1)
+            return JET_ACK;
+        host->msg_set_reason(m, "noop: verdict = retry-once");
+    }
     return st->verdict;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Draws the bench's curves: tests/bench/plot.sh DATA_DIR OUT_DIR
 # DATA_DIR holds what run.sh wrote ($JET_BUILDDIR/bench-data: method.dat,
-# latency.dat, workers.dat, payload.dat); each that is there is drawn with its
+# latency.dat, workers.dat, payload.dat, bindings.dat, retry.dat, capture.dat,
+# hosts.dat); each that is there is drawn with its
 # script docs/img/<name>.gp into OUT_DIR/<name>.png.  docs/img holds the
 # committed PNGs: `tests/bench/plot.sh build/bench-data docs/img` refreshes
 # them from a run.

@@ -19,6 +19,9 @@
  *                message acked by publishing "+ACK" to its reply subject.
  *       Pulls carry the same batch, expires and idle_heartbeat as jethost's
  *       (defaults 30s and 5s; env RAWLOOP_EXPIRES_MS, RAWLOOP_HB_MS).
+ *       fetch with env RAWLOOP_BIND=1 binds to CONSUMER as it is (made by
+ *       `rawloop mkcons`) instead of re-creating it, so several processes
+ *       can share it (each then runs until stopped, N being the whole).
  *       raw with env RAWLOOP_LATENCY_FILE=PATH also writes, for each
  *       delivery, receipt time minus the stamp `rawloop pace` put in its
  *       payload (ns, one a line): the plain loop's side of the latency.
@@ -48,6 +51,26 @@
  *       waiting for the pub-ack, then natsConnection_Request(reply, "+ACK"),
  *       waiting for the server's confirmation.  Nothing else: no provenance
  *       headers, no original headers, no log line.
+ *   rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT WORKERS
+ *       The same with WORKERS threads on the one consumer and one
+ *       connection, each its own inbox subscription and its own strictly
+ *       paced pulls, claiming a pull's messages before sending it (so
+ *       together they ask for N, no more): beside jethost `workers = W`.
+ *   rawloop retry URL STREAM CONSUMER N BATCH BUCKET DELAY_MS
+ *       The retry path by hand, beside jethost with every message failing
+ *       once (the noop plugin's verdict retry-once): the consumer and pulls
+ *       of `raw`; a first delivery (delivery count 1 in its reply subject)
+ *       writes a record to the KV bucket BUCKET (which must exist) with
+ *       kvStore_Create under <stream>.<consumer>.<stream seq>, names
+ *       encoded as jethost's ledger does, then publishes
+ *       "-NAK {"delay": DELAY_MS in ns}"; a redelivery reads the record
+ *       (kvStore_Get, as jethost reads its ledger on every redelivery),
+ *       publishes "+ACK", then deletes the record (kvStore_Delete).  Stops
+ *       once N are acked.
+ *   rawloop mkcons URL STREAM CONSUMER
+ *       Creates the durable CONSUMER afresh as fetch does; with it,
+ *       several `RAWLOOP_BIND=1 rawloop fetch` processes (which then bind
+ *       to the consumer instead of re-creating it) share one consumer.
  *   rawloop forward URL STREAM CONSUMER N BATCH SUBJECT
  *       Publish-then-ack by hand, beside jethost with the forward plugin:
  *       the same loop as `capture`, each payload republished to SUBJECT
@@ -353,7 +376,8 @@ static int mode_fetch(const char *url, const char *stream, const char *consumer,
     const int64_t hb_ns = env_long("RAWLOOP_HB_MS", 5000) * 1000000;
     long got = 0, pulls = 0, timeouts = 0;
 
-    make_consumer(js, stream, consumer);
+    if (env_long("RAWLOOP_BIND", 0) == 0)
+        make_consumer(js, stream, consumer);
     jsSubOptions_Init(&so);
     so.Stream = stream;
     so.Consumer = consumer;
@@ -722,25 +746,216 @@ static uint64_t ack_stream_seq(const char *reply)
 /* capture and forward share this loop: each message republished to
  * `subject` under a Nats-Msg-Id, its pub-ack waited for, then the origin
  * acked, as a request when `confirmed` (jethost confirms the ack of a
- * dead-lettered message, not that of a forwarded one). */
-static int republish_loop(const char *mode, const char *url, const char *stream, const char *consumer, long n,
-                          long batch, const char *subject, bool confirmed)
+ * dead-lettered message, not that of a forwarded one).  With workers > 1
+ * (capture only), as many threads run it on the one consumer, one
+ * connection, each its own inbox subscription and its own strictly paced
+ * pulls, claiming each pull's messages before it is sent so that together
+ * they never ask for more than N (as `workers` does). */
+struct republish {
+    natsConnection *nc;
+    jsCtx *js;
+    const char *mode, *stream, *consumer, *subject;
+    bool confirmed;
+    long batch;
+    long left;                                  /* not yet claimed */
+    long got, pulls, statuses, duplicates;      /* atomics */
+};
+
+static void *republish_worker(void *arg)
 {
-    natsConnection *nc = connect_to(url);
-    jsCtx *js = js_for(nc);
+    struct republish *r = arg;
+    natsConnection *nc = r->nc;
     natsSubscription *sub = NULL;
     natsInbox *inbox = NULL;
     const int64_t expires_ns = env_long("RAWLOOP_EXPIRES_MS", 30000) * 1000000;
     const int64_t hb_ns = env_long("RAWLOOP_HB_MS", 5000) * 1000000;
     char next_subject[512], wildcard[128];
-    long got = 0, pulls = 0, statuses = 0, duplicates = 0;
     unsigned long pull_id = 0;
+    long claimed = 0;              /* claimed, not yet received */
     long want = 0, received = 0;   /* of the current pull */
     bool active = false;
     jsPubOptions po;
 
     jsPubOptions_Init(&po);
     po.MaxWait = 5000;   /* jethost's CAPTURE_TIMEOUT_MS */
+    snprintf(next_subject, sizeof next_subject, "$JS.API.CONSUMER.MSG.NEXT.%s.%s", r->stream, r->consumer);
+    DIE_IF(natsInbox_Create(&inbox), "inbox");
+    snprintf(wildcard, sizeof wildcard, "%s.*", (const char *)inbox);
+    DIE_IF(natsConnection_SubscribeSync(&sub, nc, wildcard), "subscribe");
+    DIE_IF(natsSubscription_SetPendingLimits(sub, -1, -1), "pending limits");
+    DIE_IF(natsConnection_Flush(nc), "flush");
+
+    for (;;) {
+        if (!active) {
+            if (claimed == 0) {
+                long left = __atomic_load_n(&r->left, __ATOMIC_RELAXED), take;
+                do {
+                    if (left <= 0)
+                        goto done;
+                    take = left < r->batch ? left : r->batch;
+                } while (!__atomic_compare_exchange_n(&r->left, &left, left - take, false, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED));
+                claimed = take;
+            }
+            char reply[160], body[160];
+            want = claimed;
+            received = 0;
+            snprintf(reply, sizeof reply, "%s.%lu", (const char *)inbox, ++pull_id);
+            snprintf(body, sizeof body, "{\"batch\":%ld,\"expires\":%" PRId64 ",\"idle_heartbeat\":%" PRId64 "}", want,
+                     expires_ns, hb_ns);
+            DIE_IF(natsConnection_PublishRequestString(nc, next_subject, reply, body), "pull");
+            __atomic_add_fetch(&r->pulls, 1, __ATOMIC_RELAXED);
+            active = true;
+        }
+        natsMsg *m = NULL;
+        natsStatus s = natsSubscription_NextMsg(&m, sub, (int64_t)(expires_ns / 1000000) + 10000);
+        DIE_IF(s, "next message");
+        const char *reply = natsMsg_GetReply(m);
+        if (reply != NULL && strncmp(reply, "$JS.ACK.", 8) == 0) {
+            /* 1. the copy, 2. its pub-ack, 3. the ack, 4. its confirmation */
+            char msg_id[320];
+            natsMsg *copy = NULL;
+            jsPubAck *pa = NULL;
+            jsErrCode jerr = 0;
+            snprintf(msg_id, sizeof msg_id, "raw:%s.%s:%" PRIu64, r->stream, r->consumer, ack_stream_seq(reply));
+            DIE_IF(natsMsg_Create(&copy, r->subject, NULL, natsMsg_GetData(m), natsMsg_GetDataLength(m)),
+                   "republished message");
+            DIE_IF(natsMsgHeader_Set(copy, "Nats-Msg-Id", msg_id), "msg id");
+            s = js_PublishMsg(&pa, r->js, copy, &po, &jerr);
+            if (s != NATS_OK)
+                fprintf(stderr, "rawloop: %s publish: error code %d\n", r->mode, (int)jerr);
+            DIE_IF(s, "republish");
+            if (pa->Duplicate)
+                __atomic_add_fetch(&r->duplicates, 1, __ATOMIC_RELAXED);
+            jsPubAck_Destroy(pa);
+            natsMsg_Destroy(copy);
+            if (r->confirmed) {
+                natsMsg *confirm = NULL;
+                DIE_IF(natsConnection_Request(&confirm, nc, reply, "+ACK", 4, 5000), "confirmed ack");
+                natsMsg_Destroy(confirm);
+            } else {
+                DIE_IF(natsConnection_PublishString(nc, reply, "+ACK"), "ack");
+            }
+            __atomic_add_fetch(&r->got, 1, __ATOMIC_RELAXED);
+            claimed--;
+            if (++received == want)
+                active = false;
+        } else {
+            const char *code = NULL;
+            __atomic_add_fetch(&r->statuses, 1, __ATOMIC_RELAXED);
+            if (natsMsgHeader_Get(m, "Status", &code) == NATS_OK && code != NULL && strcmp(code, "100") != 0 &&
+                pull_id_of(natsMsg_GetSubject(m)) == pull_id)
+                active = false;   /* the rest of the claim is pulled again */
+        }
+        natsMsg_Destroy(m);
+    }
+done:
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    natsInbox_Destroy(inbox);
+    return NULL;
+}
+
+static int republish_loop(const char *mode, const char *url, const char *stream, const char *consumer, long n,
+                          long batch, const char *subject, bool confirmed, long workers)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    pthread_t tid[64];
+    struct republish r = { .nc = nc, .js = js, .mode = mode, .stream = stream, .consumer = consumer,
+                           .subject = subject, .confirmed = confirmed, .batch = batch, .left = n };
+
+    if (workers < 1 || workers > 64) {
+        fprintf(stderr, "rawloop: 1 to 64 workers\n");
+        return 1;
+    }
+    make_consumer(js, stream, consumer);
+    int64_t t0 = mono_ns();
+    if (workers == 1) {
+        republish_worker(&r);
+    } else {
+        for (long i = 0; i < workers; i++)
+            if (pthread_create(&tid[i], NULL, republish_worker, &r) != 0) {
+                fprintf(stderr, "rawloop: cannot start a worker\n");
+                exit(2);
+            }
+        for (long i = 0; i < workers; i++)
+            pthread_join(tid[i], NULL);
+    }
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    double secs = (double)(t1 - t0) / 1e9;
+    printf("RESULT mode=%s batch=%ld workers=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld duplicates=%ld "
+           "rss_kb=%ld cpu_ms=%ld\n", mode, batch, workers, r.got, secs, secs > 0 ? (double)r.got / secs : 0.0, r.pulls,
+           r.statuses, r.duplicates, peak_rss_kb(), cpu_ms());
+    disconnect(js, nc);
+    return r.got == n ? 0 : 3;
+}
+
+static int mode_capture(const char *url, const char *stream, const char *consumer, long n, long batch,
+                        const char *dlq_subject, long workers)
+{
+    return republish_loop("capture", url, stream, consumer, n, batch, dlq_subject, true, workers);
+}
+
+static int mode_forward(const char *url, const char *stream, const char *consumer, long n, long batch,
+                        const char *target)
+{
+    return republish_loop("forward", url, stream, consumer, n, batch, target, false, 1);
+}
+
+/* --- the retry path by hand -------------------------------------------- */
+
+/* A KV key token as jethost's ledger encodes a name: A-Z a-z 0-9 - kept,
+ * every other byte _XX. */
+static void ledger_token(char *out, size_t cap, const char *name)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p != '\0' && o + 4 < cap; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-') {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '_';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    out[o] = '\0';
+}
+
+/* The delivery count of a $JS.ACK reply subject (the token before the
+ * stream sequence). */
+static uint64_t ack_deliveries(const char *reply)
+{
+    const char *consumer;
+    size_t len;
+    if (ack_parse(reply, &consumer, &len) == 0 || consumer == NULL)
+        return 0;
+    const char *p = consumer + len + 1;   /* the token after the consumer */
+    return strtoull(p, NULL, 10);
+}
+
+static int mode_retry(const char *url, const char *stream, const char *consumer, long n, long batch,
+                      const char *bucket, long delay_ms)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    kvStore *kv = NULL;
+    natsSubscription *sub = NULL;
+    natsInbox *inbox = NULL;
+    const int64_t expires_ns = env_long("RAWLOOP_EXPIRES_MS", 30000) * 1000000;
+    const int64_t hb_ns = env_long("RAWLOOP_HB_MS", 5000) * 1000000;
+    char next_subject[512], wildcard[128], stok[200], ctok[200], nak[64];
+    long got = 0, naks = 0, deliveries = 0, pulls = 0, statuses = 0;
+    unsigned long pull_id = 0;
+    long want = 0, received = 0;
+    bool active = false;
+
+    DIE_IF(js_KeyValue(&kv, js, bucket), "bind bucket");
+    ledger_token(stok, sizeof stok, stream);
+    ledger_token(ctok, sizeof ctok, consumer);
+    snprintf(nak, sizeof nak, "-NAK {\"delay\": %" PRId64 "}", (int64_t)delay_ms * 1000000);
     make_consumer(js, stream, consumer);
     snprintf(next_subject, sizeof next_subject, "$JS.API.CONSUMER.MSG.NEXT.%s.%s", stream, consumer);
     DIE_IF(natsInbox_Create(&inbox), "inbox");
@@ -752,8 +967,10 @@ static int republish_loop(const char *mode, const char *url, const char *stream,
     int64_t t0 = mono_ns();
     while (got < n) {
         if (!active) {
+            /* every message is delivered twice: 2N deliveries in all */
             char reply[160], body[160];
-            want = n - got < batch ? n - got : batch;
+            long rest = 2 * n - deliveries;
+            want = rest < 1 ? 1 : rest < batch ? rest : batch;
             received = 0;
             snprintf(reply, sizeof reply, "%s.%lu", (const char *)inbox, ++pull_id);
             snprintf(body, sizeof body, "{\"batch\":%ld,\"expires\":%" PRId64 ",\"idle_heartbeat\":%" PRId64 "}", want,
@@ -767,31 +984,32 @@ static int republish_loop(const char *mode, const char *url, const char *stream,
         DIE_IF(s, "next message");
         const char *reply = natsMsg_GetReply(m);
         if (reply != NULL && strncmp(reply, "$JS.ACK.", 8) == 0) {
-            /* 1. the copy, 2. its pub-ack, 3. the ack, 4. its confirmation */
-            char msg_id[320];
-            natsMsg *copy = NULL;
-            jsPubAck *pa = NULL;
-            jsErrCode jerr = 0;
-            snprintf(msg_id, sizeof msg_id, "raw:%s.%s:%" PRIu64, stream, consumer, ack_stream_seq(reply));
-            DIE_IF(natsMsg_Create(&copy, subject, NULL, natsMsg_GetData(m), natsMsg_GetDataLength(m)),
-                   "republished message");
-            DIE_IF(natsMsgHeader_Set(copy, "Nats-Msg-Id", msg_id), "msg id");
-            s = js_PublishMsg(&pa, js, copy, &po, &jerr);
-            if (s != NATS_OK)
-                fprintf(stderr, "rawloop: %s publish: error code %d\n", mode, (int)jerr);
-            DIE_IF(s, "republish");
-            if (pa->Duplicate)
-                duplicates++;
-            jsPubAck_Destroy(pa);
-            natsMsg_Destroy(copy);
-            if (confirmed) {
-                natsMsg *confirm = NULL;
-                DIE_IF(natsConnection_Request(&confirm, nc, reply, "+ACK", 4, 5000), "confirmed ack");
-                natsMsg_Destroy(confirm);
+            char key[512];
+            uint64_t seq = ack_stream_seq(reply);
+            snprintf(key, sizeof key, "%s.%s.%" PRIu64, stok, ctok, seq);
+            deliveries++;
+            if (ack_deliveries(reply) <= 1) {
+                /* the failure: the record written (create-only, as the
+                 * ledger's first write), then the delayed NAK */
+                char rec[256];
+                uint64_t rev = 0;
+                int len = snprintf(rec, sizeof rec, "{\"v\":1,\"f\":1,\"ff\":%" PRId64 ",\"lr\":\"raw: retry once\"}",
+                                   clock_ns(CLOCK_REALTIME));
+                DIE_IF(kvStore_Create(&rev, kv, key, rec, len), "ledger write");
+                DIE_IF(natsConnection_PublishString(nc, reply, nak), "nak");
+                naks++;
             } else {
+                /* the redelivery: the record read (as jethost reads on
+                 * every redelivery), the ack, the record deleted */
+                kvEntry *e = NULL;
+                s = kvStore_Get(&e, kv, key);
+                if (s != NATS_OK && s != NATS_NOT_FOUND)
+                    DIE_IF(s, "ledger read");
+                kvEntry_Destroy(e);
                 DIE_IF(natsConnection_PublishString(nc, reply, "+ACK"), "ack");
+                DIE_IF(kvStore_Delete(kv, key), "ledger delete");
+                got++;
             }
-            got++;
             if (++received == want)
                 active = false;
         } else {
@@ -806,26 +1024,26 @@ static int republish_loop(const char *mode, const char *url, const char *stream,
     int64_t t1 = mono_ns();
     DIE_IF(natsConnection_Flush(nc), "flush");
     double secs = (double)(t1 - t0) / 1e9;
-    printf("RESULT mode=%s batch=%ld n=%ld secs=%.3f rate=%.0f pulls=%ld statuses=%ld duplicates=%ld "
-           "rss_kb=%ld cpu_ms=%ld\n", mode, batch, got, secs, secs > 0 ? (double)got / secs : 0.0, pulls, statuses,
-           duplicates, peak_rss_kb(), cpu_ms());
+    printf("RESULT mode=retry batch=%ld n=%ld secs=%.3f rate=%.0f naks=%ld deliveries=%ld pulls=%ld statuses=%ld "
+           "rss_kb=%ld cpu_ms=%ld\n", batch, got, secs, secs > 0 ? (double)got / secs : 0.0, naks, deliveries, pulls,
+           statuses, peak_rss_kb(), cpu_ms());
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     natsInbox_Destroy(inbox);
+    kvStore_Destroy(kv);
     disconnect(js, nc);
     return 0;
 }
 
-static int mode_capture(const char *url, const char *stream, const char *consumer, long n, long batch,
-                        const char *dlq_subject)
+/* Creates the durable CONSUMER afresh (as fetch does) and exits: for
+ * several `RAWLOOP_BIND=1 rawloop fetch` processes sharing it. */
+static int mode_mkcons(const char *url, const char *stream, const char *consumer)
 {
-    return republish_loop("capture", url, stream, consumer, n, batch, dlq_subject, true);
-}
-
-static int mode_forward(const char *url, const char *stream, const char *consumer, long n, long batch,
-                        const char *target)
-{
-    return republish_loop("forward", url, stream, consumer, n, batch, target, false);
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    make_consumer(js, stream, consumer);
+    disconnect(js, nc);
+    return 0;
 }
 
 static int mode_dlq(const char *url, const char *stream, const char *subject)
@@ -1292,7 +1510,9 @@ static int usage(void)
                     "       rawloop workers URL STREAM CONSUMER N BATCH WORKERS SLEEP_US\n"
                     "       rawloop multi URL STREAM PREFIX K N BATCH\n"
                     "       rawloop acks URL STREAM TOTAL TIMEOUT_S\n"
-                    "       rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT\n"
+                    "       rawloop capture URL STREAM CONSUMER N BATCH DLQ_SUBJECT [WORKERS]\n"
+                    "       rawloop retry URL STREAM CONSUMER N BATCH BUCKET DELAY_MS\n"
+                    "       rawloop mkcons URL STREAM CONSUMER\n"
                     "       rawloop forward URL STREAM CONSUMER N BATCH SUBJECT\n"
                     "       rawloop dlq URL STREAM SUBJECT\n"
                     "       rawloop msgs URL STREAM\n"
@@ -1331,8 +1551,14 @@ int main(int argc, char **argv)
         rc = mode_acks(url, argv[3], arg_long(argv[4], "TOTAL", 1), arg_long(argv[5], "TIMEOUT_S", 1));
     else if (strcmp(mode, "raw") == 0 && argc == 7)
         rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
-    else if (strcmp(mode, "capture") == 0 && argc == 8)
-        rc = mode_capture(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7]);
+    else if (strcmp(mode, "capture") == 0 && (argc == 8 || argc == 9))
+        rc = mode_capture(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7],
+                          argc == 9 ? arg_long(argv[8], "WORKERS", 1) : 1);
+    else if (strcmp(mode, "retry") == 0 && argc == 9)
+        rc = mode_retry(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7],
+                        arg_long(argv[8], "DELAY_MS", 0));
+    else if (strcmp(mode, "mkcons") == 0 && argc == 5)
+        rc = mode_mkcons(url, argv[3], argv[4]);
     else if (strcmp(mode, "forward") == 0 && argc == 8)
         rc = mode_forward(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7]);
     else if (strcmp(mode, "dlq") == 0 && argc == 5)

@@ -35,8 +35,9 @@
 #
 # Env: N (200000), REPS (3), QUICK=1 (N=20000, N_FAIL=2000, REPS=1, shorter
 # latency and RSS runs), N_FAIL (20000), N_FWD (20000; QUICK 10000), CASES
-# (which parts run, any of "throughput failure forward latency rss ordered
-# kv sustained lanes"; default all of them,
+# (which parts run, any of "method throughput latency workers payload
+# bindings failure capture retry hosts forward rss ordered kv sustained
+# lanes"; default all of them,
 # but QUICK leaves sustained out; e.g. CASES=failure),
 # LAT_N (10000) and LAT_RATE (1000), RSS_SMALL (10000) and
 # RSS_LARGE (100000), NATSJS_DIR (a directory where `require('nats')` works;
@@ -78,6 +79,23 @@
 # acks`, and the peak RSS divided by the bindings.
 # Latency (CASES latency): LAT_N (60000: a minute at LAT_RATE 1000; QUICK
 # 3000), p50, p99, p99.9 and max of each side.
+# The retry part (CASES retry): every message fails once, then succeeds: jethost
+# with the noop plugin's `option.verdict = retry-once` and `rungs =
+# RETRY_RUNG_MS`ms (1; the ledger on, its default) beside `rawloop retry` (KV
+# create + delayed NAK of as long, then KV get + ack + KV delete), at batch 10
+# and 100 on a stream RETRY of N_RETRY (20000; QUICK 2000) messages; rate =
+# messages finally acked a second (the ack floor reaching N_RETRY).
+# The capture curve (CASES capture): every message REJECTed and captured, as
+# in the failure part, with CAPW_COUNTS ("1 2 4") workers, batch CAPW_BATCH
+# (10), on stream FAIL (N_FAIL messages): jethost `workers = W` beside
+# `rawloop capture ... W` (W capture loops on the one consumer); the DLQ
+# stream must hold exactly N_FAIL records after each run.
+# The hosts part (CASES hosts): HOSTS_PROCS ("1 2") `jethost run` processes
+# with one config (one durable binding, noop plugin) on one consumer, beside
+# as many `rawloop fetch` processes on one durable (`rawloop mkcons`, then
+# RAWLOOP_BIND=1), at batch 10 and 100, stream HOSTS of N_HOSTS (100000;
+# QUICK 20000) messages; rate = the floor's slope; the table gives each
+# side's 2-process/1-process ratio.
 # With gnuplot (GNUPLOT, or on the PATH), tests/bench/plot.sh draws the
 # parts' curves into $JET_BUILDDIR/bench-img (PLOT_DIR).
 set -uo pipefail
@@ -94,15 +112,16 @@ if [ "${QUICK:-0}" = 1 ]; then
     LANES_N=${LANES_N:-20000}
     BIND_TOTAL=${BIND_TOTAL:-20000}
     FLOOR_POLL_MS=${FLOOR_POLL_MS:-50}; WRK_PER=${WRK_PER:-500}; PAY_MAX_N=${PAY_MAX_N:-10000}; PAY_MB=${PAY_MB:-32}
+    N_RETRY=${N_RETRY:-2000}; N_HOSTS=${N_HOSTS:-20000}
 fi
 N=${N:-200000}
 REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
 N_FWD=${N_FWD:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
-    CASES=${CASES:-method throughput latency workers payload bindings failure forward rss ordered kv lanes}
+    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv lanes}
 else
-    CASES=${CASES:-method throughput latency workers payload bindings failure forward rss ordered kv sustained lanes}
+    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv sustained lanes}
 fi
 CASES=${CASES//,/ }
 LAT_N=${LAT_N:-60000}
@@ -138,6 +157,13 @@ METHOD_BATCHES="1 10 100"
 BIND_COUNTS=${BIND_COUNTS:-1 10 50}
 BIND_TOTAL=${BIND_TOTAL:-100000}
 BIND_BATCH=${BIND_BATCH:-10}
+N_RETRY=${N_RETRY:-20000}
+RETRY_RUNG_MS=${RETRY_RUNG_MS:-1}
+RETRY_BUCKET=raw_ledger          # rawloop retry's bucket (jethost keeps its own, jethost_ledger)
+CAPW_COUNTS=${CAPW_COUNTS:-1 2 4}
+CAPW_BATCH=${CAPW_BATCH:-10}
+N_HOSTS=${N_HOSTS:-100000}
+HOSTS_PROCS=${HOSTS_PROCS:-1 2}
 KV_HISTORY=64   # the most a bucket keeps: every update of a run stays in the stream
 SIZE=128
 BATCHES="1 10 100"
@@ -163,8 +189,9 @@ for f in "$RAW" "$JH" "$SO" "$FWD_SO"; do [ -e "$f" ] || die "$f is missing (run
 want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
     case $c in
-        method | throughput | failure | forward | latency | rss | ordered | kv | sustained | lanes | workers | payload | bindings) ;;
-        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure forward rss ordered kv sustained lanes)" ;;
+        method | throughput | failure | capture | retry | hosts | forward | latency | rss | ordered | kv | sustained | lanes | \
+            workers | payload | bindings) ;;
+        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv sustained lanes)" ;;
     esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
@@ -192,8 +219,11 @@ WORK=$(mktemp -d /tmp/jethost-bench.XXXXXX) || die "mktemp failed"
 chmod 700 "$WORK"
 SPID=""
 CHILD=""
+PROCS=()   # the hosts part's processes
 cleanup() {
     [ -n "$CHILD" ] && kill -KILL "$CHILD" 2>/dev/null
+    local p
+    for p in "${PROCS[@]}"; do kill -KILL "$p" 2>/dev/null; done
     if [ -n "$SPID" ]; then kill -TERM "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; fi
     if [ "${KEEP:-0}" = 1 ]; then say "work directory kept: $WORK"; else rm -rf "$WORK"; fi
 }
@@ -459,6 +489,17 @@ run_case() {
         jethost_fail) run_failure jethost_fail "$batch" "$rep" ;;
         capture) run_failure capture "$batch" "$rep" ;;
         jethost_fwd) run_forward jethost_fwd "$batch" "$rep" ;;
+        # retry: every message fails once (ledger written, delayed NAK), then is acked
+        retry_jh) RUN_STREAM=RETRY run_jethost retry_jh "$batch" 0 "$rep" "$N_RETRY" "option.verdict = retry-once" \
+            "rungs = ${RETRY_RUNG_MS}ms" ;;
+        retry_raw) RUN_STREAM=RETRY RUN_N=$N_RETRY run_client retry_raw "$batch" "$rep" \
+            "$RAW" retry "$URL" RETRY @C@ "$N_RETRY" "$batch" "$RETRY_BUCKET" "$RETRY_RUNG_MS" ;;
+        # the capture curve: the batch column carries the worker count
+        capw_jh) RUN_STREAM=FAIL RUN_BATCH=$CAPW_BATCH into_target "$DLQ_STREAM" "$DLQ_SUBJECTS" "$N_FAIL" capw_jh "$batch" \
+            "$rep" run_jethost capw_jh "$batch" 0 "$rep" "$N_FAIL" "option.verdict = reject" "workers = $batch" ;;
+        capw_raw) RUN_STREAM=FAIL RUN_N=$N_FAIL into_target "$DLQ_STREAM" "$DLQ_SUBJECTS" "$N_FAIL" capw_raw "$batch" \
+            "$rep" run_client capw_raw "$batch" "$rep" "$RAW" capture "$URL" FAIL @C@ "$N_FAIL" "$CAPW_BATCH" \
+            "$DLQ_SUBJECT" "$batch" ;;
         # The subject's third token is the key (lanes.k.<i>).  The lanes
         # case is the keyless one plus `key`: the same workers, the same
         # batch, so the ratio of the two is what lanes cost.
@@ -716,6 +757,9 @@ ENV_TXT=$WORK/env.txt
     else echo "anchor:   natsbench.c not found or not built: no anchor column"; fi
     want workers && echo "workers:  stream WRK, WRK_PER=$WRK_PER messages a worker, workers $WRK_COUNTS, WRK_BATCH=$WRK_BATCH, 1 ms handler"
     want bindings && echo "bindings: stream BIND, BIND_TOTAL=$BIND_TOTAL messages split over $BIND_COUNTS bindings, BIND_BATCH=$BIND_BATCH; rate: acks counted on the wire"
+    want retry && echo "retry:    stream RETRY, N_RETRY=$N_RETRY x $SIZE B, each failing once: jethost rungs = ${RETRY_RUNG_MS}ms (ledger on), rawloop retry NAK delay ${RETRY_RUNG_MS} ms, bucket $RETRY_BUCKET"
+    want capture && echo "capture:  stream FAIL, N_FAIL=$N_FAIL x $SIZE B, every message REJECTed, workers $CAPW_COUNTS, CAPW_BATCH=$CAPW_BATCH; $DLQ_STREAM re-created per run"
+    want hosts && echo "hosts:    stream HOSTS, N_HOSTS=$N_HOSTS x $SIZE B, processes $HOSTS_PROCS on one durable consumer"
     want payload && echo "payload:  stream PAY, sizes $PAY_SIZES, min(PAY_MAX_N=$PAY_MAX_N, PAY_MB=$PAY_MB MiB / size) messages, PAY_BATCH=$PAY_BATCH"
     echo "cases:    $CASES"
 } >"$ENV_TXT"
@@ -737,7 +781,12 @@ if want throughput || want rss || want method; then
     fill BENCH bench.x "$N" "$WORK/fill.out"
     FILL_RATE=$(field rate "$WORK/fill.out")
 fi
-want failure && fill FAIL fail.x "$N_FAIL" "$WORK/fill-fail.out"
+{ want failure || want capture; } && fill FAIL fail.x "$N_FAIL" "$WORK/fill-fail.out"
+want retry && fill RETRY retry.x "$N_RETRY" "$WORK/fill-retry.out"
+want hosts && fill HOSTS hosts.x "$N_HOSTS" "$WORK/fill-hosts.out"
+if want retry; then
+    "$RAW" kvbucket "$URL" "$RETRY_BUCKET" 1 >/dev/null 2>"$WORK/kv.err" || { cat "$WORK/kv.err" >&2; die "bucket $RETRY_BUCKET"; }
+fi
 want forward && fill ORDERS orders.new "$N_FWD" "$WORK/fill-orders.out"
 want ordered && fill ORD ord.x "$ORD_N" "$WORK/fill-ord.out"
 # The lanes stream: made empty, then filled with keyed subjects, message i
@@ -914,7 +963,97 @@ pair_reps() {
     done
 }
 pair_reps failure jethost_fail capture
+pair_reps retry retry_jh retry_raw
 pair_reps forward jethost_fwd fwd_raw
+
+# --- the capture path as a curve: W workers, alternating ---------------------------
+want capture && for rep in $(seq "$REPS"); do
+    for w in $CAPW_COUNTS; do
+        if [ $((rep % 2)) = 1 ]; then cases=(capw_jh capw_raw); else cases=(capw_raw capw_jh); fi
+        for c in "${cases[@]}"; do run_case "$c" "$w" "$rep" || fails=$((fails + 1)); done
+    done
+done
+
+# --- hosts: K processes on one consumer ----------------------------------------------
+# run_hosts SIDE K BATCH REP: K `jethost run` processes with one config (SIDE
+# jh), or K `rawloop fetch` processes bound to one consumer made beforehand
+# (SIDE raw), on stream HOSTS; timed by the rare floor poller until N_HOSTS.
+# Each process still running then has its VmHWM and CPU read from /proc and
+# is stopped (SIGTERM); a rawloop that ended by itself reports its own.
+# Recorded: label hosts_<side><K>, the larger peak RSS of the processes, the
+# CPU of them all per message.
+run_hosts() {
+    local side=$1 k=$2 batch=$3 rep=$4 label=hosts_$1$2 i p
+    local c=${label}_b${batch}_r${rep}
+    local d=$WORK/runs/$c
+    mkdir -p "$d"
+    PROCS=()
+    if [ "$side" = raw ]; then
+        "$RAW" mkcons "$URL" HOSTS "$c" >/dev/null 2>"$d/mkcons.err" ||
+            { say "$c: could not create the consumer"; cat "$d/mkcons.err" >&2; echo "$label $batch $rep FAIL - - -" >>"$RESULTS"; return 1; }
+    else
+        jethost_conf "$d/jethost.conf" HOSTS "$c" "$batch" 0
+    fi
+    local t0
+    t0=$(now_ns)
+    for i in $(seq "$k"); do
+        if [ "$side" = raw ]; then
+            RAWLOOP_BIND=1 "$RAW" fetch "$URL" HOSTS "$c" "$N_HOSTS" "$batch" >"$d/client.$i.out" 2>"$d/client.$i.err" &
+        else
+            JETHOST_LOG_LEVEL=warning "$JH" run -c "$d/jethost.conf" 2>"$d/jethost.$i.log" &
+        fi
+        PROCS+=($!)
+    done
+    RAWLOOP_POLL_MS=$FLOOR_POLL_MS "$RAW" floor "$URL" HOSTS "$c" "$N_HOSTS" "$t0" "$(floor_timeout "$N_HOSTS")" \
+        >"$d/floor.out" 2>"$d/floor.err"
+    local frc=$? rc=0 rss=0 cpu_s=0 r u
+    i=0
+    for p in "${PROCS[@]}"; do
+        i=$((i + 1))
+        r=$(awk '/^VmHWM:/{print $2}' "/proc/$p/status" 2>/dev/null)
+        u=$(awk -v t="$CLK_TCK" '{printf "%.3f", ($14 + $15) / t}' "/proc/$p/stat" 2>/dev/null)
+        if [ -n "$r" ] && [ -n "$u" ]; then
+            kill -TERM "$p" 2>/dev/null
+            wait "$p"
+            local prc=$?
+            # a rawloop stopped by SIGTERM (143) is how it ends here
+            [ "$prc" -eq 0 ] || { [ "$side" = raw ] && [ "$prc" -eq 143 ]; } || rc=$prc
+        else
+            wait "$p" || rc=$?
+            r=$(field rss_kb "$d/client.$i.out")
+            u=$(field cpu_ms "$d/client.$i.out")
+            [ -n "$u" ] && u=$(awk -v c="$u" 'BEGIN {printf "%.3f", c / 1000}')
+        fi
+        [ -n "$r" ] && [ "$r" -gt "$rss" ] && rss=$r
+        cpu_s=$(awk -v a="$cpu_s" -v b="${u:-0}" 'BEGIN {printf "%.3f", a + b}')
+    done
+    PROCS=()
+    "$RAW" del "$URL" HOSTS "$c" >/dev/null 2>&1
+    if [ "$frc" -ne 0 ] || [ "$rc" -ne 0 ]; then
+        say "$c: FAILED (floor rc $frc, process rc $rc); logs in $d"
+        tail -3 "$d"/*.log "$d"/*.err 2>/dev/null >&2
+        echo "$label $batch $rep FAIL ${rss:--} - -" >>"$RESULTS"
+        return 1
+    fi
+    local rate total cpu
+    rate=$(field rate "$d/floor.out")
+    total=$(field rate_total "$d/floor.out")
+    cpu=$(awk -v c="$cpu_s" -v n="$N_HOSTS" 'BEGIN {printf "%.0f", c * 1e9 / n}')
+    echo "$label $batch $rep $rate $rss $total $cpu" >>"$RESULTS"
+    say "$(printf '%-18s batch %3s rep %s: %8s msgs/s  rss %s kB (largest)  cpu %s ns/msg (all processes)' "$label" \
+        "$batch" "$rep" "$rate" "$rss" "$cpu")"
+}
+want hosts && for rep in $(seq "$REPS"); do
+    for batch in $FAIL_BATCHES; do
+        cases=()
+        for k in $HOSTS_PROCS; do cases+=("jh $k" "raw $k"); done
+        n_cases=${#cases[@]}
+        for i in $(seq 0 $((n_cases - 1))); do
+            # shellcheck disable=SC2086 # "side k"
+            run_hosts ${cases[$(((i + rep - 1) % n_cases))]} "$batch" "$rep" || fails=$((fails + 1))
+        done
+    done
+done
 
 # --- latency at a steady rate, beside a core round trip ---------------------------
 if want latency; then
@@ -1132,6 +1271,48 @@ slow_row() {
     done
     echo "target: jh/raw >= 0.5"
     fi
+    if want capture; then
+    echo
+    echo "capture curve: $N_FAIL messages each run, every one REJECTed and captured to $DLQ_STREAM (pub-ack, confirmed ack),"
+    echo "batch $CAPW_BATCH a puller; jethost \`workers = W\` beside rawloop capture with W loops on the one consumer; msgs/s median [min-max]:"
+    printf '%-8s %-22s %-22s %-8s %-18s %-18s %-10s %-10s\n' workers "jethost (reject)" "nats.c W x capture" "jh/raw" \
+        "RSS jh" "RSS raw" "CPU jh us" "CPU raw us"
+    for w in $CAPW_COUNTS; do
+        printf '%-8s %-22s %-22s %-8s %-18s %-18s %-10s %-10s\n' "$w" "$(cell capw_jh "$w")" "$(cell capw_raw "$w")" \
+            "$(ratio "$(med capw_jh "$w")" "$(med capw_raw "$w")")" "$(rsscell capw_jh "$w")" "$(rsscell capw_raw "$w")" \
+            "$(cpucell capw_jh "$w")" "$(cpucell capw_raw "$w")"
+    done
+    fi
+    if want retry; then
+    echo
+    echo "retry path, $N_RETRY messages each run, every one failing once: the failure written to a KV bucket, a delayed NAK"
+    echo "(${RETRY_RUNG_MS} ms), then on the redelivery the ack and the entry deleted; msgs finally acked /s, median [min-max]:"
+    printf '%-6s %-24s %-24s %-8s %-16s %-16s %-10s %-10s %-8s\n' batch "jethost (retry-once)" "nats.c retry loop" "jh/raw" \
+        "RSS jethost" "RSS raw" "CPU jh us" "CPU raw us" "cpu jh/raw"
+    for b in $FAIL_BATCHES; do
+        printf '%-6s %-24s %-24s %-8s %-16s %-16s %-10s %-10s %-8s\n' "$b" "$(cell retry_jh "$b")" "$(cell retry_raw "$b")" \
+            "$(ratio "$(med retry_jh "$b")" "$(med retry_raw "$b")")" "$(rsscell retry_jh "$b")" "$(rsscell retry_raw "$b")" \
+            "$(cpucell retry_jh "$b")" "$(cpucell retry_raw "$b")" "$(ratio "$(cpumed retry_jh "$b")" "$(cpumed retry_raw "$b")")"
+    done
+    echo "(CPU per message: user + system of the whole process over its run / messages, i.e. per two deliveries)"
+    fi
+    if want hosts; then
+    echo
+    echo "hosts: $N_HOSTS messages each run, K processes on one durable consumer (jethost: one config, one binding, noop"
+    echo "plugin; nats.c: rawloop fetch bound to it); aggregate msgs/s (floor slope), median [min-max]; RSS: the largest process"
+    printf '%-6s %-6s %-22s %-22s %-8s %-16s %-16s %-10s %-10s\n' batch procs jethost "nats.c Fetch" "jh/raw" "RSS jh" "RSS raw" \
+        "CPU jh us" "CPU raw us"
+    for b in $FAIL_BATCHES; do
+        for k in $HOSTS_PROCS; do
+            printf '%-6s %-6s %-22s %-22s %-8s %-16s %-16s %-10s %-10s\n' "$b" "$k" "$(cell "hosts_jh$k" "$b")" \
+                "$(cell "hosts_raw$k" "$b")" "$(ratio "$(med "hosts_jh$k" "$b")" "$(med "hosts_raw$k" "$b")")" \
+                "$(rsscell "hosts_jh$k" "$b")" "$(rsscell "hosts_raw$k" "$b")" "$(cpucell "hosts_jh$k" "$b")" \
+                "$(cpucell "hosts_raw$k" "$b")"
+        done
+        printf '%-6s 2/1    %-22s %-22s\n' "$b" "$(ratio "$(med hosts_jh2 "$b")" "$(med hosts_jh1 "$b")")" \
+            "$(ratio "$(med hosts_raw2 "$b")" "$(med hosts_raw1 "$b")")"
+    done
+    fi
     if want forward; then
     echo
     echo "forwarding, $N_FWD messages each run from ORDERS to $FWD_STREAM: each republished under a Nats-Msg-Id, the"
@@ -1312,6 +1493,26 @@ if want bindings; then
         done
     } >"$DAT/bindings.dat"
 fi
+if want retry; then
+    {
+        echo "# batch jethost nats_c"
+        for b in $FAIL_BATCHES; do echo "$b $(med retry_jh "$b") $(med retry_raw "$b")"; done
+    } >"$DAT/retry.dat"
+fi
+if want capture; then
+    {
+        echo "# workers jethost nats_c"
+        for w in $CAPW_COUNTS; do echo "$w $(med capw_jh "$w") $(med capw_raw "$w")"; done
+    } >"$DAT/capture.dat"
+fi
+if want hosts; then
+    {
+        echo "# batch jethost_1 jethost_2 nats_c_1 nats_c_2"
+        for b in $FAIL_BATCHES; do
+            echo "$b $(med hosts_jh1 "$b") $(med hosts_jh2 "$b") $(med hosts_raw1 "$b") $(med hosts_raw2 "$b")"
+        done
+    } >"$DAT/hosts.dat"
+fi
 if want payload; then
     {
         echo "# size_bytes jethost_MBps fetch_MBps raw_MBps"
@@ -1321,7 +1522,8 @@ if want payload; then
     } >"$DAT/payload.dat"
 fi
 GNUPLOT=${GNUPLOT:-$(command -v gnuplot || true)}
-if [ -n "$GNUPLOT" ] && { want method || want latency || want workers || want payload || want bindings; }; then
+if [ -n "$GNUPLOT" ] && { want method || want latency || want workers || want payload || want bindings || want retry || want capture ||
+    want hosts; }; then
     GNUPLOT=$GNUPLOT bash "$JET_SRCDIR/tests/bench/plot.sh" "$DAT" "${PLOT_DIR:-$JET_BUILDDIR/bench-img}" ||
         say "plotting failed"
 else
