@@ -207,17 +207,22 @@ static JetEngine *exclusive_won(gpointer data)
     return e;
 }
 
-/* A binding that passed every step starts handling. */
-static void binding_run(Daemon *d, Binding *bd)
+/* A binding that passed every step, first part: its safety net stands
+ * before the engine's first pull, the pull that makes the server raise an
+ * advisory it was holding. */
+static void binding_arm(Daemon *d, Binding *bd)
 {
-    /* The safety net stands before the engine's first pull, the pull
-     * that makes the server raise an advisory it was holding. */
     const jet_plugin *desc = jet_plugin_descriptor(bd->plugin);
     JetAdvisoryContext actx = { d->host_name, desc->name, desc->version, bd->b->ledger ? d->ledger : NULL };
     /* An ordered consumer acks nothing: no message can reach MaxDeliver unseen. */
     if (bd->b->kind == JET_KIND_DURABLE)
         bd->advisory = jet_advisory_start(d->conn, bd->b, &actx);
     bd->d = d;
+}
+
+/* Second part: it starts handling. */
+static void binding_go(Daemon *d, Binding *bd)
+{
     if (bd->b->exclusive) {
         /* Only the claim's holder pulls (docs/exclusive.md). */
         bd->excl = jet_exclusive_new(jet_ledger_kv(d->ledger), bd->b, d->host_name, exclusive_won, bd);
@@ -226,6 +231,12 @@ static void binding_run(Daemon *d, Binding *bd)
         binding_engine(bd, d->conn, d->ledger, d);
         jet_engine_start(bd->engine);
     }
+}
+
+static void binding_run(Daemon *d, Binding *bd)
+{
+    binding_arm(d, bd);
+    binding_go(d, bd);
 }
 
 /* Bindings that cannot start: each is logged as it is found, and the host
@@ -899,8 +910,14 @@ refused:
             goto out;
         }
     }
+    /* Every binding's set-up first, then every engine at once: set up one
+     * by one behind bindings already pulling, the last of 50 started 1.7 s
+     * after the first on 2 busy cores; with nothing pulling yet the whole
+     * set-up takes a fraction of that (docs/engine.md, "Start-up"). */
     for (guint i = 0; i < d.bindings->len; i++)
-        binding_run(&d, g_ptr_array_index(d.bindings, i));
+        binding_arm(&d, g_ptr_array_index(d.bindings, i));
+    for (guint i = 0; i < d.bindings->len; i++)
+        binding_go(&d, g_ptr_array_index(d.bindings, i));
     jet_log(JET_LOG_INFO, NULL, "running", "jethost %s running %u binding(s)", PACKAGE_VERSION, d.bindings->len);
     /* The supervisor's side: active now, and a stuck main loop restarts us. */
     jet_notify_ready();

@@ -656,6 +656,14 @@ static void test_many_bindings(void)
     g_autofree char *log = jet_test_read_text(errlog);
     g_assert_cmpuint(jet_test_count_lines(log, "level=error"), ==, 0);
     g_assert_nonnull(strstr(log, "handled 800: acked 800"));
+    /* Every binding set up before any pulls: the last safety net stood
+     * before the first engine subscribed. */
+    const char *first_sub = strstr(log, "event=subscribed");
+    const char *last_watch = g_strrstr(log, "event=advisory-watch");
+    g_assert_nonnull(first_sub);
+    g_assert_nonnull(last_watch);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=advisory-watch"), ==, MANY_BINDINGS);
+    g_assert_true(last_watch < first_sub);
     jet_test_js_close(nc, js);
 }
 
