@@ -18,9 +18,6 @@
 #define ERR_HEADER_SIZE_EXCEEDED 10097
 
 #define MSG_ID_HDR "Nats-Msg-Id"
-/* How long one publish of a capture waits for its pub-ack before it is sent
- * again (see jet_capture_publish). */
-#define CAPTURE_PUBLISH_SLICE_MS 1000
 
 /* --- building ------------------------------------------------------------- */
 
@@ -81,30 +78,12 @@ JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeou
         memset(ack, 0, sizeof *ack);
     g_return_val_if_fail(js != NULL && dlq_msg != NULL, JET_CAPTURE_FAILED);
     const char *subject = natsMsg_GetSubject(dlq_msg);
-    const gint64 total_ms = timeout_ms > 0 ? timeout_ms : 5000;
-    /* A publish that reached a stream leader as it died is never answered,
-     * even once another leader is elected (seconds later, on a cluster): the
-     * whole timeout would be spent on it.  A record with a Nats-Msg-Id may be
-     * published again (the stream answers duplicate if the first one was
-     * stored, and the caller checks that record), so its timeout is spent in
-     * slices, each new publish able to reach the new leader.  Without an id a
-     * second publish could store a second record: one publish, as before. */
-    const char *id = NULL;
-    gboolean has_id = natsMsgHeader_Get(dlq_msg, MSG_ID_HDR, &id) == NATS_OK && id != NULL && *id;
-    const gint64 deadline = g_get_monotonic_time() + total_ms * 1000;
     jsPubOptions po;
     jsPubOptions_Init(&po);
+    po.MaxWait = timeout_ms > 0 ? timeout_ms : 5000;
     jsPubAck *pa = NULL;
     jsErrCode jerr = 0;
-    natsStatus s;
-    for (;;) {
-        gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
-        po.MaxWait = has_id ? MAX(1, MIN(left_ms, CAPTURE_PUBLISH_SLICE_MS)) : total_ms;
-        jerr = 0;
-        s = js_PublishMsg(&pa, js, dlq_msg, &po, &jerr);
-        if (s != NATS_TIMEOUT || !has_id || g_get_monotonic_time() >= deadline)
-            break;
-    }
+    natsStatus s = js_PublishMsg(&pa, js, dlq_msg, &po, &jerr);
     if (s == NATS_OK) {
         /* Whatever answered must be a stream's pub-ack. */
         gboolean named = pa->Stream != NULL && *pa->Stream != '\0' && pa->Sequence > 0;
@@ -131,7 +110,7 @@ JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeou
                     subject);
     else if (s == NATS_TIMEOUT)
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s: no pub-ack within %" G_GINT64_FORMAT " ms",
-                    subject, total_ms);
+                    subject, po.MaxWait);
     else if (jerr != 0)
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s refused: %s [err %d]", subject, why,
                     (int)jerr);

@@ -470,87 +470,6 @@ static void test_publish_refused(Fx *fx, gconstpointer data)
     natsMsg_Destroy(m);
 }
 
-/* A stand-in for a stream whose leader died with a publish in hand: it
- * never answers the first request, and answers later ones with a pub-ack. */
-typedef struct {
-    GMutex lock;
-    guint requests;
-    char first_id[128];
-    gboolean ids_equal;
-} LostFirst;
-
-static void lost_first_cb(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
-{
-    (void)sub;
-    LostFirst *l = closure;
-    const char *id = NULL;
-    natsMsgHeader_Get(m, "Nats-Msg-Id", &id);
-    g_mutex_lock(&l->lock);
-    guint n = ++l->requests;
-    if (n == 1)
-        g_strlcpy(l->first_id, id != NULL ? id : "", sizeof l->first_id);
-    else
-        l->ids_equal = l->ids_equal && g_strcmp0(l->first_id, id != NULL ? id : "") == 0;
-    g_mutex_unlock(&l->lock);
-    if (n > 1 && natsMsg_GetReply(m) != NULL)
-        natsConnection_PublishString(nc, natsMsg_GetReply(m), "{\"stream\":\"JETHOST_DLQ\",\"seq\":7}");
-    natsMsg_Destroy(m);
-}
-
-/* A publish lost on its way (its stream's leader died holding it) is sent
- * again within the capture's timeout, under the same Nats-Msg-Id, instead
- * of waiting the whole timeout for an answer that never comes. */
-static void test_publish_lost_retried(Fx *fx, gconstpointer data)
-{
-    (void)data;
-    LostFirst l = { .ids_equal = TRUE };
-    g_mutex_init(&l.lock);
-    natsSubscription *sub = NULL;
-    g_assert_cmpint(natsConnection_Subscribe(&sub, fx->nc, "jethost.dlq.orders", lost_first_cb, &l), ==, NATS_OK);
-    g_assert_cmpint(natsConnection_Flush(fx->nc), ==, NATS_OK);
-    JetCaptureFacts f;
-    facts_init(&f, 1);
-    natsMsg *m = capture(fx, NULL, &f, "x", 1, NULL);
-    const char *id = NULL;
-    g_assert_cmpint(natsMsgHeader_Get(m, "Nats-Msg-Id", &id), ==, NATS_OK);
-    g_autoptr(GError) err = NULL;
-    JetCapturePubAck ack;
-    gint64 t0 = g_get_monotonic_time();
-    JetCaptureOutcome out = jet_capture_publish(fx->js, m, 5000, &ack, &err);
-    gint64 ms = (g_get_monotonic_time() - t0) / 1000;
-    g_test_message("outcome %d after %" G_GINT64_FORMAT " ms, %u publishes%s%s", out, ms, l.requests,
-                   err != NULL ? ": " : "", err != NULL ? err->message : "");
-    g_assert_cmpint(out, ==, JET_CAPTURE_CAPTURED);
-    g_assert_cmpuint(ack.seq, ==, 7);
-    g_assert_cmpint(ms, <, 2500);
-    g_mutex_lock(&l.lock);
-    g_assert_cmpuint(l.requests, ==, 2);
-    g_assert_true(l.ids_equal);
-    g_assert_cmpstr(l.first_id, ==, id);
-    g_mutex_unlock(&l.lock);
-    natsMsg_Destroy(m);
-
-    /* Without a Nats-Msg-Id a second publish could store a second record:
-     * one publish, the whole timeout, then failed. */
-    natsMsg *bare = NULL;
-    g_assert_cmpint(natsMsg_Create(&bare, "jethost.dlq.orders", NULL, "x", 1), ==, NATS_OK);
-    g_mutex_lock(&l.lock);
-    l.requests = 0;
-    g_mutex_unlock(&l.lock);
-    g_clear_error(&err);
-    t0 = g_get_monotonic_time();
-    g_assert_cmpint(jet_capture_publish(fx->js, bare, 1500, NULL, &err), ==, JET_CAPTURE_FAILED);
-    ms = (g_get_monotonic_time() - t0) / 1000;
-    g_test_message("%s (%" G_GINT64_FORMAT " ms)", err->message, ms);
-    g_assert_cmpint(ms, >=, 1400);
-    g_mutex_lock(&l.lock);
-    g_assert_cmpuint(l.requests, ==, 1);
-    g_mutex_unlock(&l.lock);
-    natsMsg_Destroy(bare);
-    natsSubscription_Destroy(sub);
-    g_mutex_clear(&l.lock);
-}
-
 static natsMsg *pull_one(Fx *fx)
 {
     natsMsg *m = NULL;
@@ -611,7 +530,6 @@ int main(int argc, char **argv)
     ADD("/capture/bind-mode", test_bind_mode);
     ADD("/capture/publish-missing-stream", test_publish_missing_stream);
     ADD("/capture/publish-refused", test_publish_refused);
-    ADD("/capture/publish-lost-retried", test_publish_lost_retried);
     ADD("/capture/ack-confirmed", test_ack_confirmed);
 #undef ADD
     int rc = g_test_run();
