@@ -25,6 +25,7 @@
 #include <string.h>
 
 #define MAX_ATTEMPTS 3
+#define LEDGER_STREAM "KV_jethost_ledger"
 #define REJECT_PCT 3
 #define FAIL_PCT 2
 #define FLAKY_PCT 10
@@ -448,8 +449,32 @@ static void inject(Run *r, Fault f, Progress *prog)
     case F_KILL_DLQ_LEADER: {
         int dl = jet_test_cluster_stream_leader(c, w->js, "JETHOST_DLQ");
         g_assert_cmpint(dl, >=, 0);
-        g_test_message("DLQ leader %s killed", jet_test_cluster_name(c, dl));
-        kill_and_restart(r, dl, 3);
+        g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+        g_autofree char *at = g_date_time_format(now, "%H:%M:%S.%f");
+        int cl = jet_test_cluster_consumer_leader(c, w->js, r->stream, "c");
+        int ll = jet_test_cluster_stream_leader(c, w->js, LEDGER_STREAM);
+        g_test_message("DLQ leader %s killed at %s UTC (consumer leader %s, ledger leader %s)",
+                       jet_test_cluster_name(c, dl), at, cl >= 0 ? jet_test_cluster_name(c, cl) : "?",
+                       ll >= 0 ? jet_test_cluster_name(c, ll) : "?");
+        /* How long the cluster itself takes to elect new leaders: what the
+         * hosts' stall is compared with. */
+        gint64 k0 = g_get_monotonic_time();
+        jet_test_cluster_kill(c, dl);
+        LeaderWait dw = { c, w->js, "JETHOST_DLQ", dl };
+        gboolean dlq_moved = jet_test_wait_until(stream_leader_moved, &dw, 30000);
+        gint64 dlq_ms = (g_get_monotonic_time() - k0) / 1000;
+        gint64 cons_ms = -1;
+        if (cl == dl) {
+            LeaderWait cw = { c, w->js, r->stream, dl };
+            if (jet_test_wait_until(consumer_leader_moved, &cw, 30000))
+                cons_ms = (g_get_monotonic_time() - k0) / 1000;
+        }
+        g_test_message("DLQ stream leader %s %" G_GINT64_FORMAT " ms after the kill; consumer leader (when it was "
+                       "there too) %" G_GINT64_FORMAT " ms", dlq_moved ? "elected" : "NOT elected", dlq_ms, cons_ms);
+        gint64 left = 3 * G_USEC_PER_SEC - (g_get_monotonic_time() - k0);
+        if (left > 0)
+            g_usleep((gulong)left);
+        jet_test_cluster_restart(c, dl);
         break;
     }
     case F_KILL_HOST_3X:
@@ -605,6 +630,16 @@ static void run_fault(World *w, Fault f, Row *row)
     }
     for (int h = 0; h < 2; h++)
         jet_test_jethost_stop(r.host[h], r.log[h]);
+    /* JET_RELIABILITY_KEEP=DIR keeps the hosts' logs, which the private
+     * directory does not outlive, for tracing a run. */
+    const char *keep = g_getenv("JET_RELIABILITY_KEEP");
+    for (guint i = 0; keep != NULL && i < r.logs->len; i++) {
+        g_autofree char *text = jet_test_read_text(g_ptr_array_index(r.logs, i));
+        g_autofree char *base = g_path_get_basename(g_ptr_array_index(r.logs, i));
+        g_autofree char *to = g_build_filename(keep, base, NULL);
+        g_mkdir_with_parents(keep, 0700);
+        g_assert_true(g_file_set_contents(to, text, -1, NULL));
+    }
 
     /* The outcome of every message. */
     SeqSeen *seen = g_new0(SeqSeen, n + 1);
@@ -732,8 +767,6 @@ static void test_faults(void)
 }
 
 /* ---- shared by the breaker and exclusive runs --------------------------- */
-
-#define LEDGER_STREAM "KV_jethost_ledger"
 
 static guint64 seed_of(const char *what)
 {
