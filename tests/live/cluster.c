@@ -15,8 +15,21 @@
  * per rejected or exhausted message and nothing else, no Term advisory, no
  * stranded capture, and progress after the fault.  Each run prints one row.
  *
+ * /cluster/breaker: two hosts, floor_age 2 s in observe mode, a floor
+ * pinned by a message failing for ever and more failing messages above it;
+ * the ledger's leader and the consumer's step down and the ledger leader's
+ * node is killed while stall windows pass.  Every window has one key and
+ * one would-quarantine line, by the host the key names; claims go on after.
+ *
+ * /cluster/exclusive: two hosts on an exclusive binding; the claim bucket's
+ * leader steps down and the holder's node is killed.  No two handlings of
+ * different hosts overlap in time, nothing is lost, the standby handles
+ * only after taking the claim.
+ *
  * JET_RELIABILITY=long (make reliability) runs the long matrix: more
- * messages and every fault; JET_RELIABILITY_SEED repeats a run's choices. */
+ * messages and every fault; JET_RELIABILITY_SEED repeats a run's choices,
+ * JET_RELIABILITY_FAULTS=NAME,... runs only those faults and
+ * JET_RELIABILITY_KEEP=DIR keeps the hosts' logs of each fault run. */
 #define _GNU_SOURCE
 #include "cluster.h"
 
