@@ -329,7 +329,5 @@ jsCtx *jet_test_cluster_js_open(const JetTestCluster *c, natsConnection **nc)
     natsStatus s = natsConnection_Connect(nc, o);
     natsOptions_Destroy(o);
     g_assert_cmpint(s, ==, NATS_OK);
-    jsCtx *js = NULL;
-    g_assert_cmpint(natsConnection_JetStream(&js, *nc, NULL), ==, NATS_OK);
-    return js;
+    return jet_test_js_context(*nc);
 }

@@ -338,6 +338,58 @@ gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint ti
 
 /* --- JetStream helpers --- */
 
+/* An asynchronous publish the server refused (no responders while a
+ * stream's leader is elected, a restart) is reported only to the
+ * context's error handler: without one it was lost unseen, and a test
+ * waited for a message never stored.  The handler keeps a copy;
+ * jet_test_publish_wait publishes it again until it is stored. */
+static GMutex refused_lock;
+static GPtrArray *refused;   /* of natsMsg*, owned */
+
+static void on_publish_refused(jsCtx *js, jsPubAckErr *pae, void *closure)
+{
+    (void)js;
+    (void)closure;
+    natsMsg *copy = NULL;
+    if (natsMsg_Create(&copy, natsMsg_GetSubject(pae->Msg), NULL, natsMsg_GetData(pae->Msg),
+                       natsMsg_GetDataLength(pae->Msg)) != NATS_OK)
+        g_error("cannot copy a refused publish");
+    const char **keys = NULL;
+    int n = 0;
+    if (natsMsgHeader_Keys(pae->Msg, &keys, &n) == NATS_OK) {
+        for (int i = 0; i < n; i++) {
+            const char **values = NULL;
+            int nv = 0;
+            if (natsMsgHeader_Values(pae->Msg, keys[i], &values, &nv) == NATS_OK) {
+                for (int j = 0; j < nv; j++)
+                    natsMsgHeader_Add(copy, keys[i], values[j]);
+                free((void *)values);
+            }
+        }
+        free((void *)keys);
+    }
+    g_mutex_lock(&refused_lock);
+    if (refused == NULL)
+        refused = g_ptr_array_new();
+    g_ptr_array_add(refused, copy);
+    g_mutex_unlock(&refused_lock);
+}
+
+static jsCtx *js_context(natsConnection *nc)
+{
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.PublishAsync.ErrHandler = on_publish_refused;
+    jsCtx *js = NULL;
+    g_assert_cmpint(natsConnection_JetStream(&js, nc, &o), ==, NATS_OK);
+    return js;
+}
+
+jsCtx *jet_test_js_context(natsConnection *nc)
+{
+    return js_context(nc);
+}
+
 jsCtx *jet_test_js_open(const char *url, natsConnection **nc)
 {
     natsOptions *o = NULL;
@@ -349,9 +401,7 @@ jsCtx *jet_test_js_open(const char *url, natsConnection **nc)
     natsStatus s = natsConnection_Connect(nc, o);
     natsOptions_Destroy(o);
     g_assert_cmpint(s, ==, NATS_OK);
-    jsCtx *js = NULL;
-    g_assert_cmpint(natsConnection_JetStream(&js, *nc, NULL), ==, NATS_OK);
-    return js;
+    return js_context(*nc);
 }
 
 void jet_test_js_close(natsConnection *nc, jsCtx *js)
@@ -477,6 +527,27 @@ void jet_test_publish_wait(jsCtx *js)
     g_assert_cmpint(js_PublishAsyncComplete(js, &po), ==, NATS_OK);
     natsMsgList pending = { 0 };
     g_assert_cmpint(js_PublishAsyncGetPendingList(&pending, js), ==, NATS_NOT_FOUND);
+    /* What was refused goes again, one at a time, until stored. */
+    g_mutex_lock(&refused_lock);
+    GPtrArray *again = refused;
+    refused = NULL;
+    g_mutex_unlock(&refused_lock);
+    if (again == NULL)
+        return;
+    g_test_message("%u publish(es) refused by the server: sending them again", again->len);
+    for (guint i = 0; i < again->len; i++) {
+        natsMsg *m = g_ptr_array_index(again, i);
+        gint64 until = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+        natsStatus st;
+        jsErrCode jerr = 0;
+        while ((st = js_PublishMsg(NULL, js, m, &po, &jerr)) != NATS_OK && g_get_monotonic_time() < until)
+            g_usleep(100 * 1000);
+        if (st != NATS_OK)
+            g_error("a refused publish to %s was refused again for 30 s: %s (%d)", natsMsg_GetSubject(m),
+                    natsStatus_GetText(st), (int)jerr);
+        natsMsg_Destroy(m);
+    }
+    g_ptr_array_unref(again);
 }
 
 jsConsumerInfo *jet_test_consumer_info(jsCtx *js, const char *stream, const char *consumer)

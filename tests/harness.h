@@ -74,6 +74,9 @@ gboolean jet_test_wait_until(gboolean (*cond)(gpointer), gpointer data, guint ti
 /* Connects (no reconnect) and returns a JetStream context; both freed by
  * jet_test_js_close. */
 jsCtx *jet_test_js_open(const char *url, natsConnection **nc);
+/* A JetStream context on nc whose refused asynchronous publishes
+ * jet_test_publish_wait sends again (the one jet_test_js_open makes). */
+jsCtx *jet_test_js_context(natsConnection *nc);
 void jet_test_js_close(natsConnection *nc, jsCtx *js);
 /* A test fixture: a server of its own and a JetStream context on it, for
  * g_test_add(path, JetTestJs, NULL, jet_test_js_setup, fn, jet_test_js_teardown). */
