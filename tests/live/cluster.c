@@ -152,17 +152,27 @@ static void test_fixture(void)
 /* ---- the fault runs ----------------------------------------------------- */
 
 /* A stream's configured replicas; -1 when its info cannot be read. */
+/* A stream's configured replicas, asked until it answers (up to 60 s):
+ * right after a node's restart its info request can time out while the
+ * stream elects a leader, which says nothing about its configuration.
+ * -1: it never answered. */
 static int stream_replicas(jsCtx *js, const char *name)
 {
-    jsStreamInfo *si = NULL;
-    jsOptions o;
-    jsOptions_Init(&o);
-    o.Wait = 5000;
-    if (js_GetStreamInfo(&si, js, name, &o, NULL) != NATS_OK)
-        return -1;
-    int n = (int)si->Config->Replicas;
-    jsStreamInfo_Destroy(si);
-    return n;
+    gint64 until = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    for (;;) {
+        jsStreamInfo *si = NULL;
+        jsOptions o;
+        jsOptions_Init(&o);
+        o.Wait = 5000;
+        if (js_GetStreamInfo(&si, js, name, &o, NULL) == NATS_OK) {
+            int n = (int)si->Config->Replicas;
+            jsStreamInfo_Destroy(si);
+            return n;
+        }
+        if (g_get_monotonic_time() >= until)
+            return -1;
+        g_usleep(250 * 1000);
+    }
 }
 
 typedef enum {
@@ -767,10 +777,10 @@ static void test_faults(void)
             continue;
         Row row;
         run_fault(&w, f, &row);
+        g_assert_true(jet_test_cluster_wait_ready(c, 60000));
         /* The hosts run with replicas = 3: what they created is R3, as in production. */
         g_assert_cmpint(stream_replicas(w.js, "KV_jethost_ledger"), ==, 3);
         g_assert_cmpint(stream_replicas(w.js, "JETHOST_DLQ"), ==, 3);
-        g_assert_true(jet_test_cluster_wait_ready(c, 60000));
     }
     natsSubscription_Destroy(tsub);
     g_hash_table_unref(terms.by_stream);
