@@ -198,11 +198,12 @@ static void binding_engine(Binding *bd, JetConn *conn, JetLedger *ledger, Daemon
 
 /* An exclusive binding's engine, made and started on the claimer's thread
  * each time its claim is won (docs/exclusive.md). */
-static JetEngine *exclusive_won(gpointer data)
+static JetEngine *exclusive_won(const gint64 *fence, gpointer data)
 {
     Binding *bd = data;
     jet_instance_set_running(bd->inst);   /* a claim won back after a loss: the instance stopped then */
     JetEngine *e = engine_new(bd, bd->d->conn, bd->d->ledger, bd->d);
+    jet_engine_set_fence(e, fence);
     jet_engine_start(e);
     return e;
 }

@@ -110,11 +110,15 @@ JetClaimMove jet_claim_standby_decide(JetClaimWatch *w, const JetClaimSeen *seen
     return JET_CLAIM_STAND_BY;
 }
 
+gint64 jet_claim_fence_us(gint64 ok_sent_us, gint64 heartbeat_us, gint64 ttl_us)
+{
+    return ok_sent_us + (ttl_us > heartbeat_us ? ttl_us - heartbeat_us : 0);
+}
+
 JetClaimHolderMove jet_claim_holder_decide(gint64 ok_sent_us, gint64 tried_us, gint64 now_us,
                                            gint64 heartbeat_us, gint64 ttl_us)
 {
-    gint64 fence = ttl_us > heartbeat_us ? ttl_us - heartbeat_us : 0;
-    if (now_us < ok_sent_us || now_us - ok_sent_us >= fence)
+    if (now_us < ok_sent_us || now_us >= jet_claim_fence_us(ok_sent_us, heartbeat_us, ttl_us))
         return JET_CLAIM_EXPIRED;
     if (now_us < tried_us || now_us - tried_us >= heartbeat_us)
         return JET_CLAIM_RENEW;

@@ -87,6 +87,13 @@ typedef enum {
 JetClaimHolderMove jet_claim_holder_decide(gint64 ok_sent_us, gint64 tried_us, gint64 now_us,
                                            gint64 heartbeat_us, gint64 ttl_us);
 
+/* The holder's fence: the monotonic time from which it may start no
+ * handler, the same bound at which jet_claim_holder_decide says EXPIRED
+ * (ok_sent_us + ttl - heartbeat).  Checked by every worker before it hands
+ * a message to a handler, so a holder that wakes from a pause starts
+ * nothing before its claim thread has run (docs/exclusive.md, "The fence"). */
+gint64 jet_claim_fence_us(gint64 ok_sent_us, gint64 heartbeat_us, gint64 ttl_us);
+
 /* Counters of one exclusive binding (relaxed atomics when shared). */
 typedef struct {
     guint64 won;                 /* claims made: created, or taken from a released key */

@@ -718,6 +718,10 @@ static void take_one(Worker *w, Item *it)
         jet__lanes_route(w, it, &meta);   /* its lane hands it to a runner */
         return;
     }
+    if (!jet__fence_wait(e)) {
+        release_item(w, it);   /* the claim is gone: never handled here */
+        return;
+    }
     if (e->take_hook != NULL)
         e->take_hook(w->index, held, e->take_hook_data);
     jet__deliver(e, it, &meta, NULL);

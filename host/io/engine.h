@@ -89,6 +89,15 @@ void jet_engine_set_hung_hook(JetEngine *e, JetEngineHungHook fn, gpointer data)
  * claims and provenance.  Before jet_engine_start(). */
 void jet_engine_set_ledger(JetEngine *e, JetLedger *ledger, const char *host_name);
 
+/* An exclusive binding's fence (docs/exclusive.md, "The fence"): *until_us
+ * is a monotonic time (g_get_monotonic_time), written by the claim's
+ * thread and read atomically; at or past it no worker hands a message to
+ * the handler: it waits until the fence moves on (a renewal confirmed) or
+ * the engine stops (then what it holds is released unhandled).  until_us
+ * must outlive the engine.  Before jet_engine_start(); without it, no
+ * fence. */
+void jet_engine_set_fence(JetEngine *e, const gint64 *until_us);
+
 /* The floor monitor's counters and gauges (zero when floor_age is 0). */
 void jet_engine_floor_stats(JetEngine *e, JetFloorStats *out);
 

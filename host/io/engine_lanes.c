@@ -268,6 +268,10 @@ gpointer jet__lanes_runner_main(gpointer data)
     JetEngine *e = w->eng;
     while (!g_atomic_int_get(&e->stopping)) {
         guint64 seq = 0;
+        /* Nothing is taken past the claim's fence: what waits in the lanes
+         * is released at the drain, in order (docs/exclusive.md). */
+        if (!jet__fence_wait(e))
+            break;
         g_mutex_lock(&e->lanes_lock);
         Item *it = jet_lanes_take(e->lanes, &seq);
         if (it == NULL) {

@@ -206,6 +206,8 @@ struct JetEngine {
     gpointer settle_hook_data;
     JetEngineLossHook loss_hook;
     gpointer loss_hook_data;
+    const gint64 *fence;          /* jet_engine_set_fence; NULL: none */
+    gint fence_logged;            /* atomic: the closed fence was logged */
 
     /* Settlement: the ledger (NULL: none or not configured), crash
      * isolation (a suspect takes it alone: no other message of the
@@ -270,6 +272,12 @@ static inline gint64 now_us(void)
 {
     return g_get_monotonic_time();
 }
+
+/* An exclusive binding's fence (jet_engine_set_fence): TRUE while no
+ * handler may start.  jet__fence_wait waits while it is closed and the
+ * engine runs: TRUE once it is open, FALSE when the engine stops first. */
+gboolean jet__fence_closed(JetEngine *e);
+gboolean jet__fence_wait(JetEngine *e);
 
 /* Sends a settlement body to a delivery's reply subject (fire and forget). */
 void jet__publish_ack(JetEngine *e, const char *reply, const char *body);

@@ -16,6 +16,9 @@ struct JetExclusive {
     JetExclusiveStartFn start;
     gpointer start_data;
     GThread *thread;
+    /* The fence the engine's workers read (engine.h): moved on by each
+     * renewal that got through, closed at once when the claim is lost. */
+    gint64 fence_until_us;        /* atomic */
 
     GMutex lock;                  /* everything below */
     GCond cond;
@@ -93,6 +96,11 @@ static void stop_engine(JetExclusive *x)
     g_mutex_unlock(&x->lock);
 }
 
+static void fence_set(JetExclusive *x, gint64 until_us)
+{
+    __atomic_store_n(&x->fence_until_us, until_us, __ATOMIC_RELEASE);
+}
+
 /* Tells the engine we run to stop, without waiting for its drain. */
 static void halt_engine(JetExclusive *x)
 {
@@ -109,7 +117,7 @@ static gboolean begin(JetExclusive *x)
     g_mutex_lock(&x->lock);
     gboolean ok = FALSE;
     if (!x->quit) {
-        x->engine = x->start(x->start_data);
+        x->engine = x->start(&x->fence_until_us, x->start_data);
         ok = x->engine != NULL;
         x->holding = ok;
     }
@@ -165,6 +173,7 @@ static gpointer claimer_main(gpointer data)
             if (m == JET_CLAIM_EXPIRED) {
                 /* Past the fence a standby may start at any moment: the
                  * engine stops before the key is read. */
+                fence_set(x, G_MININT64);
                 halt_engine(x);
                 /* A host paused past claim_ttl (SIGSTOP, a frozen VM) wakes
                  * here, not at a failed renewal: the key says whether a
@@ -197,11 +206,13 @@ static gpointer claimer_main(gpointer data)
                 if (s == NATS_OK) {
                     my_rev = nrev;
                     ok_sent_us = now;
+                    fence_set(x, jet_claim_fence_us(ok_sent_us, hb_us, ttl_us));
                     add(&x->claims.renewals);
                     if (renew_failing)
                         jet_log(JET_LOG_INFO, b->name, "claim-renewed", "renewing %s again", x->key);
                     renew_failing = FALSE;
                 } else if (is_conflict(s)) {
+                    fence_set(x, G_MININT64);
                     add(&x->claims.lost);
                     JetClaimSeen seen;
                     JetClaimRecord other;
@@ -252,6 +263,7 @@ static gpointer claimer_main(gpointer data)
                     if (s == NATS_OK) {
                         my_rev = nrev;
                         ok_sent_us = tried_us = sent;
+                        fence_set(x, jet_claim_fence_us(ok_sent_us, hb_us, ttl_us));
                         holding = TRUE;
                         add(&x->claims.won);
                         if (seen.live && !seen.ours) {
@@ -301,6 +313,7 @@ JetExclusive *jet_exclusive_new(kvStore *kv, const JetBindingConfig *b, const ch
     jet_claim_new_run(x->rec.run);
     x->start = start;
     x->start_data = data;
+    x->fence_until_us = G_MININT64;   /* closed until a claim is won */
     g_mutex_init(&x->lock);
     g_cond_init(&x->cond);
     return x;

@@ -28,8 +28,10 @@ typedef struct JetExclusive JetExclusive;
 
 /* Called on the claimer's thread once the claim is won: returns the
  * binding's engine, made and started (NULL: it could not start; the claim
- * is then given back).  Never called after jet_exclusive_stop(). */
-typedef JetEngine *(*JetExclusiveStartFn)(gpointer data);
+ * is then given back).  fence: the claim's fence, to hand to
+ * jet_engine_set_fence() before the engine starts (it outlives every
+ * engine of this claimer).  Never called after jet_exclusive_stop(). */
+typedef JetEngine *(*JetExclusiveStartFn)(const gint64 *fence, gpointer data);
 
 /* kv: the host's bucket (borrowed; it must outlive the claimer).  host_name
  * goes into the record. */

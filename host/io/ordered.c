@@ -582,6 +582,10 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
             .token = it,
             .stats = &w->stats,
         };
+        /* Past an exclusive claim's fence the message stays unhandled; the
+         * position does not move past it (docs/exclusive.md). */
+        if (!jet__fence_wait(e))
+            return FALSE;
         JetExecuted done;
         jet_executor_deliver(e->executor, &d, &done);
         if (e->settle_hook != NULL)

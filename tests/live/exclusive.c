@@ -25,6 +25,7 @@
 
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #define TTL_MS 2000
@@ -598,6 +599,210 @@ static void test_ordered_kind(gconstpointer data)
     jet_test_js_close(nc, js);
 }
 
+/* --- a holder paused and woken, again and again --------------------------- */
+
+typedef struct {
+    guint64 seq;
+    gint64 start_ns, end_ns;
+} Span;
+
+/* fx_gate's handled.log: "<seq> <deliveries> <thread> <end ns> <f> <p> <verdict> <start ns>". */
+static GArray *read_spans(const char *dir)
+{
+    g_autofree char *path = g_build_filename(dir, "handled.log", NULL);
+    g_autofree char *text = NULL;
+    GArray *a = g_array_new(FALSE, TRUE, sizeof(Span));
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return a;
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l != NULL && **l; l++) {
+        unsigned long long seq = 0, thread = 0;
+        long long end = 0, start = 0;
+        unsigned d = 0, f = 0, p = 0;
+        char v = 0;
+        if (sscanf(*l, "%llu %u %llx %lld %u %u %c %lld", &seq, &d, &thread, &end, &f, &p, &v, &start) != 8)
+            g_error("%s: cannot read '%s'", path, *l);
+        Span s = { seq, start, end };
+        g_array_append_val(a, s);
+    }
+    return a;
+}
+
+typedef struct {
+    const char *dir[2];
+    guint n;
+} CoverWait;
+
+static gboolean all_covered(gpointer data)
+{
+    CoverWait *cw = data;
+    g_autofree gboolean *seen = g_new0(gboolean, cw->n + 1);
+    guint got = 0;
+    for (guint h = 0; h < 2; h++) {
+        g_autoptr(GArray) a = read_spans(cw->dir[h]);
+        for (guint i = 0; i < a->len; i++) {
+            guint64 s = g_array_index(a, Span, i).seq;
+            if (s >= 1 && s <= cw->n && !seen[s]) {
+                seen[s] = TRUE;
+                got++;
+            }
+        }
+    }
+    return got == cw->n;
+}
+
+/* Which host holds the claim by its log: claims won minus claims given up. */
+static gint holder_of(Host *h)
+{
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *log = jet_test_read_text(h[i].errlog);
+        gint won = (gint)(jet_test_count_lines(log, "event=claimed") + jet_test_count_lines(log, "event=taken-over"));
+        gint lost = (gint)(jet_test_count_lines(log, "event=claim-lost") +
+                           jet_test_count_lines(log, "event=claim-expired"));
+        if (won > lost)
+            return (gint)i;
+    }
+    return -1;
+}
+
+typedef struct {
+    Host *h;
+    gint holder;
+} HolderWait;
+
+static gboolean someone_holds(gpointer data)
+{
+    HolderWait *hw = data;
+    hw->holder = holder_of(hw->h);
+    return hw->holder >= 0;
+}
+
+static void host_start_gate(Host *h, const char *url, const char *name, const char *dir, gboolean keyed)
+{
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "state", NULL);
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\nname = %s\nstate_dir = %s\ndrain_timeout = 5s\n\n"
+        "[binding audit]\nplugin = %s\nstream = ORDERS\nconsumer = audit\nsubjects = orders.>\n"
+        "workers = 4\nbatch = 8\nack_wait = 2s\nexpires = 1s\nidle_heartbeat = 500ms\nfloor_age = 0\n%s"
+        "exclusive = true\nclaim_ttl = %ums\nclaim_heartbeat = %ums\noption.dir = %s\noption.sleep = 100ms\n",
+        url, name, state, plugin, keyed ? "key = subject:2\n" : "", TTL_MS, HEARTBEAT_MS, dir);
+    h->proc = jet_test_jethost_spawn_config(name, text, &h->errlog);
+}
+
+/* Two hosts on one exclusive binding, 4 workers, a 100 ms handler; the
+ * holder SIGSTOPped and SIGCONTed ten times at seeded moments, for 0.5 to
+ * 4 s (shorter and longer than claim_ttl): no handling by one host overlaps
+ * one by the other, except one that was already running when its host was
+ * paused (docs/exclusive.md, "The fence"), and every message is handled. */
+static void test_paused_holder(gconstpointer data)
+{
+    gboolean keyed = GPOINTER_TO_INT(data);
+    const char *env = g_getenv("JET_EXCLUSIVE_SEED");
+    guint64 seed = env != NULL ? g_ascii_strtoull(env, NULL, 10) : (guint64)g_get_real_time();
+    g_test_message("seed %" G_GUINT64_FORMAT " (JET_EXCLUSIVE_SEED=%" G_GUINT64_FORMAT " repeats it)", seed, seed);
+    g_autoptr(GRand) rng = g_rand_new_with_seed((guint32)seed);
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    Host h[2] = { { 0 }, { 0 } };
+    char *dirs[2];
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *sub = g_strdup_printf("paused-%d-%u", keyed, i);
+        dirs[i] = g_build_filename(jet_test_private_dir(), sub, NULL);
+        g_assert_cmpint(g_mkdir_with_parents(dirs[i], 0700), ==, 0);
+    }
+    host_start_gate(&h[0], jet_test_server_url(srv), keyed ? "pausek-a" : "pause-a", dirs[0], keyed);
+    wait_lines(h[0].errlog, "event=claimed", 1, 20000, h[0].errlog);
+    host_start_gate(&h[1], jet_test_server_url(srv), keyed ? "pausek-b" : "pause-b", dirs[1], keyed);
+    wait_lines(h[1].errlog, "event=standing-by", 1, 20000, h[1].errlog);
+
+    const guint n = keyed ? 1200 : 1600;
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *subject = g_strdup_printf("orders.k%u", i % 16);
+        g_autofree char *body = g_strdup_printf("m%u", i);
+        jsErrCode jerr = 0;
+        if (js_Publish(NULL, js, subject, body, (int)strlen(body), NULL, &jerr) != NATS_OK)
+            g_error("publish: %s (err %d)", nats_GetLastError(NULL), (int)jerr);
+    }
+
+    /* Pause moments per host, on the fixture's clock (CLOCK_MONOTONIC). */
+    GArray *paused[2] = { g_array_new(FALSE, FALSE, sizeof(gint64)), g_array_new(FALSE, FALSE, sizeof(gint64)) };
+    for (guint round = 0; round < 10; round++) {
+        g_usleep((gulong)g_rand_int_range(rng, 200, 1200) * 1000);
+        HolderWait hw = { h, -1 };
+        g_assert_true(jet_test_wait_until(someone_holds, &hw, 20000));
+        gint64 stop_ns = g_get_monotonic_time() * 1000;
+        g_subprocess_send_signal(h[hw.holder].proc, SIGSTOP);
+        g_array_append_val(paused[hw.holder], stop_ns);
+        guint pause_ms = (guint)g_rand_int_range(rng, 500, 4000);
+        g_usleep(pause_ms * 1000);
+        g_subprocess_send_signal(h[hw.holder].proc, SIGCONT);
+        g_test_message("round %u: host %c paused %u ms", round, 'a' + hw.holder, pause_ms);
+    }
+    CoverWait cw = { { dirs[0], dirs[1] }, n };
+    if (!jet_test_wait_until(all_covered, &cw, 180000))
+        g_error("not every message was handled; logs:\n%s\n%s", jet_test_read_text(h[0].errlog),
+                jet_test_read_text(h[1].errlog));
+    for (guint i = 0; i < 2; i++)
+        stop_host(&h[i]);
+
+    /* Every handling of both hosts, by start; a handling running when its
+     * host was paused is the one exception the fence cannot cover. */
+    typedef struct {
+        Span s;
+        guint host;
+        gboolean exempt;
+    } Tagged;
+    g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(Tagged));
+    guint by[2] = { 0, 0 }, exempt = 0;
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr(GArray) a = read_spans(dirs[i]);
+        for (guint k = 0; k < a->len; k++) {
+            Tagged t = { g_array_index(a, Span, k), i, FALSE };
+            for (guint p = 0; p < paused[i]->len; p++) {
+                gint64 at = g_array_index(paused[i], gint64, p);
+                t.exempt |= t.s.start_ns <= at && t.s.end_ns >= at;
+            }
+            exempt += t.exempt;
+            by[i]++;
+            g_array_append_val(all, t);
+        }
+    }
+    for (guint i = 1; i < all->len; i++)
+        for (guint j = i; j > 0 && g_array_index(all, Tagged, j - 1).s.start_ns > g_array_index(all, Tagged, j).s.start_ns;
+             j--) {
+            Tagged t = g_array_index(all, Tagged, j);
+            g_array_index(all, Tagged, j) = g_array_index(all, Tagged, j - 1);
+            g_array_index(all, Tagged, j - 1) = t;
+        }
+    gint64 max_end[2] = { 0, 0 };
+    guint overlaps = 0;
+    for (guint i = 0; i < all->len; i++) {
+        Tagged *t = &g_array_index(all, Tagged, i);
+        guint other = 1 - t->host;
+        if (!t->exempt && max_end[other] > t->s.start_ns) {
+            if (overlaps++ < 5)
+                g_test_message("host %c started stream seq %" G_GUINT64_FORMAT " %" G_GINT64_FORMAT
+                               " us before the other host's handling ended", 'a' + t->host, t->s.seq,
+                               (max_end[other] - t->s.start_ns) / 1000);
+        }
+        if (!t->exempt)
+            max_end[t->host] = MAX(max_end[t->host], t->s.end_ns);
+    }
+    g_test_message("%u handlings (a %u, b %u), %u running at a pause, %u overlapping", all->len, by[0], by[1], exempt,
+                   overlaps);
+    g_assert_cmpuint(overlaps, ==, 0);
+    g_assert_cmpuint(by[0], >, 0);
+    g_assert_cmpuint(by[1], >, 0);
+    for (guint i = 0; i < 2; i++) {
+        g_free(dirs[i]);
+        g_array_unref(paused[i]);
+        host_clear(&h[i]);
+    }
+    jet_test_js_close(nc, js);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -608,5 +813,7 @@ int main(int argc, char **argv)
     g_test_add_func("/exclusive/renew-conflict", test_renew_conflict);
     g_test_add_data_func("/exclusive/ordered", GINT_TO_POINTER(KIND_ORDERED), test_ordered_kind);
     g_test_add_data_func("/exclusive/kv", GINT_TO_POINTER(KIND_KV), test_ordered_kind);
+    g_test_add_data_func("/exclusive/paused-holder", GINT_TO_POINTER(FALSE), test_paused_holder);
+    g_test_add_data_func("/exclusive/paused-holder-key", GINT_TO_POINTER(TRUE), test_paused_holder);
     return g_test_run();
 }

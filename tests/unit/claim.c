@@ -197,6 +197,14 @@ static void test_holder_edges(void)
     g_assert_cmpint(jet_claim_holder_decide(0, 0, 999 * MS, 1000 * MS, 2000 * MS), ==, JET_CLAIM_HOLD);
     /* ttl not above heartbeat: expired at once (config refuses it anyway). */
     g_assert_cmpint(jet_claim_holder_decide(0, 0, 0, hb, hb), ==, JET_CLAIM_EXPIRED);
+    /* The workers' fence is the same bound, so no handler starts where the
+     * claim thread would stop the binding. */
+    g_assert_cmpint(jet_claim_fence_us(0, hb, ttl), ==, ttl - hb);
+    g_assert_cmpint(jet_claim_fence_us(7 * hb, hb, ttl), ==, 7 * hb + ttl - hb);
+    g_assert_cmpint(jet_claim_fence_us(5, hb, hb), ==, 5);
+    for (gint64 now = 0; now < 2 * ttl; now += hb / 4)
+        g_assert_cmpint(jet_claim_holder_decide(0, now, now, hb, ttl) == JET_CLAIM_EXPIRED, ==,
+                        now >= jet_claim_fence_us(0, hb, ttl));
     /* A clock before the marks (impossible): stop rather than guess. */
     g_assert_cmpint(jet_claim_holder_decide(10, 10, 9, hb, ttl), ==, JET_CLAIM_EXPIRED);
     g_assert_cmpint(jet_claim_holder_decide(0, 10, 9, hb, ttl), ==, JET_CLAIM_RENEW);
