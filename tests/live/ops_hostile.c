@@ -75,7 +75,8 @@ static gboolean port_logged(gpointer data)
     return TRUE;
 }
 
-static void host_start(Host *h, const char *name, guint idle_ms)
+/* nofile: the host's RLIMIT_NOFILE (0: this process's). */
+static void host_start_nofile(Host *h, const char *name, guint idle_ms, rlim_t nofile)
 {
     h->srv = jet_test_server_start();
     h->idle_ms = idle_ms;
@@ -85,11 +86,21 @@ static void host_start(Host *h, const char *name, guint idle_ms)
                                             "metrics_idle_timeout = %ums\n\n"
                                             "[binding b]\nplugin = %s\nstream = S\nconsumer = c\nsubjects = s.>\n",
                                             jet_test_server_url(h->srv), state, idle_ms, plugin);
+    struct rlimit was;
+    g_assert_cmpint(getrlimit(RLIMIT_NOFILE, &was), ==, 0);
+    struct rlimit low = { nofile != 0 ? nofile : was.rlim_cur, was.rlim_max };
+    g_assert_cmpint(setrlimit(RLIMIT_NOFILE, &low), ==, 0);   /* inherited by the host */
     h->proc = jet_test_jethost_spawn_config(name, text, &h->errlog);
+    g_assert_cmpint(setrlimit(RLIMIT_NOFILE, &was), ==, 0);
     h->pid = atoi(g_subprocess_get_identifier(h->proc));
     PortWait pw = { h->errlog, 0 };
     g_assert_true(jet_test_wait_until(port_logged, &pw, 20000));
     h->port = pw.port;
+}
+
+static void host_start(Host *h, const char *name, guint idle_ms)
+{
+    host_start_nofile(h, name, idle_ms, 0);
 }
 
 static void host_stop(Host *h)
@@ -414,6 +425,37 @@ static void test_idle(void)
     host_stop(&h);
 }
 
+/* The host at `ulimit -n 128`: 150 requests on connections of their own,
+ * then 200 connections held open at once (the cap there is 32), and every
+ * endpoint still answers; the descriptors come back. */
+static void test_low_nofile(void)
+{
+    raise_nofile();
+    Host h;
+    host_start_nofile(&h, "low-nofile", 60000, 128);
+    g_autofree char *limits_path = g_strdup_printf("/proc/%d/limits", h.pid);
+    g_autofree char *limits = jet_test_read_text(limits_path);
+    g_assert_true(g_regex_match_simple("^Max open files +128 ", limits, G_REGEX_MULTILINE, 0));
+    guint base = host_baseline(&h);
+    for (int i = 0; i < 150; i++)
+        g_assert_cmpuint(get(h.port, "/healthz", NULL), ==, 200);
+    fds_back(&h, base, 0, "150 requests at ulimit -n 128");
+    int fds[200];
+    for (int i = 0; i < 200; i++)
+        fds[i] = tcp_open(h.port, TRUE);
+    gint64 t0 = g_get_monotonic_time();
+    static const char *const paths[] = { "/healthz", "/metrics", "/readyz" };
+    for (gsize i = 0; i < G_N_ELEMENTS(paths); i++)
+        g_assert_cmpuint(get(h.port, paths[i], NULL), ==, 200);
+    double took = (double)(g_get_monotonic_time() - t0) / 1e6;
+    g_test_message("three endpoints behind 200 open connections at ulimit -n 128: %.3f s", took);
+    g_assert_cmpfloat(took, <, 1.0);
+    for (int i = 0; i < 200; i++)
+        close(fds[i]);
+    fds_back(&h, base, 0, "200 connections at ulimit -n 128");
+    host_stop(&h);
+}
+
 /* Each refused from its head with its status, the connection then closed. */
 static void test_refusals(void)
 {
@@ -597,6 +639,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ops/bodies", test_bodies);
     g_test_add_func("/ops/idle", test_idle);
     g_test_add_func("/ops/refusals", test_refusals);
+    g_test_add_func("/ops/low-nofile", test_low_nofile);
     g_test_add_func("/ops/prometheus", test_prometheus);
     return g_test_run();
 }
