@@ -57,8 +57,10 @@ static guint rss_kib(int pid)
     return (guint)g_ascii_strtoull(p + strlen("\nVmRSS:"), NULL, 10);
 }
 
+/* A port a process logs after the text "needle". */
 typedef struct {
     const char *path;
+    const char *needle;
     int port;
 } PortWait;
 
@@ -68,10 +70,10 @@ static gboolean port_logged(gpointer data)
     g_autofree char *text = NULL;
     if (!g_file_get_contents(w->path, &text, NULL, NULL))
         return FALSE;
-    const char *p = strstr(text, "and /readyz at http://127.0.0.1:");
+    const char *p = strstr(text, w->needle);
     if (p == NULL)
         return FALSE;
-    w->port = atoi(p + strlen("and /readyz at http://127.0.0.1:"));
+    w->port = atoi(p + strlen(w->needle));
     return TRUE;
 }
 
@@ -93,7 +95,7 @@ static void host_start_nofile(Host *h, const char *name, guint idle_ms, rlim_t n
     h->proc = jet_test_jethost_spawn_config(name, text, &h->errlog);
     g_assert_cmpint(setrlimit(RLIMIT_NOFILE, &was), ==, 0);
     h->pid = atoi(g_subprocess_get_identifier(h->proc));
-    PortWait pw = { h->errlog, 0 };
+    PortWait pw = { h->errlog, "and /readyz at http://127.0.0.1:", 0 };
     g_assert_true(jet_test_wait_until(port_logged, &pw, 20000));
     h->port = pw.port;
 }
@@ -390,17 +392,29 @@ static guint host_baseline(Host *h)
     return count_fds(h->pid);
 }
 
-static void test_keepalive(void)
+/* A phase twice on one host: nothing left from the first round, and the
+ * memory back to where it was. */
+static void twice(const char *name, guint idle_ms, void (*phase)(Host *, guint, guint))
 {
     raise_nofile();
     Host h;
-    host_start(&h, "keepalive", 60000);
+    host_start(&h, name, idle_ms);
     guint base = host_baseline(&h), rss0 = rss_kib(h.pid);
-    keepalive_phase(&h, base, 0);
-    keepalive_phase(&h, base, 0);   /* a second round: nothing left from the first */
+    phase(&h, base, 0);
+    phase(&h, base, 0);
     g_test_message("RSS %u KiB -> %u KiB", rss0, rss_kib(h.pid));
     g_assert_cmpuint(rss_kib(h.pid), <, rss0 + 1024);
     host_stop(&h);
+}
+
+static void test_keepalive(void)
+{
+    twice("keepalive", 60000, keepalive_phase);
+}
+
+static void test_idle(void)
+{
+    twice("idle", 2000, idle_phase);
 }
 
 static void test_bodies(void)
@@ -409,19 +423,6 @@ static void test_bodies(void)
     host_start(&h, "bodies", 60000);
     (void)host_baseline(&h);
     bodies_phase(&h);
-    host_stop(&h);
-}
-
-static void test_idle(void)
-{
-    raise_nofile();
-    Host h;
-    host_start(&h, "idle", 2000);
-    guint base = host_baseline(&h), rss0 = rss_kib(h.pid);
-    idle_phase(&h, base, 0);
-    idle_phase(&h, base, 0);
-    g_test_message("RSS %u KiB -> %u KiB", rss0, rss_kib(h.pid));
-    g_assert_cmpuint(rss_kib(h.pid), <, rss0 + 1024);
     host_stop(&h);
 }
 
@@ -543,19 +544,6 @@ typedef struct {
     int port;
 } Prometheus;
 
-static gboolean prometheus_listening(gpointer data)
-{
-    Prometheus *p = data;
-    g_autofree char *text = NULL;
-    if (!g_file_get_contents(p->log, &text, NULL, NULL))
-        return FALSE;
-    const char *at = strstr(text, "msg=\"Listening on\" address=127.0.0.1:");
-    if (at == NULL)
-        return FALSE;
-    p->port = atoi(at + strlen("msg=\"Listening on\" address=127.0.0.1:"));
-    return TRUE;
-}
-
 /* Prometheus scraping the host every second. */
 static void prometheus_start(Prometheus *p, int target)
 {
@@ -575,7 +563,9 @@ static void prometheus_start(Prometheus *p, int target)
     p->proc = g_subprocess_launcher_spawn(l, &err, "prometheus", a_conf, a_data,
                                           "--web.listen-address=127.0.0.1:0", NULL);
     g_assert_no_error(err);
-    g_assert_true(jet_test_wait_until(prometheus_listening, p, 20000));
+    PortWait pw = { p->log, "msg=\"Listening on\" address=127.0.0.1:", 0 };
+    g_assert_true(jet_test_wait_until(port_logged, &pw, 20000));
+    p->port = pw.port;
 }
 
 /* The value of an instant query's one sample, -1 without one (or before
