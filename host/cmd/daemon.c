@@ -904,7 +904,8 @@ refused:
     /* Before the bindings start, so a probe sees them start; a port taken
      * fails the host before anything is pulled. */
     if (d.cfg->host.metrics_listen != NULL) {
-        ops = jet_ops_http_start(d.cfg->host.metrics_listen, ops_collect, &d, &err);
+        ops = jet_ops_http_start(d.cfg->host.metrics_listen, d.cfg->host.metrics_idle_timeout_ms, ops_collect,
+                                 &d, &err);
         if (ops == NULL) {
             jet_log(JET_LOG_ERROR, NULL, "failed", "%s", err->message);
             rc = JET_EXIT_FAILURE;

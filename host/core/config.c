@@ -142,6 +142,9 @@ static const KeyDef host_keys[] = {
       "advisory stream, a managed binding's stream); 3 on a cluster. One that exists is used as it is" },
     { "metrics_listen", K_STRING, NULL, NULL, FALSE, NOB, H(metrics_listen),
       "`ADDR:PORT` to serve /metrics, /healthz and /readyz on (port 0: any free port); unset: off" },
+    { "metrics_idle_timeout", K_DURATION, "10s", NULL, FALSE, 100, 3600000, H(metrics_idle_timeout_ms),
+      "how long a connection to `metrics_listen` may take to send a whole request head (after it "
+      "opens or after the last answer) before the host closes it (docs/operations.md)" },
     { "log_format", K_LOG_FORMAT, "logfmt", NULL, FALSE, NOB, H(log_format),
       "the format of log lines on stderr: logfmt or json, one object a line (docs/logging.md)" },
 };
@@ -1701,6 +1704,8 @@ const char *jet_host_config_restart_key(const JetHostConfig *a, const JetHostCon
         return "replicas";   /* one count for every stream this process creates, reload or not */
     if (!SAME_STR(metrics_listen))
         return "metrics_listen";   /* the listener is bound once, before the first pull */
+    if (!SAME(metrics_idle_timeout_ms))
+        return "metrics_idle_timeout";   /* given to that listener when it is bound */
     if (!SAME(log_format))
         return "log_format";
     return NULL;

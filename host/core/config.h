@@ -79,6 +79,7 @@ typedef struct {
     guint64 ledger_max_age_ms;    /* every ledger entry expires after this */
     guint replicas;               /* of each stream or bucket the host creates (1..5) */
     char *metrics_listen;         /* ADDR:PORT of the metrics and health endpoints; NULL: off */
+    guint64 metrics_idle_timeout_ms;   /* a connection there without a whole request is closed */
     JetLogFormat log_format;      /* lines on stderr (log.h) */
 } JetHostConfig;
 

@@ -3,11 +3,13 @@
 #include "errors.h"
 #include "log.h"
 
+#include "http_listen.h"
+
 #include <json-glib/json-glib.h>
-#include <libsoup/soup.h>
+#include <string.h>
 
 struct JetOpsHttp {
-    SoupServer *server;
+    JetHttpListener *listener;
     JetOpsCollectFn collect;
     gpointer data;
 };
@@ -18,12 +20,6 @@ static GArray *collect(JetOpsHttp *h, JetMetricsHost *host)
     memset(host, 0, sizeof *host);
     h->collect(a, host, h->data);
     return a;
-}
-
-static void reply(SoupServerMessage *msg, guint status, const char *type, char *body)
-{
-    soup_server_message_set_status(msg, status, NULL);
-    soup_server_message_set_response(msg, type, SOUP_MEMORY_TAKE, body, strlen(body));
 }
 
 gboolean jet_ops_readiness(const JetMetricsBinding *b, gsize n, char **json)
@@ -58,43 +54,43 @@ gboolean jet_ops_readiness(const JetMetricsBinding *b, gsize n, char **json)
     return ready;
 }
 
-static void on_request(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
-                       gpointer data)
+static void answer(JetHttpAnswer *a, guint status, const char *type, char *body)
 {
-    (void)server;
-    (void)query;
+    a->status = status;
+    a->type = type;
+    a->body = body;
+}
+
+static void serve(const char *path, JetHttpAnswer *a, gpointer data)
+{
     JetOpsHttp *h = data;
-    const char *method = soup_server_message_get_method(msg);
-    if (g_strcmp0(method, "GET") != 0 && g_strcmp0(method, "HEAD") != 0) {
-        reply(msg, SOUP_STATUS_METHOD_NOT_ALLOWED, "text/plain", g_strdup("GET only\n"));
-        return;
-    }
-    if (g_strcmp0(path, "/healthz") == 0) {
+    if (strcmp(path, "/healthz") == 0) {
         /* Answered on the main loop: an answer at all is the proof. */
-        reply(msg, SOUP_STATUS_OK, "text/plain", g_strdup("ok\n"));
+        answer(a, 200, "text/plain", g_strdup("ok\n"));
         return;
     }
-    if (g_strcmp0(path, "/metrics") == 0 || g_strcmp0(path, "/readyz") == 0) {
+    if (strcmp(path, "/metrics") == 0 || strcmp(path, "/readyz") == 0) {
         JetMetricsHost host;
-        g_autoptr(GArray) a = collect(h, &host);
-        const JetMetricsBinding *b = (const JetMetricsBinding *)(gpointer)a->data;
+        g_autoptr(GArray) arr = collect(h, &host);
+        const JetMetricsBinding *b = (const JetMetricsBinding *)(gpointer)arr->data;
         if (path[1] == 'm') {
             GString *out = g_string_new(NULL);
-            jet_metrics_render(out, &host, b, a->len);
-            reply(msg, SOUP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8", g_string_free(out, FALSE));
+            jet_metrics_render(out, &host, b, arr->len);
+            answer(a, 200, "text/plain; version=0.0.4; charset=utf-8", g_string_free(out, FALSE));
             return;
         }
         char *json = NULL;
-        if (jet_ops_readiness(b, a->len, &json))
-            reply(msg, SOUP_STATUS_OK, "text/plain", g_strdup("ready\n"));
+        if (jet_ops_readiness(b, arr->len, &json))
+            answer(a, 200, "text/plain", g_strdup("ready\n"));
         else
-            reply(msg, SOUP_STATUS_SERVICE_UNAVAILABLE, "application/json", json);
+            answer(a, 503, "application/json", json);
         return;
     }
-    reply(msg, SOUP_STATUS_NOT_FOUND, "text/plain", g_strdup("not found: try /metrics, /healthz or /readyz\n"));
+    answer(a, 404, "text/plain", g_strdup("not found: try /metrics, /healthz or /readyz\n"));
 }
 
-JetOpsHttp *jet_ops_http_start(const char *listen, JetOpsCollectFn fn, gpointer data, GError **error)
+JetOpsHttp *jet_ops_http_start(const char *listen, guint64 idle_ms, JetOpsCollectFn fn, gpointer data,
+                               GError **error)
 {
     g_autofree char *addr = NULL;
     guint16 port = 0;
@@ -105,25 +101,21 @@ JetOpsHttp *jet_ops_http_start(const char *listen, JetOpsCollectFn fn, gpointer 
     JetOpsHttp *h = g_new0(JetOpsHttp, 1);
     h->collect = fn;
     h->data = data;
-    h->server = soup_server_new("server-header", "jethost", NULL);
-    soup_server_add_handler(h->server, NULL, on_request, h, NULL);
     g_autoptr(GInetAddress) ia = g_inet_address_new_from_string(addr);
     g_autoptr(GSocketAddress) sa = g_inet_socket_address_new(ia, port);
     g_autoptr(GError) local = NULL;
-    if (!soup_server_listen(h->server, sa, 0, &local)) {
+    h->listener = jet_http_listen(sa, idle_ms, serve, h, &local);
+    if (h->listener == NULL) {
         g_set_error(error, JET_ERROR, JET_ERROR_FAILED, "metrics_listen %s: %s", listen, local->message);
         jet_ops_http_free(h);
         return NULL;
     }
-    GSList *uris = soup_server_get_uris(h->server);
-    for (GSList *u = uris; u != NULL; u = u->next) {
-        GUri *uri = u->data;
-        const char *host = g_uri_get_host(uri);
-        gboolean v6 = strchr(host, ':') != NULL;
-        jet_log(JET_LOG_INFO, NULL, "metrics-listening", "serving /metrics, /healthz and /readyz at http://%s%s%s:%d",
-                v6 ? "[" : "", host, v6 ? "]" : "", g_uri_get_port(uri));
-    }
-    g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+    g_autoptr(GSocketAddress) bound = jet_http_listener_address(h->listener);
+    GInetSocketAddress *isa = G_INET_SOCKET_ADDRESS(bound);
+    g_autofree char *host = g_inet_address_to_string(g_inet_socket_address_get_address(isa));
+    gboolean v6 = strchr(host, ':') != NULL;
+    jet_log(JET_LOG_INFO, NULL, "metrics-listening", "serving /metrics, /healthz and /readyz at http://%s%s%s:%u",
+            v6 ? "[" : "", host, v6 ? "]" : "", (guint)g_inet_socket_address_get_port(isa));
     return h;
 }
 
@@ -131,7 +123,6 @@ void jet_ops_http_free(JetOpsHttp *h)
 {
     if (h == NULL)
         return;
-    soup_server_disconnect(h->server);
-    g_object_unref(h->server);
+    jet_http_listener_free(h->listener);
     g_free(h);
 }

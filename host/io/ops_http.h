@@ -14,9 +14,11 @@ typedef struct JetOpsHttp JetOpsHttp;
 typedef void (*JetOpsCollectFn)(GArray *bindings, JetMetricsHost *host, gpointer data);
 
 /* Listens on listen ("ADDR:PORT", config.h jet_config_listen_parse) on the
- * thread-default main context and logs event=metrics-listening with the
+ * thread-default main context (http_listen.h: its limits; idle_ms is
+ * [host] metrics_idle_timeout) and logs event=metrics-listening with the
  * address bound (the port chosen, for port 0). */
-JetOpsHttp *jet_ops_http_start(const char *listen, JetOpsCollectFn collect, gpointer data, GError **error);
+JetOpsHttp *jet_ops_http_start(const char *listen, guint64 idle_ms, JetOpsCollectFn collect, gpointer data,
+                               GError **error);
 void jet_ops_http_free(JetOpsHttp *h);
 
 /* The readiness answer for these bindings: TRUE when every one is ready,

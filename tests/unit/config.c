@@ -206,6 +206,9 @@ static const struct {
     { HOST BIND "handler_timeout = 5 minutes\n", "[binding orders] handler_timeout: duration '5 minutes' has an unknown unit" },
     { HOST "connect_timeout = 2\n" BIND, "[host] connect_timeout: duration '2' has no unit" },
     { HOST "drain_timeout = 1y\n" BIND, "[host] drain_timeout: duration '1y' has an unknown unit" },
+    { HOST "metrics_idle_timeout = 50ms\n" BIND,
+      "[host] metrics_idle_timeout: '50ms' is too short (at least 100ms)" },
+    { HOST "metrics_idle_timeout = 2h\n" BIND, "[host] metrics_idle_timeout: '2h' is too long" },
     /* manage */
     { HOST BIND "manage = maybe\n", "[binding orders] manage: 'maybe' is not create or bind" },
     /* server */
@@ -445,6 +448,7 @@ static void test_defaults(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(h->replicas, ==, 1);
     g_assert_cmpuint(h->connect_timeout_ms, ==, 2000);
     g_assert_cmpuint(h->drain_timeout_ms, ==, 30000);
+    g_assert_cmpuint(h->metrics_idle_timeout_ms, ==, 10000);
 
     g_assert_cmpuint(cfg->bindings->len, ==, 1);
     const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, 0);
@@ -504,6 +508,7 @@ static void test_values(Fixture *fx, gconstpointer data)
         "replicas = 5\n"
         "connect_timeout = 250ms\n"
         "drain_timeout = 0\n"
+        "metrics_idle_timeout = 1500ms\n"
         "[binding orders]\n"
         "plugin = /opt/jethost/orders.so\n"
         "stream = ORDERS\n"
@@ -561,6 +566,7 @@ static void test_values(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(h->replicas, ==, 5);
     g_assert_cmpuint(h->connect_timeout_ms, ==, 250);
     g_assert_cmpuint(h->drain_timeout_ms, ==, 0);
+    g_assert_cmpuint(h->metrics_idle_timeout_ms, ==, 1500);
 
     /* Sorted by name. */
     g_assert_cmpuint(cfg->bindings->len, ==, 2);
@@ -1293,6 +1299,7 @@ static void test_host_restart_key(Fixture *fx, gconstpointer data)
         { "ledger_max_age = 1d\n", "ledger_max_age" },
         { "js_domain = hub\n", "js_domain" },
         { "replicas = 3\n", "replicas" },
+        { "metrics_idle_timeout = 3s\n", "metrics_idle_timeout" },
         { "state_dir = /tmp/elsewhere\n", "state_dir" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
