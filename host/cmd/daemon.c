@@ -386,6 +386,7 @@ static void ops_collect(GArray *out, JetMetricsHost *host, gpointer data)
             m.num_pending = health.num_pending;
             m.num_ack_pending = health.num_ack_pending;
             m.has_floor_monitor = bd->b->floor_age_ms > 0 && !JET_KIND_IS_ORDERED(bd->b->kind);
+            m.idle_holding = bd->b->floor_age_ms > 0 && health.idle_holding_ms >= (gint64)bd->b->floor_age_ms;
             m.floor_stalled = fs.stalled;
             m.floor_stall_seconds = (double)MAX(fs.stall_age_ns, 0) / 1e9;
         }

@@ -256,6 +256,8 @@ const char *jet_metrics_not_ready(const JetMetricsBinding *b)
         return "consumer being re-created";
     if (b->hung_workers > 0)
         return "a handler hung past handler_timeout";
+    if (b->idle_holding)
+        return "holds messages and has handled none for floor_age";
     if (b->floor_stalled)
         return "ack floor stalled past floor_age";
     return NULL;

@@ -45,6 +45,7 @@ typedef struct {
     guint in_handlers, buffered;
     gint64 num_pending, num_ack_pending;   /* -1: not read yet */
     gboolean has_floor_monitor;        /* floor_age is set */
+    gboolean idle_holding;             /* holds messages and ended no handling for floor_age */
     gboolean floor_stalled;
     double floor_stall_seconds;
 } JetMetricsBinding;

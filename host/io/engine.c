@@ -892,6 +892,35 @@ static void observe_consumer(JetEngine *e)
     jsConsumerInfo_Destroy(ci);
 }
 
+/* A binding that holds messages and has ended no handling for floor_age is
+ * named once, whatever the ack floor does (another host may move it):
+ * the same condition takes it out of /readyz (docs/operations.md). */
+static void observe_idle(JetEngine *e)
+{
+    if (e->b->floor_age_ms == 0)
+        return;
+    JetEngineHealth h;
+    jet_engine_health(e, &h);
+    gboolean idle = h.idle_holding_ms >= (gint64)e->b->floor_age_ms;
+    if (idle && !e->idle_logged) {
+        g_autofree char *lane = NULL;
+        if (jet__lanes_on(e)) {
+            guint64 floor = __atomic_load_n(&e->observed_floor, __ATOMIC_RELAXED);
+            lane = jet__lanes_describe(e, floor + 1);
+        }
+        jet_log(JET_LOG_WARNING, e->b->name, "binding-idle",
+                "holds %u message(s) and has ended no handling for %" G_GINT64_FORMAT " ms (floor_age %"
+                G_GUINT64_FORMAT " ms)%s%s", h.buffered, h.idle_holding_ms, e->b->floor_age_ms,
+                lane != NULL ? "; " : "", lane != NULL ? lane : "");
+    } else if (!idle && e->idle_logged && h.idle_holding_ms == 0) {
+        jet_log(JET_LOG_INFO, e->b->name, "binding-idle-cleared", "handling again");
+    }
+    if (idle)
+        e->idle_logged = TRUE;
+    else if (h.idle_holding_ms == 0)
+        e->idle_logged = FALSE;
+}
+
 /* --- the lease keeper ---------------------------------------------------- */
 
 /* A handler past handler_timeout (under the lease lock): its lease stops
@@ -978,6 +1007,7 @@ static gpointer keeper_main(gpointer data)
             for (guint i = 0; i < e->n_workers; i++)
                 move_waiting(&e->workers[i], MIN(every_us / 2, FLOOR_OBSERVE_US));
             observe_consumer(e);
+            observe_idle(e);
             next_observe = now_us() + observe_every_us;
             g_mutex_lock(&e->lease_lock);
             if (e->keeper_quit)
@@ -1132,6 +1162,7 @@ gboolean jet_engine_bind(JetEngine *e, guint attempts, GError **error)
 
 void jet_engine_start(JetEngine *e)
 {
+    jet__progress(e);
     g_atomic_int_set(&e->started, 1);
     gboolean ordered = JET_KIND_IS_ORDERED(e->b->kind);
     if (ordered)
@@ -1298,17 +1329,25 @@ void jet_engine_health(JetEngine *e, JetEngineHealth *out)
     out->num_ack_pending = __atomic_load_n(&e->num_ack_pending, __ATOMIC_RELAXED);
     for (guint i = 0; i < e->n_workers; i++)
         out->hung_workers += g_atomic_int_get(&e->workers[i].hung) ? 1 : 0;
+    gint64 oldest = G_MAXINT64;
     g_mutex_lock(&e->lease_lock);
     GHashTableIter iter;
     gpointer key;
     g_hash_table_iter_init(&iter, e->held);
     while (g_hash_table_iter_next(&iter, &key, NULL)) {
-        if (((Item *)key)->handler_since_us > 0)
+        const Item *it = key;
+        if (it->handler_since_us > 0) {
             out->in_handlers++;
-        else
+        } else {
             out->buffered++;
+            oldest = MIN(oldest, it->arrived_us);
+        }
     }
     g_mutex_unlock(&e->lease_lock);
+    if (out->buffered > 0) {
+        gint64 since = MAX(oldest, __atomic_load_n(&e->progress_us, __ATOMIC_RELAXED));
+        out->idle_holding_ms = MAX(now_us() - since, 0) / 1000;
+    }
 }
 
 const char *jet_engine_binding(const JetEngine *e)

@@ -122,6 +122,10 @@ typedef struct {
     guint buffered;            /* messages held, not yet in a handler */
     gint64 num_pending;        /* the consumer's, as the lease keeper last read it (-1: not yet) */
     gint64 num_ack_pending;
+    /* How long it has held messages (buffered > 0) with no handling ending
+     * since the oldest of them arrived: a binding that holds work and does
+     * none of it (docs/operations.md, /readyz).  0 while it holds none. */
+    gint64 idle_holding_ms;
 } JetEngineHealth;
 void jet_engine_health(JetEngine *e, JetEngineHealth *out);
 const char *jet_engine_binding(const JetEngine *e);

@@ -99,19 +99,19 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
     gint64 now = now_us();
     g_mutex_lock(&e->lanes_lock);
     jet_lanes_counts(e->lanes, &c);
-    guint due = c.held >= e->b->max_lane_held ? jet_lanes_due(e->lanes, now) : 0;
+    guint due = c.waiting >= e->b->max_lane_held ? jet_lanes_due(e->lanes, now) : 0;
     g_mutex_unlock(&e->lanes_lock);
     *wait_ms = TAKE_STEP_US / 1000;
-    if (c.held >= e->b->max_lane_held) {
+    if (c.waiting >= e->b->max_lane_held) {
         /* The bound: nothing new is taken in, but a head given back must
          * be able to come home, or its lane would wait for ever. */
         if (!e->lane_at_bound) {
             e->lane_at_bound = TRUE;
             JET_STAT_ADD(&w->stats, lane_bound, 1);
             jet_log(JET_LOG_WARNING, e->b->name, "lanes-bound",
-                    "%u deliveries wait behind an earlier message of their key (max_lane_held %u): pulls stop "
-                    "until they drain, except one at a time for a head that is due back", c.held,
-                    e->b->max_lane_held);
+                    "%u deliveries wait behind an earlier message of their key (max_lane_held %u; %u of them "
+                    "behind one given back or unacked by an earlier run): pulls stop until they drain, except "
+                    "one at a time for a head that is due back", c.waiting, e->b->max_lane_held, c.held);
         }
         if (due > 0 && now >= e->lane_bound_next_us) {
             e->lane_bound_next_us = now + BOUND_PULL_US;
@@ -121,20 +121,21 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
     }
     if (e->lane_at_bound) {
         e->lane_at_bound = FALSE;
-        jet_log(JET_LOG_INFO, e->b->name, "lanes-bound-cleared", "%u deliveries wait behind a head given back; "
-                "pulling again", c.held);
+        jet_log(JET_LOG_INFO, e->b->name, "lanes-bound-cleared", "%u deliveries wait behind an earlier message "
+                "of their key; pulling again", c.waiting);
     }
     if (c.blocked_on_unknown)
         return 0;   /* read keys first: what comes would only wait */
-    /* In hand: what runs or waits for a head that is here.  What waits for
-     * a head given back is the bound's; everything else stays within one
-     * batch, as on a binding without lanes. */
-    guint in_hand = c.ready + c.busy + (c.waiting - c.held);
+    /* What waits behind an earlier message of its key, whatever that one
+     * is doing, is the bound's: a busy hot key must not keep the other
+     * keys from being pulled.  What is ready or in a handler stays within
+     * one batch, as on a binding without lanes. */
+    guint in_hand = c.ready + c.busy;
     if (in_hand >= e->b->batch) {
         *wait_ms = ROOM_STEP_MS;
         return 0;
     }
-    return MIN(e->b->batch - in_hand, e->b->max_lane_held - c.held);
+    return MIN(e->b->batch - in_hand, e->b->max_lane_held - c.waiting);
 }
 
 /* --- routing ------------------------------------------------------------------ */

@@ -207,6 +207,8 @@ struct JetEngine {
     JetEngineLossHook loss_hook;
     gpointer loss_hook_data;
     const gint64 *fence;          /* jet_engine_set_fence; NULL: none */
+    gint64 progress_us;           /* atomic: when the last handling ended (or the start) */
+    gboolean idle_logged;         /* the lease keeper's: binding-idle was logged */
     gint fence_logged;            /* atomic: the closed fence was logged */
 
     /* Settlement: the ledger (NULL: none or not configured), crash
@@ -278,6 +280,12 @@ static inline gint64 now_us(void)
  * engine runs: TRUE once it is open, FALSE when the engine stops first. */
 gboolean jet__fence_closed(JetEngine *e);
 gboolean jet__fence_wait(JetEngine *e);
+
+/* A handling ended (settled or not): the binding did some of its work. */
+static inline void jet__progress(JetEngine *e)
+{
+    __atomic_store_n(&e->progress_us, now_us(), __ATOMIC_RELAXED);
+}
 
 /* Sends a settlement body to a delivery's reply subject (fire and forget). */
 void jet__publish_ack(JetEngine *e, const char *reply, const char *body);

@@ -418,6 +418,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *o
     JetExecuted local;
     JetExecuted *done = out != NULL ? out : &local;
     jet_executor_deliver(e->executor, &d, done);
+    jet__progress(e);
 
     if (e->settle_hook != NULL)
         e->settle_hook(d.stream_seq, d.deliveries, &done->action, e->settle_hook_data);

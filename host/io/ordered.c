@@ -588,6 +588,7 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
             return FALSE;
         JetExecuted done;
         jet_executor_deliver(e->executor, &d, &done);
+        jet__progress(e);
         if (e->settle_hook != NULL)
             e->settle_hook(d.stream_seq, d.deliveries, &done.action, e->settle_hook_data);
         JetActionKind k = done.action.kind;

@@ -24,6 +24,9 @@
  *                       its CLOCK_MONOTONIC time in decimal nanoseconds; the
  *                       clock is system-wide, so it compares across processes
  *                       of one machine.
+ *   option.latency_skip a subject suffix: messages whose subject ends with it
+ *                       are not recorded (the hot key of the lanes' hot-key
+ *                       case: what is measured is the cold keys' latency).
  *   option.expect       N > 0: count what the binding handles against stream
  *                       sequences 1..N (tally.h: duplicates, missing, steps
  *                       backwards, consumers); for the ordered and KV cases,
@@ -62,6 +65,7 @@ struct noop_state {
     int64_t sleep_us;
     int verdict;          /* JET_ACK or JET_REJECT, or JET_RETRY: retry-once */
     char *latency_file;   /* NULL: no recording */
+    char *latency_skip;   /* NULL: record every subject */
     int64_t *lat;         /* latencies in ns */
     size_t n_lat, cap_lat;
     uint64_t unparsed;    /* payloads without a timestamp */
@@ -77,6 +81,8 @@ static const jet_option options[] = {
       .help = "sleep this long in every handler call" },
     { .name = "sleep_us", .type = JET_OPT_INT, .default_value = "0",
       .help = "and this many microseconds more" },
+    { .name = "latency_skip", .type = JET_OPT_STRING, .default_value = NULL,
+      .help = "do not record the latency of subjects ending with this" },
     { .name = "latency_file", .type = JET_OPT_STRING, .default_value = NULL,
       .help = "write publish-to-handler latencies (ns, one a line) here at stop" },
     { .name = "expect", .type = JET_OPT_INT, .default_value = "0",
@@ -137,6 +143,9 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
         free(st);
         return 1;
     }
+    const char *skip = host->ctx_option(c, "latency_skip");
+    if (skip != NULL && *skip != '\0')
+        st->latency_skip = strdup(skip);
     const char *lf = host->ctx_option(c, "latency_file");
     if (lf != NULL && *lf != '\0') {
         st->latency_file = strdup(lf);
@@ -145,6 +154,7 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
         if (st->latency_file == NULL || st->lat == NULL) {
             snprintf(err, err_len, "out of memory");
             free(st->latency_file);
+            free(st->latency_skip);
             free(st->lat);
             free(st->report);
             tally_free(&st->tally);
@@ -156,8 +166,19 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
     return 0;
 }
 
+static int skipped(const struct noop_state *st, jet_msg *m)
+{
+    if (st->latency_skip == NULL)
+        return 0;
+    const char *subject = host->msg_subject(m);
+    size_t n = subject != NULL ? strlen(subject) : 0, k = strlen(st->latency_skip);
+    return n >= k && memcmp(subject + n - k, st->latency_skip, k) == 0;
+}
+
 static void record_latency(struct noop_state *st, int64_t entry_ns, jet_msg *m)
 {
+    if (skipped(st, m))
+        return;
     size_t len = 0;
     const char *p = host->msg_data(m, &len);
     int64_t t = 0;
@@ -250,6 +271,7 @@ static void noop_fini(void *state)
     free(st->report);
     tally_free(&st->tally);
     free(st->latency_file);
+    free(st->latency_skip);
     free(st->lat);
     pthread_mutex_destroy(&st->lock);
     free(st);

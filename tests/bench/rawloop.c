@@ -94,11 +94,12 @@
  *       that disappears after it was seen (consume.js deletes its own once it
  *       saw the floor) ends the wait at that moment (gone=1).
  *   rawloop del URL STREAM CONSUMER          deletes a consumer
- *   rawloop pace URL SUBJECT COUNT RATE SIZE
+ *   rawloop pace URL SUBJECT COUNT RATE SIZE [HOT_PERCENT KEYS]
  *       Publishes COUNT messages at a steady RATE per second (absolute
  *       schedule), each payload starting with the publisher's CLOCK_MONOTONIC
  *       time in decimal nanoseconds (what the noop plugin's latency_file
- *       reads).
+ *       reads).  With HOT_PERCENT and KEYS, that share goes to SUBJECT.hot
+ *       and the rest round robin to SUBJECT.k0 .. k<KEYS-1>.
  *   rawloop rtt URL COUNT RATE SIZE
  *       Core request/reply round trips at RATE per second between two
  *       connections of this process (one replies); prints p50/p99/max.
@@ -1365,7 +1366,12 @@ static int mode_del(const char *url, const char *stream, const char *consumer)
 
 /* --- latency ------------------------------------------------------------ */
 
-static int mode_pace(const char *url, const char *subject, long count, long rate, long size)
+/* hot_percent, keys: 0 for one subject; else message i goes to
+ * SUBJECT.hot when i % 100 < hot_percent, otherwise to SUBJECT.k<j % keys>
+ * (j counting the others), so one key carries that share of the traffic
+ * and the rest is spread (the lanes' hot-key case, docs/performance.md). */
+static int mode_pace(const char *url, const char *subject, long count, long rate, long size, long hot_percent,
+                     long keys)
 {
     natsConnection *nc = connect_to(url);
     jsCtx *js = js_for(nc);
@@ -1387,7 +1393,17 @@ static int mode_pace(const char *url, const char *subject, long count, long rate
             memset(payload + len, 'x', (size_t)(size - len));
             len = (int)size;
         }
-        DIE_IF(js_PublishAsync(js, subject, payload, len, NULL), "publish");
+        char keyed[256];
+        const char *to = subject;
+        if (keys > 0) {
+            static long cold;
+            if (i % 100 < hot_percent)
+                snprintf(keyed, sizeof keyed, "%s.hot", subject);
+            else
+                snprintf(keyed, sizeof keyed, "%s.k%ld", subject, cold++ % keys);
+            to = keyed;
+        }
+        DIE_IF(js_PublishAsync(js, to, payload, len, NULL), "publish");
     }
     jsPubOptions po;
     jsPubOptions_Init(&po);
@@ -1518,7 +1534,7 @@ static int usage(void)
                     "       rawloop msgs URL STREAM\n"
                     "       rawloop floor URL STREAM CONSUMER N T0_NS TIMEOUT_S\n"
                     "       rawloop del URL STREAM CONSUMER\n"
-                    "       rawloop pace URL SUBJECT COUNT RATE SIZE\n"
+                    "       rawloop pace URL SUBJECT COUNT RATE SIZE [HOT_PERCENT KEYS]\n"
                     "       rawloop rtt URL COUNT RATE SIZE\n"
                     "       rawloop pctl FILE\n"
                     "       rawloop send URL SUBJECT KEYS COUNT SIZE\n"
@@ -1570,9 +1586,10 @@ int main(int argc, char **argv)
                         arg_long(argv[7], "TIMEOUT_S", 1));
     else if (strcmp(mode, "del") == 0 && argc == 5)
         rc = mode_del(url, argv[3], argv[4]);
-    else if (strcmp(mode, "pace") == 0 && argc == 7)
+    else if (strcmp(mode, "pace") == 0 && (argc == 7 || argc == 9))
         rc = mode_pace(url, argv[3], arg_long(argv[4], "COUNT", 1), arg_long(argv[5], "RATE", 1),
-                       arg_long(argv[6], "SIZE", 1));
+                       arg_long(argv[6], "SIZE", 1), argc == 9 ? arg_long(argv[7], "HOT_PERCENT", 0) : 0,
+                       argc == 9 ? arg_long(argv[8], "KEYS", 1) : 0);
     else if (strcmp(mode, "rtt") == 0 && argc == 6)
         rc = mode_rtt(url, arg_long(argv[3], "COUNT", 1), arg_long(argv[4], "RATE", 1), arg_long(argv[5], "SIZE", 1));
     else if (strcmp(mode, "send") == 0 && argc == 7)

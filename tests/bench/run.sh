@@ -57,6 +57,9 @@
 # The lanes part (CASES lanes): LANES_N (100000; QUICK 20000) messages on
 # lanes.k.<i % LANES_KEYS> (LANES_KEYS 100), LANES_WORKERS (4) workers,
 # LANES_BATCH (100) for every side.
+# The hot-key part (CASES hotkey): HOT_N (20000; QUICK 5000) messages paced at
+# HOT_RATE (1000/s), cold-key latency spread over 5000 keys against half the
+# traffic on one key and the rest over 1000 keys (4 workers, 1 ms handler).
 # The method part (CASES method): the anchor ../shared/anchors/natsbench.c
 # (compiled into the work directory, never copied into the tree) alone, with
 # no poller at all, beside itself and jethost under the old 5 ms floor poller
@@ -119,13 +122,16 @@ REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
 N_FWD=${N_FWD:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
-    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv lanes}
+    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv lanes hotkey}
+    HOT_N=${HOT_N:-5000}
 else
-    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv sustained lanes}
+    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv sustained lanes hotkey}
 fi
 CASES=${CASES//,/ }
 LAT_N=${LAT_N:-60000}
 LAT_RATE=${LAT_RATE:-1000}
+HOT_N=${HOT_N:-20000}
+HOT_RATE=${HOT_RATE:-1000}
 RSS_SMALL=${RSS_SMALL:-10000}
 RSS_LARGE=${RSS_LARGE:-100000}
 ORD_N=${ORD_N:-$N}
@@ -190,8 +196,8 @@ want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
     case $c in
         method | throughput | failure | capture | retry | hosts | forward | latency | rss | ordered | kv | sustained | lanes | \
-            workers | payload | bindings) ;;
-        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv sustained lanes)" ;;
+            hotkey | workers | payload | bindings) ;;
+        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv sustained lanes hotkey)" ;;
     esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
@@ -1115,6 +1121,43 @@ want latency && for batch in $LAT_BATCHES; do
     run_latency_raw "$batch" || fails=$((fails + 1))
 done
 
+# --- per-key lanes with one hot key ------------------------------------------------
+# run_hotkey LABEL HOT_PERCENT KEYS: jethost with `key = subject:2`, 4 workers
+# and a 1 ms handler on a fresh stream HOT, HOT_N messages paced at HOT_RATE:
+# HOT_PERCENT of them on hot.hot, the rest over KEYS cold keys.  What is
+# recorded is publish -> handler entry of the cold keys alone.
+run_hotkey() {
+    local label=$1 hot=$2 keys=$3 d=$WORK/runs/hotkey_$1
+    mkdir -p "$d"
+    "$RAW" publish "$URL" HOT 'hot.>' 0 "$SIZE" >/dev/null 2>"$d/stream.err" || return 1
+    jethost_conf "$d/jethost.conf" HOT "hot_$label" 10 0 "workers = 4" "key = subject:2" "option.sleep = 1ms" \
+        "option.latency_file = $d/latency.txt" "option.latency_skip = .hot"
+    JETHOST_LOG_LEVEL=info "$JH" run -c "$d/jethost.conf" 2>"$d/jethost.log" &
+    CHILD=$!
+    local i
+    for i in $(seq 100); do grep -q 'subscribed' "$d/jethost.log" 2>/dev/null && break; sleep 0.05; done
+    sleep 0.5
+    "$RAW" pace "$URL" hot "$HOT_N" "$HOT_RATE" "$SIZE" "$hot" "$keys" >"$d/pace.out" 2>"$d/pace.err"
+    local prc=$?
+    "$RAW" floor "$URL" HOT "hot_$label" "$HOT_N" "$(now_ns)" 120 >"$d/floor.out" 2>"$d/floor.err"
+    local frc=$?
+    kill -TERM "$CHILD" 2>/dev/null
+    wait "$CHILD"
+    local jrc=$?
+    CHILD=""
+    if [ "$prc" -ne 0 ] || [ "$frc" -ne 0 ] || [ "$jrc" -ne 0 ]; then
+        say "hot key $label: FAILED (pace $prc, floor $frc, jethost $jrc)"
+        return 1
+    fi
+    "$RAW" pctl "$d/latency.txt" >"$d/latency.out"
+}
+want hotkey && {
+    say "lanes, $HOT_N at $HOT_RATE/s spread over 5000 keys"
+    run_hotkey spread 0 5000 || fails=$((fails + 1))
+    say "lanes, $HOT_N at $HOT_RATE/s, half on one key, the rest over 1000 keys"
+    run_hotkey hot 50 1000 || fails=$((fails + 1))
+}
+
 # --- peak RSS with a 1 ms handler -------------------------------------------------
 want rss && for n in "$RSS_SMALL" "$RSS_LARGE"; do
     say "jethost peak RSS, 1 ms handler, $n messages"
@@ -1339,6 +1382,15 @@ slow_row() {
         "$(ratio "$(med lanes_nokey "$b")" "$(med lanes_raw "$b")")" "$(cpucell lanes_key "$b")" "$(cpucell lanes_nokey "$b")"
     printf 'peak RSS MiB: key %s, no key %s, Fetch %s, raw %s\n' "$(rsscell lanes_key "$b")" "$(rsscell lanes_nokey "$b")" \
         "$(rsscell lanes_fetch "$b")" "$(rsscell lanes_raw "$b")"
+    fi
+    if want hotkey; then
+    echo
+    echo "lanes with a hot key: $HOT_N messages at $HOT_RATE/s, key = subject:2, 4 workers, 1 ms handler;"
+    echo "publish -> handler entry of the cold keys, microseconds:"
+    printf '  %-46s %-8s %-8s %-8s %-8s %s\n' "" p50 p99 p99.9 max "p99 hot/spread (target <= 3)"
+    printf '  %-46s %s\n' "spread over 5000 keys" "$(pctls "$WORK/runs/hotkey_spread/latency.out")"
+    printf '  %-46s %s %s\n' "50 % on one key, the rest over 1000 keys" "$(pctls "$WORK/runs/hotkey_hot/latency.out")" \
+        "$(ratio "$(pctl_of p99_us "$WORK/runs/hotkey_hot/latency.out")" "$(pctl_of p99_us "$WORK/runs/hotkey_spread/latency.out")")"
     fi
     if want latency; then
     echo

@@ -1,7 +1,8 @@
 /* Per-key lanes against a real nats-server (docs/lanes.md): per-key order
  * of first successful handling equals stream order under random retries
  * and postpones, one handler at a time per key, parallel keys, the bound,
- * and order kept across a killed host.
+ * order kept across a killed host, progress after a host killed with a
+ * backlog at a bound, and a binding that holds work and does none named.
  *
  * Keys ride in header "Key"; fx_gate's handled.log gives each handling's
  * stream seq, delivery, verdict and start and end times. */
@@ -377,10 +378,134 @@ static void test_kill_restart(void)
     rig_free(&r);
 }
 
+
+/* A binding that holds messages and handles none for floor_age is named:
+ * one key, its head postponed 6 s, floor_age 1 s. */
+static void test_idle_named(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    char **keys = g_new0(char *, 41);
+    for (guint i = 0; i < 40; i++)
+        keys[i] = g_strdup("A");
+    publish_keyed(r.js, 40, keys);
+    jet_test_stderr_begin("binding-idle");
+    rig_engine(&r, "key = header:Key\nworkers = 2\nbatch = 10\nack_wait = 2s\nfloor_age = 1s\n"
+                   "option.postpone_first_seq = 1\noption.postpone_delay = 6s\n");
+    JetEngineHealth h = { 0 };
+    gint64 until = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < until) {
+        jet_engine_health(r.eng, &h);
+        if (h.idle_holding_ms >= 1000)
+            break;
+        g_usleep(50 * 1000);
+    }
+    g_test_message("holding %u, idle %" G_GINT64_FORMAT " ms", h.buffered, h.idle_holding_ms);
+    g_assert_cmpint(h.idle_holding_ms, >=, 1000);
+    g_assert_cmpuint(h.buffered, >, 0);
+    FloorWait fw = { &r, 40 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    jet_engine_health(r.eng, &h);
+    g_assert_cmpint(h.idle_holding_ms, ==, 0);   /* nothing held any more */
+    rig_stop(&r);
+    g_autofree char *log = jet_test_stderr_end();
+    g_assert_cmpuint(jet_test_count_lines(log, "event=binding-idle "), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "holds the floor in lane A: given back to the server"), >=, 1);
+    g_strfreev(keys);
+    rig_free(&r);
+}
+
+typedef struct {
+    const char *name;
+    guint n;            /* backlog */
+    guint nkeys;        /* 1: one key */
+    const char *conf;   /* binding keys of both runs */
+    const char *first;  /* the first run's extra keys */
+    guint kill_at_pending;  /* kill once the consumer has this many unacked (0: when block_seq is in the handler) */
+    guint rekills;          /* then hosts started and killed again at 1000 unacked */
+} CrashCase;
+
+static gboolean pending_at_least(gpointer data)
+{
+    PendingWatch *pw = data;
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, pw->r->js, "ORDERS", "c", NULL, NULL) != NATS_OK)
+        return FALSE;   /* not made yet */
+    gboolean ok = (guint64)ci->NumAckPending >= pw->seq;
+    jsConsumerInfo_Destroy(ci);
+    return ok;
+}
+
 typedef struct {
     const char *dir;
     guint lines;
 } LogLines;
+
+static gboolean log_has_lines(gpointer data);
+
+static GSubprocess *spawn_bare(Rig *r, const char *name, const char *keys, char **errlog)
+{
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\nname = %s\n\n[binding t]\nplugin = %s\nstream = ORDERS\nconsumer = c\n"
+        "exclusive = false\noption.dir = %s\n%s", jet_test_server_url(r->srv), name, plugin, r->dir, keys);
+    return jet_test_jethost_spawn_config(name, text, errlog);
+}
+
+/* The host killed with a backlog at a bound (max_lane_held, MaxAckPending):
+ * the next host makes progress and keeps per-key order. */
+static void test_crash_at_bound(gconstpointer data)
+{
+    const CrashCase *cc = data;
+    guint64 seed = test_seed();
+    g_autoptr(GRand) rng = g_rand_new_with_seed((guint32)seed);
+    Rig r = { 0 };
+    rig_server(&r);
+    g_auto(GStrv) keys = random_keys(rng, cc->n, cc->nkeys);
+    publish_keyed(r.js, cc->n, keys);
+    g_autofree char *first = g_strdup_printf("%s%s", cc->conf, cc->first);
+    g_autofree char *err1 = NULL;
+    g_autoptr(GSubprocess) h1 = spawn_bare(&r, "lanes-crash-1", first, &err1);
+    if (cc->kill_at_pending > 0) {
+        PendingWatch pw = { &r, 0, cc->kill_at_pending };
+        g_assert_true(jet_test_wait_until(pending_at_least, &pw, 60000));
+    } else {
+        g_autofree char *inflight = g_build_filename(r.dir, "inflight-37", NULL);
+        g_assert_true(jet_test_wait_file(inflight, 60000));
+    }
+    g_subprocess_force_exit(h1);
+    g_assert_cmpint(jet_test_jethost_wait(h1, 10000), ==, 128 + SIGKILL);
+    g_autofree char *go = g_build_filename(r.dir, "go-37", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    for (guint k = 0; k < cc->rekills; k++) {
+        g_autofree char *errk = NULL;
+        g_autoptr(GSubprocess) hk = spawn_bare(&r, "lanes-crash-k", cc->conf, &errk);
+        /* Killed while handling: once it has handled a few of its own. */
+        g_autoptr(GArray) before = read_handled(r.dir);
+        LogLines more = { r.dir, before->len + 3 };
+        g_assert_true(jet_test_wait_until(log_has_lines, &more, 60000));
+        g_subprocess_force_exit(hk);
+        g_assert_cmpint(jet_test_jethost_wait(hk, 10000), ==, 128 + SIGKILL);
+    }
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_test_message("%s: killed with %" G_GINT64_FORMAT " unacked (ack floor %" G_GUINT64_FORMAT ", delivered %"
+                   G_GUINT64_FORMAT ")", cc->name, ci->NumAckPending, ci->AckFloor.Stream, ci->Delivered.Stream);
+    jsConsumerInfo_Destroy(ci);
+    g_autofree char *err2 = NULL;
+    g_autoptr(GSubprocess) h2 = spawn_bare(&r, "lanes-crash-2", cc->conf, &err2);
+    FloorWait fw = { &r, cc->n };
+    gboolean done = jet_test_wait_until(floor_reached, &fw, 120000);
+    jet_test_jethost_stop(h2, err2);
+    if (!done || g_getenv("JET_LANES_SHOW") != NULL) {
+        g_autofree char *log2 = jet_test_read_text(err2);
+        g_test_message("%s", log2);
+    }
+    g_assert_true(done);
+    g_autoptr(GArray) handled = read_handled(r.dir);
+    guint acked = check_order(handled, keys, 1);
+    g_assert_cmpuint(acked + dlq_count(r.js), ==, cc->n);
+    rig_free(&r);
+}
 
 static gboolean log_has_lines(gpointer data)
 {
@@ -459,5 +584,38 @@ int main(int argc, char **argv)
     g_test_add_func("/lanes/ambiguous-key", test_ambiguous_key);
     g_test_add_func("/lanes/kill-restart", test_kill_restart);
     g_test_add_func("/lanes/exclusive-handover", test_exclusive_handover);
+    g_test_add_func("/lanes/idle-named", test_idle_named);
+    /* The host killed with a backlog at a bound, and its neighbours (other
+     * bounds, batches, worker counts, a key from the subject); the first
+     * four run in make check, all of them with JET_LANES_LONG=1. */
+    static const CrashCase cases[] = {
+        /* name, backlog, keys, both runs' keys, the first run's, kill at N unacked (0: seq 37 in a handler),
+         * hosts started and killed again while handling */
+        { "bound-below-pending", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 2s\nmax_lane_held = 50\n"
+          "option.sleep = 1ms\n", "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 51, 1 },
+        { "rekill-in-recovery", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 5s\noption.sleep = 1ms\n",
+          "option.postpone_first_seq = 1\noption.postpone_delay = 3s\n", 1000, 2 },
+        { "subject-key-batch-1-workers-8", 2000, 1, "key = subject:2\nworkers = 8\nbatch = 1\nack_wait = 2s\n"
+          "max_ack_pending = 300\nmax_lane_held = 200\noption.sleep = 1ms\n",
+          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 200, 1 },
+        { "batch-500-hot-and-cold", 3000, 50, "key = header:Key\nworkers = 4\nbatch = 500\nack_wait = 2s\n"
+          "option.sleep = 1ms\noption.random_percent = 3\noption.postpone_delay = 1s\n",
+          "option.block_seq = 37\n", 0, 2 },
+        { "one-key-postponed-head", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 2s\noption.sleep = 1ms\n",
+          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 1000, 0 },
+        { "one-key-postpone-3s", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 2s\noption.sleep = 1ms\n",
+          "option.postpone_first_seq = 1\noption.postpone_delay = 3s\n", 1000, 0 },
+        { "one-key-in-handler", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 2s\noption.sleep = 1ms\n",
+          "option.block_seq = 37\n", 0, 1 },
+        { "pending-below-bound", 3000, 1, "key = header:Key\nworkers = 2\nack_wait = 2s\nmax_ack_pending = 100\n"
+          "option.sleep = 1ms\n", "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 100, 1 },
+        { "batch-above-pending", 2000, 20, "key = header:Key\nworkers = 4\nbatch = 500\nack_wait = 2s\n"
+          "max_ack_pending = 100\noption.sleep = 1ms\n", "option.block_seq = 37\n", 0, 1 },
+    };
+    guint n_cases = g_getenv("JET_LANES_LONG") != NULL ? G_N_ELEMENTS(cases) : 4;
+    for (guint i = 0; i < n_cases; i++) {
+        g_autofree char *path = g_strdup_printf("/lanes/crash-at-bound/%s", cases[i].name);
+        g_test_add_data_func(path, &cases[i], test_crash_at_bound);
+    }
     return g_test_run();
 }

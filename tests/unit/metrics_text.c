@@ -140,6 +140,12 @@ static void test_readiness(void)
     b = ready_binding("a");
     b.floor_stalled = TRUE;
     g_assert_cmpstr(jet_metrics_not_ready(&b), ==, "ack floor stalled past floor_age");
+    /* Holding work and doing none is named even while another host moves the floor. */
+    b = ready_binding("a");
+    b.idle_holding = TRUE;
+    g_assert_cmpstr(jet_metrics_not_ready(&b), ==, "holds messages and has handled none for floor_age");
+    b.floor_stalled = TRUE;
+    g_assert_cmpstr(jet_metrics_not_ready(&b), ==, "holds messages and has handled none for floor_age");
 }
 
 /* The whole page: every family once, HELP before TYPE before samples, every
