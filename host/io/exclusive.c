@@ -276,7 +276,10 @@ static gpointer claimer_main(gpointer data)
                             jet_log(JET_LOG_INFO, b->name, "claimed",
                                     "%s: this host (%s, run %s) holds it (revision %" G_GUINT64_FORMAT
                                     ") and starts the binding%s", x->key, x->rec.host, x->rec.run, (guint64)nrev,
-                                    seen.exists ? ", taken from a released claim" : "");
+                                    !seen.exists ? ""
+                                    : seen.ours  ? ", taken back from a record of this run (its claim had "
+                                                   "expired, or a renewal's answer was lost)"
+                                                 : ", taken from a released claim");
                         }
                         if (!begin(x)) {
                             holding = FALSE;
