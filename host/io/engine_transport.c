@@ -140,6 +140,16 @@ static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
 {
     JetEngine *e = t;
     Item *it = item_of(d);
+    /* The claim's fence once more, right before the plugin: a pause that
+     * began after the worker's own check (engine_fence.c) ends here, not
+     * in a handler.  Should the binding stop meanwhile, the message goes
+     * back as a retry that names why: it was never handled here. */
+    if (!jet__fence_wait(e)) {
+        static const char why[] = "the exclusive claim was lost before the handler ran (docs/exclusive.md)";
+        g_strlcpy(jm->reason, why, sizeof jm->reason);
+        jm->has_reason = TRUE;
+        return JET_RETRY;
+    }
     g_mutex_lock(&e->lease_lock);
     it->handler_since_us = now_us();
     g_mutex_unlock(&e->lease_lock);

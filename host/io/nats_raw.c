@@ -4,6 +4,7 @@
 
 #include "conn.h"
 #include "errors.h"
+#include "log.h"
 #include "pull_status.h"
 
 #include <string.h>
@@ -48,9 +49,105 @@ gboolean jet_nats_raw_headers(natsMsg *m, char **block, gsize *block_len)
     return TRUE;
 }
 
+/* --- keeping the blocks of empty messages intact -------------------------- */
+
+/* natsSubscription_NextMsg asks natsMsg_IsNoResponders of every message it
+ * hands over, and nats.c's own answer reads the headers of an empty message
+ * through its parser, which rewrites the received block in place (a KV
+ * delete marker, any empty message with headers): the bytes as delivered
+ * would be gone before the host sees the message.  libnats calls the
+ * function through its PLT, so this definition, linked into the host's own
+ * executable, is the one it finds: the same answer (an empty payload and a
+ * status line, or a Status field once parsed, starting "503"), read from a
+ * copy of the block, leaving the message as received.  Whether the linker
+ * and libnats in use really route nats.c's calls here is checked once per
+ * process on a live connection (jet_nats_raw_probe). */
+#define NO_RESPONDERS "503"
+
+static gboolean block_says_503(const char *b, gsize len)
+{
+    static const char line[] = "NATS/1.0";
+    if (len < sizeof line - 1 || memcmp(b, line, sizeof line - 1) != 0)
+        return FALSE;
+    gsize i = sizeof line - 1;
+    while (i < len && (b[i] == ' ' || b[i] == '\t'))
+        i++;
+    if (len - i >= 3 && memcmp(b + i, NO_RESPONDERS, 3) == 0)
+        return TRUE;
+    /* A block nats.c already parsed comes back re-encoded, the status as a
+     * field of its own. */
+    for (const char *p = b; p != NULL && p < b + len; p = memchr(p, '\n', (gsize)(b + len - p))) {
+        if (*p == '\n')
+            p++;
+        static const char field[] = "Status:";
+        gsize left = (gsize)(b + len - p);
+        if (left < sizeof field - 1 || memcmp(p, field, sizeof field - 1) != 0)
+            continue;
+        const char *v = p + sizeof field - 1;
+        while (v < b + len && *v == ' ')
+            v++;
+        if ((gsize)(b + len - v) >= 3 && memcmp(v, NO_RESPONDERS, 3) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* Default visibility: the tree builds with -fvisibility=hidden, and only a
+ * visible definition can be exported (configure's NORESP_LDFLAGS). */
+__attribute__((visibility("default"))) bool natsMsg_IsNoResponders(natsMsg *m)
+{
+    if (m == NULL || natsMsg_GetDataLength(m) != 0)
+        return false;
+    g_autofree char *block = NULL;
+    gsize len = 0;
+    if (!jet_nats_raw_headers(m, &block, &len) || block == NULL)
+        return false;
+    return block_says_503(block, len);
+}
+
+static gint probe_state;   /* atomic: 0 not probed, 1 intact, 2 not intact */
+
 gboolean jet_nats_raw_intact(natsMsg *m)
 {
-    return m == NULL || natsMsg_GetDataLength(m) > 0;
+    return m == NULL || natsMsg_GetDataLength(m) > 0 || g_atomic_int_get(&probe_state) == 1;
+}
+
+void jet_nats_raw_probe(natsConnection *nc)
+{
+    static GMutex lock;
+    g_mutex_lock(&lock);
+    if (g_atomic_int_get(&probe_state) != 0) {
+        g_mutex_unlock(&lock);
+        return;
+    }
+    /* A block nats.c's parser would rewrite (padding it trims, a field it
+     * folds), sent to ourselves without a payload. */
+    static const char block[] = "NATS/1.0\r\nJethost-Probe:  a  \r\n b\r\n\r\n";
+    g_autofree char *inbox = NULL;
+    natsInbox *ib = NULL;
+    natsSubscription *sub = NULL;
+    natsMsg *out = NULL, *in = NULL;
+    gboolean ok = FALSE;
+    if (natsInbox_Create(&ib) == NATS_OK && natsConnection_SubscribeSync(&sub, nc, ib) == NATS_OK &&
+        (out = jet_nats_msg_new_raw(ib, block, sizeof block - 1, NULL, 0, NULL)) != NULL &&
+        natsConnection_PublishMsg(nc, out) == NATS_OK && natsSubscription_NextMsg(&in, sub, 5000) == NATS_OK) {
+        g_autofree char *got = NULL;
+        gsize got_len = 0;
+        ok = jet_nats_raw_headers(in, &got, &got_len) && got_len == sizeof block - 1 &&
+             memcmp(got, block, got_len) == 0;
+        g_atomic_int_set(&probe_state, ok ? 1 : 2);
+        if (!ok)
+            jet_log(JET_LOG_WARNING, NULL, "headers-reread",
+                    "nats.c rewrites the header block of a message without a payload before the host reads "
+                    "it (this libnats does not call natsMsg_IsNoResponders through its PLT): such blocks are "
+                    "read again from the stream, and one the stream no longer holds is dead-lettered "
+                    "(docs/headers.md)");
+    }
+    natsMsg_Destroy(in);
+    natsMsg_Destroy(out);
+    natsSubscription_Destroy(sub);
+    natsInbox_Destroy(ib);
+    g_mutex_unlock(&lock);
 }
 
 natsMsg *jet_nats_msg_new_raw(const char *subject, const char *block, gsize block_len, const void *data,

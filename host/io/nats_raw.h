@@ -25,12 +25,21 @@
  * FALSE when nats.c failed (out of memory). */
 gboolean jet_nats_raw_headers(natsMsg *m, char **block, gsize *block_len);
 
-/* FALSE when nats.c has certainly read m's headers already, so the block
+/* FALSE when nats.c may have read m's headers already, so the block
  * jet_nats_raw_headers returns is its re-encoding, not the bytes received:
- * natsSubscription_NextMsg reads the headers of every message with an empty
- * payload (it looks for a "503 no responders" status).  Such a block must
- * be read again from where it is stored (stream_msg.h). */
+ * nats.c's natsSubscription_NextMsg reads the headers of every message with
+ * an empty payload (it looks for a "503 no responders" status).  The host
+ * answers that question itself without touching the message (nats_raw.c),
+ * so once jet_nats_raw_probe has seen a block arrive intact, every block
+ * is; until then, or if it did not, an empty message's block must be read
+ * again from where it is stored (stream_msg.h). */
 gboolean jet_nats_raw_intact(natsMsg *m);
+
+/* Once per process, on a live connection: sends itself an empty message
+ * whose block nats.c's parser would rewrite and checks that it arrives
+ * intact through natsSubscription_NextMsg (logs event=headers-reread when
+ * it does not). */
+void jet_nats_raw_probe(natsConnection *nc);
 
 /* A message to subject with exactly this header block (block_len 0: none)
  * and payload; nats.c sends the block as it is.  Publish it with nats.c's

@@ -12,7 +12,10 @@
  * plugin of a readable block sees exactly its headers.  Then: an operator's
  * DLQ stream that allows rollups loses nothing; a stream deleted and
  * re-created makes new records; a record forged under a capture's id is a
- * collision, never a reason to ack without a record. */
+ * collision, never a reason to ack without a record; and a message without
+ * a payload that the stream's retention removes between its delivery and
+ * its handling is handled as delivered, never dead-lettered. */
+#define _GNU_SOURCE
 #include "rig.h"
 #include "capture.h"
 #include "rawpub.h"
@@ -469,6 +472,75 @@ static void test_forged_collision(void)
     rig_free(&r);
 }
 
+/* --- retention racing a read ------------------------------------------------ */
+
+typedef struct {
+    Rig *r;
+    guint64 seq;
+} GoneWait;
+
+static gboolean stored_gone(gpointer data)
+{
+    GoneWait *g = data;
+    g_autoptr(JetStoredMsg) m = NULL;
+    return jet_stream_msg_get(g->r->nc, "ORDERS", g->seq, 2000, &m, NULL) == JET_STORED_ABSENT;
+}
+
+/* Seq 2, headers and no payload, waits behind seq 1 (in the handler) while
+ * the stream's max_age removes it; then it is handled with its headers as
+ * delivered: nothing is read back from the stream, nothing dead-lettered. */
+static void test_empty_removed_before_handling(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    /* ORDERS again, with a max_age. */
+    g_assert_cmpint(js_DeleteStream(r.js, "ORDERS", NULL, NULL), ==, NATS_OK);
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    const char *subjects[] = { "orders.>" };
+    sc.Name = "ORDERS";
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.MaxAge = (int64_t)1500 * 1000 * 1000;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_AddStream(&si, r.js, &sc, NULL, &jerr);
+    if (s != NATS_OK)
+        g_error("add stream: %s (err %d)", nats_GetLastError(NULL), (int)jerr);
+    jsStreamInfo_Destroy(si);
+    jet_test_publish_n(r.js, "orders.x", 1);
+    natsMsg *m = NULL;
+    g_assert_cmpint(natsMsg_Create(&m, "orders.x", NULL, NULL, 0), ==, NATS_OK);
+    natsMsgHeader_Set(m, "X-Keep", "kept");
+    natsMsgHeader_Set(m, "KV-Operation", "DEL");
+    g_assert_cmpint(js_PublishMsg(NULL, r.js, m, NULL, NULL), ==, NATS_OK);
+    natsMsg_Destroy(m);
+    rig_engine(&r, "workers = 1\nbatch = 10\nack_wait = 10s\noption.block_seq = 1\noption.dump_headers = true\n");
+    g_autofree char *inflight = g_build_filename(r.dir, "inflight-1", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 20000));
+    GoneWait gw = { &r, 2 };
+    g_assert_true(jet_test_wait_until(stored_gone, &gw, 20000));
+    g_autofree char *go = g_build_filename(r.dir, "go-1", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    g_autofree char *dumped = g_build_filename(r.dir, "headers-2", NULL);
+    g_assert_true(jet_test_wait_file(dumped, 20000));
+    rig_stop(&r);
+    /* fx_gate writes name NUL value NUL for each header, in order. */
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(dumped, &text, &len, NULL));
+    static const char a[] = "X-Keep\0kept\0", b[] = "KV-Operation\0DEL\0";   /* nats.c wrote them in its order */
+    g_assert_cmpuint(len, ==, sizeof a - 1 + sizeof b - 1);
+    g_assert_nonnull(memmem(text, len, a, sizeof a - 1));
+    g_assert_nonnull(memmem(text, len, b, sizeof b - 1));
+    jsStreamInfo *dlq = NULL;
+    if (js_GetStreamInfo(&dlq, r.js, DLQ, NULL, NULL) == NATS_OK) {
+        g_assert_cmpuint(dlq->State.Msgs, ==, 0);
+        jsStreamInfo_Destroy(dlq);
+    }
+    rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -476,5 +548,6 @@ int main(int argc, char **argv)
     g_test_add_func("/hostile/dlq-allows-rollup", test_dlq_allows_rollup);
     g_test_add_func("/hostile/stream-recreated", test_stream_recreated);
     g_test_add_func("/hostile/forged-collision", test_forged_collision);
+    g_test_add_func("/hostile/empty-removed-before-handling", test_empty_removed_before_handling);
     return g_test_run();
 }

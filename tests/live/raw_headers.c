@@ -138,16 +138,30 @@ static void assert_received(natsMsg *m, GBytes *block, const char *payload)
     g_assert_cmpmem(natsMsg_GetData(m), natsMsg_GetDataLength(m), payload, strlen(payload));
 }
 
+/* The process's probe (nats_raw.h) on this connection: TRUE when it saw an
+ * empty message's block arrive intact. */
+static gboolean probe_said_intact(Fx *fx)
+{
+    jet_nats_raw_probe(fx->nc);
+    natsMsg *m = NULL;
+    g_assert_cmpint(natsMsg_Create(&m, "x", NULL, NULL, 0), ==, NATS_OK);
+    gboolean intact = jet_nats_raw_intact(m);
+    natsMsg_Destroy(m);
+    return intact;
+}
+
 /* The block nats.c hands over for each message it received is the one the
- * raw publisher sent, byte for byte.  Messages with a payload come through
- * natsSubscription_NextMsg.  Those without one come through a callback:
- * NextMsg reads the headers of an empty message through nats.c (looking for
- * a no-responders status), which rewrites them before the caller sees it. */
+ * raw publisher sent, byte for byte, through natsSubscription_NextMsg and
+ * through a callback alike.  NextMsg asks natsMsg_IsNoResponders of an
+ * empty message, and nats.c's own answer rewrites the block; the host's
+ * (host/io/nats_raw.c) leaves it as received. */
 static void test_received_exact(Fx *fx, gconstpointer data)
 {
     (void)data;
     natsSubscription *sync_sub = NULL;
     g_assert_cmpint(natsConnection_SubscribeSync(&sync_sub, fx->nc, "raw.recv"), ==, NATS_OK);
+    natsSubscription *sync_empty = NULL;
+    g_assert_cmpint(natsConnection_SubscribeSync(&sync_empty, fx->nc, "raw.recv.empty"), ==, NATS_OK);
     g_autoptr(GAsyncQueue) q = g_async_queue_new();
     natsSubscription *cb_sub = NULL;
     g_assert_cmpint(natsConnection_Subscribe(&cb_sub, fx->nc, "raw.recv.empty", queue_msg, q), ==, NATS_OK);
@@ -173,7 +187,17 @@ static void test_received_exact(Fx *fx, gconstpointer data)
         g_assert_nonnull(m);
         assert_received(m, blocks->pdata[i], "");
         natsMsg_Destroy(m);
+        g_test_message("received without a payload through NextMsg: %s", block_what(i));
+        g_assert_cmpint(natsSubscription_NextMsg(&m, sync_empty, WAIT_MS), ==, NATS_OK);
+        assert_received(m, blocks->pdata[i], "");
+        natsMsg_Destroy(m);
     }
+    /* A no-responders status is still one, to nats.c and to the host. */
+    natsMsg *nr = NULL;
+    g_assert_cmpint(natsConnection_Request(&nr, fx->nc, "raw.nobody.listens", "x", 1, WAIT_MS), ==,
+                    NATS_NO_RESPONDERS);
+    g_assert_true(probe_said_intact(fx));
+    natsSubscription_Destroy(sync_empty);
     natsSubscription_Destroy(sync_sub);
     natsSubscription_Unsubscribe(cb_sub);
     natsSubscription_Destroy(cb_sub);
