@@ -130,7 +130,7 @@ void jet_nats_raw_probe(natsConnection *nc)
     gboolean ok = FALSE;
     if (natsInbox_Create(&ib) == NATS_OK && natsConnection_SubscribeSync(&sub, nc, ib) == NATS_OK &&
         (out = jet_nats_msg_new_raw(ib, block, sizeof block - 1, NULL, 0, NULL)) != NULL &&
-        natsConnection_PublishMsg(nc, out) == NATS_OK && natsSubscription_NextMsg(&in, sub, 5000) == NATS_OK) {
+        natsConnection_PublishMsg(nc, out) == NATS_OK && natsSubscription_NextMsg(&in, sub, 2000) == NATS_OK) {
         g_autofree char *got = NULL;
         gsize got_len = 0;
         ok = jet_nats_raw_headers(in, &got, &got_len) && got_len == sizeof block - 1 &&
