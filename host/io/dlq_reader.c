@@ -5,6 +5,7 @@
  * and with headers_only every delivery has one, so the block handed to
  * jet_hdr_parse here is the one the server sent. */
 #include "dlq_reader.h"
+#include "msg_payload.h"
 
 #include "ack_subject.h"
 #include "errors.h"
@@ -216,9 +217,9 @@ static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordF
         .subject = natsMsg_GetSubject(m),
         .headers = p.headers,
         .defects = p.defects,
-        .data = r->o->headers_only ? NULL : natsMsg_GetData(m),
-        .len = r->o->headers_only ? 0 : (gsize)natsMsg_GetDataLength(m),
     };
+    if (!r->o->headers_only)
+        rec.data = jet_msg_payload(m, &rec.len);
     r->position = meta->stream_seq;
     st->records++;
     if (!fn(&rec, data))

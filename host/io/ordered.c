@@ -23,6 +23,7 @@
  * this one; a watch thread reports a handler past handler_timeout, since the
  * worker is the thread that is stuck. */
 #include "engine_private.h"
+#include "msg_payload.h"
 #include "ack_subject.h"
 #include "conn.h"
 #include "errors.h"
@@ -422,8 +423,9 @@ static gboolean record_read(JetEngine *e, JetOrdered *o, GError **error)
     }
     JetPosition p = { 0 };
     g_autoptr(GError) err = NULL;
-    int len = kvEntry_ValueLen(entry);
-    gboolean ok = jet_position_from_json(kvEntry_Value(entry), len > 0 ? (gsize)len : 0, &p, &err);
+    gsize len = 0;
+    const char *value = jet_kv_value(entry, &len);
+    gboolean ok = jet_position_from_json(value, len, &p, &err);
     kvEntry_Destroy(entry);
     if (!ok && o->resume) {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
@@ -569,8 +571,6 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
          * and the dead-letter record's id must outlive each re-creation. */
         JetDelivery d = {
             .subject = natsMsg_GetSubject(m),
-            .data = natsMsg_GetData(m),
-            .len = (gsize)MAX(natsMsg_GetDataLength(m), 0),
             .hdrs = &hdrs,
             .malformed = malformed,
             .stream = b->stream,
@@ -582,6 +582,7 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
             .token = it,
             .stats = &w->stats,
         };
+        d.data = jet_msg_payload(m, &d.len);
         /* Past an exclusive claim's fence the message stays unhandled; the
          * position does not move past it (docs/exclusive.md). */
         if (!jet__fence_wait(e))

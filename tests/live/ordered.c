@@ -6,6 +6,7 @@
  * position record (checkpoints, and crash attribution with or without
  * them); the first bind at start-up; a hung handler. */
 #include "rig.h"
+#include "msg_payload.h"
 
 #include <signal.h>
 
@@ -878,7 +879,9 @@ static gboolean record_idle_at(gpointer data)
     gboolean ok = FALSE;
     if (kvStore_Get(&e, kv, "ordered.t") == NATS_OK) {
         g_autofree char *want = g_strdup_printf("\"pos\":%" G_GUINT64_FORMAT ",\"in\":0,", rw->pos);
-        ok = strstr(kvEntry_ValueString(e), want) != NULL;
+        gsize len = 0;
+        const char *value = jet_kv_value(e, &len);
+        ok = g_strstr_len(value, (gssize)len, want) != NULL;
         kvEntry_Destroy(e);
     }
     kvStore_Destroy(kv);
@@ -970,7 +973,9 @@ static char *record_text(Rig *r)
     g_assert_cmpint(js_KeyValue(&kv, r->js, "jethost_ledger"), ==, NATS_OK);
     kvEntry *e = NULL;
     g_assert_cmpint(kvStore_Get(&e, kv, "ordered.t"), ==, NATS_OK);
-    char *text = g_strdup(kvEntry_ValueString(e));
+    gsize len = 0;
+    const char *value = jet_kv_value(e, &len);
+    char *text = g_strndup(value, len);
     kvEntry_Destroy(e);
     kvStore_Destroy(kv);
     return text;
