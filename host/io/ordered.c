@@ -26,6 +26,7 @@
 #include "msg_payload.h"
 #include "ack_subject.h"
 #include "conn.h"
+#include "consumer_setup.h"
 #include "errors.h"
 #include "ledger.h"
 #include "log.h"
@@ -657,7 +658,8 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
 
 /* --- the first bind ------------------------------------------------------------- */
 
-/* The stream's creation time: which life of the stream name this is. */
+/* The stream's creation time: which life of the stream name this is; and
+ * whether the filter can match the stream (consumer_setup.h). */
 static gboolean read_life(JetEngine *e, JetOrdered *o, GError **error)
 {
     jsStreamInfo *si = NULL;
@@ -669,9 +671,11 @@ static gboolean read_life(JetEngine *e, JetOrdered *o, GError **error)
                     e->b->stream, text, (int)jerr);
         return FALSE;
     }
-    o->life = si->Created;
+    gboolean ok = jet_filter_check(e->b, si, error);
+    if (ok)
+        o->life = si->Created;
     jsStreamInfo_Destroy(si);
-    return TRUE;
+    return ok;
 }
 
 /* One attempt: the stream (created in managed mode), its life, the record
