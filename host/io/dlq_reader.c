@@ -6,6 +6,7 @@
  * jet_hdr_parse here is the one the server sent. */
 #include "dlq_reader.h"
 #include "msg_payload.h"
+#include "start_time.h"
 
 #include "ack_subject.h"
 #include "errors.h"
@@ -37,7 +38,8 @@ typedef struct {
     guint pull_id;             /* the one pull outstanding */
     guint pull_received;       /* its deliveries so far */
     guint64 expect_cseq;
-    guint64 position;          /* the last stream seq handed over; 0: none */
+    guint64 position;          /* the last stream seq handed over (or passed over); 0: none */
+    gboolean past_start;       /* a record at or after the start time was reached */
     guint64 end;               /* the stream's last seq when the read began */
 } Reader;
 
@@ -118,9 +120,10 @@ static gboolean make_consumer(Reader *r, GError **error)
     } else if (r->o->start_seq > 0) {
         cc.DeliverPolicy = js_DeliverByStartSequence;
         cc.OptStartSeq = r->o->start_seq;
-    } else if (r->o->start_time_ns > 0) {
+    } else if (jet_start_time_whole_second(r->o->start_time_ns) > 0) {
+        /* The second before: deliver() passes over what precedes the time. */
         cc.DeliverPolicy = js_DeliverByStartTime;
-        cc.OptStartTime = r->o->start_time_ns;
+        cc.OptStartTime = jet_start_time_whole_second(r->o->start_time_ns);
     } else {
         cc.DeliverPolicy = js_DeliverAll;
     }
@@ -194,6 +197,14 @@ typedef enum {
     STEP_STOP,
 } Step;
 
+/* After a delivery: the end, the next pull, or the next record. */
+static Step next_step(const Reader *r, const JetAckMeta *meta)
+{
+    if (meta->pending == 0 || r->position >= r->end)
+        return STEP_DONE;
+    return r->pull_received >= batch_of(r) ? STEP_PULL_FULL : STEP_RECORD;
+}
+
 /* One delivery handed over; what the read does next. */
 static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordFn fn, gpointer data,
                     JetDlqReadStats *st)
@@ -206,6 +217,13 @@ static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordF
         return STEP_RECORD;    /* already handed over (cannot happen on a fresh consumer; cheap to keep) */
     if (meta->stream_seq > r->end)
         return STEP_DONE;      /* added after the read began */
+    if (!r->past_start && r->o->start_seq == 0 && jet_start_time_before(r->o->start_time_ns, meta->timestamp_ns)) {
+        /* Before the start time, from the whole second the consumer began at
+         * (start_time.h): passed over, as the server would have. */
+        r->position = meta->stream_seq;
+        return next_step(r, meta);
+    }
+    r->past_start = TRUE;
     g_autofree char *block = NULL;
     gsize block_len = 0;
     jet_nats_raw_headers(m, &block, &block_len);
@@ -224,9 +242,7 @@ static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordF
     st->records++;
     if (!fn(&rec, data))
         return STEP_STOP;
-    if (meta->pending == 0 || r->position >= r->end)
-        return STEP_DONE;
-    return r->pull_received >= batch_of(r) ? STEP_PULL_FULL : STEP_RECORD;
+    return next_step(r, meta);
 }
 
 static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqReadStats *st, GError **error)

@@ -31,6 +31,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "position.h"
+#include "start_time.h"
 #include "nats_raw.h"
 #include "pull_status.h"
 
@@ -75,6 +76,9 @@ struct JetOrdered {
      * not caught up with the bucket yet). */
     gboolean initial_open;
     gboolean initial_empty;    /* nothing was pending when it opened */
+    /* deliver = by_start_time, from no position: messages stored before
+     * this time are passed over (0: none; start_time.h). */
+    gint64 skip_before_ns;
 };
 
 JetOrdered *jet__ordered_new(void)
@@ -242,8 +246,10 @@ static void start_at(const JetBindingConfig *b, guint64 position, jsConsumerConf
         cc->OptStartSeq = b->deliver_seq;
         break;
     case JET_DELIVER_FROM_TIME:
-        cc->DeliverPolicy = js_DeliverByStartTime;
-        cc->OptStartTime = b->deliver_time_ns;
+        /* The whole second before: on_delivery passes over what precedes
+         * the time itself (start_time.h). */
+        cc->OptStartTime = jet_start_time_whole_second(b->deliver_time_ns);
+        cc->DeliverPolicy = cc->OptStartTime > 0 ? js_DeliverByStartTime : js_DeliverAll;
         break;
     }
 }
@@ -286,6 +292,7 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
      * slow handler: re-created from the position if that happens. */
     cc.InactiveThreshold = (int64_t)(2 * b->expires_ms + 5000) * 1000000;
     start_at(b, o->position, &cc);
+    o->skip_before_ns = o->position == 0 && b->deliver == JET_DELIVER_FROM_TIME ? b->deliver_time_ns : 0;
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_AddConsumer(&ci, jet_conn_js(e->conn), b->stream, &cc, NULL, &jerr);
@@ -634,6 +641,11 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
         o->pull.active = FALSE;
     if (meta.stream_seq <= o->position)
         return TRUE;   /* handled already (a re-created consumer never starts before position + 1) */
+    if (jet_start_time_before(o->skip_before_ns, meta.timestamp_ns)) {
+        o->position = meta.stream_seq;   /* before the start time: passed over, as the server would have */
+        return TRUE;
+    }
+    o->skip_before_ns = 0;
     if (e->take_hook != NULL)
         e->take_hook(w->index, 1, e->take_hook_data);
     it->stream_seq = meta.stream_seq;

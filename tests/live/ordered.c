@@ -272,6 +272,31 @@ static gboolean pulled(gpointer data)
     return st.pulls > 0;
 }
 
+/* deliver = from_time with a sub-second part that has a leading zero
+ * (.04...): nats.c would send it without (.4...), 0.4 s late; the host
+ * starts at the whole second and passes over what precedes the time. */
+static void test_deliver_from_time(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    const guint n = 80;
+    jet_test_wait_late_in_second();
+    for (guint i = 0; i < n; i++) {
+        jet_test_publish_n(r.js, "orders.new", 1);
+        g_usleep(4000);
+    }
+    g_autofree char *text = NULL;
+    guint64 from = jet_test_start_early_in_second(r.js, "ORDERS", n, &text);
+    g_autofree char *extra = g_strdup_printf("deliver = from_time %s\n", text);
+    rig_engine(&r, extra);
+    wait_handled(&r, n - (guint)from + 1, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    assert_once_in_order(&r, from, n);
+    rig_free(&r);
+}
+
 /* Where a binding with no position starts. */
 static void test_deliver(void)
 {
@@ -1284,6 +1309,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/idle-pulls", test_idle_pulls);
     g_test_add_func("/ordered/verdicts-in-place", test_verdicts_in_place);
     g_test_add_func("/ordered/deliver", test_deliver);
+    g_test_add_func("/ordered/deliver-from-time", test_deliver_from_time);
     g_test_add_func("/ordered/kv-watch", test_kv_watch);
     g_test_add_func("/ordered/kv-empty-and-updates-only", test_kv_empty_and_updates_only);
     g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
