@@ -76,6 +76,7 @@ struct JetOrdered {
      * not caught up with the bucket yet). */
     gboolean initial_open;
     gboolean initial_empty;    /* nothing was pending when it opened */
+    guint64 initial_last;      /* the stream's last seq before the first consumer: the last current value */
     /* deliver = by_start_time, from no position: messages stored before
      * this time are passed over (0: none; start_time.h). */
     gint64 skip_before_ns;
@@ -268,6 +269,29 @@ static void initial_done(JetEngine *e, JetOrdered *o)
     jet_instance_kv_initial_done(e->inst);
 }
 
+/* The stream's last sequence now (0: unknown, or empty). */
+static guint64 stream_last_seq(JetEngine *e)
+{
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, NULL) != NATS_OK)
+        return 0;
+    guint64 last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    return last;
+}
+
+/* Whether the first consumer has nothing left to deliver (its NumPending;
+ * an answer that does not come counts as something left). */
+static gboolean consumer_drained(JetEngine *e, JetOrdered *o)
+{
+    jsConsumerInfo *ci = NULL;
+    if (o->name == NULL || js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, o->name, NULL, NULL) != NATS_OK)
+        return FALSE;
+    gboolean none = ci->NumPending == 0;
+    jsConsumerInfo_Destroy(ci);
+    return none;
+}
+
 /* Creates the next consumer, at position + 1 (or at `deliver` when nothing
  * was handled yet).  FALSE with the server's error when it would not. */
 static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GError **error)
@@ -292,6 +316,8 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
      * slow handler: re-created from the position if that happens. */
     cc.InactiveThreshold = (int64_t)(2 * b->expires_ms + 5000) * 1000000;
     start_at(b, o->position, &cc);
+    if (o->serial == 0 && b->kind == JET_KIND_KV)
+        o->initial_last = stream_last_seq(e);
     o->skip_before_ns = o->position == 0 && b->deliver == JET_DELIVER_FROM_TIME ? b->deliver_time_ns : 0;
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
@@ -374,7 +400,12 @@ static gboolean on_status(Worker *w, JetOrdered *o, natsMsg *m, int code, const 
         JET_STAT_ADD(&w->stats, stale_statuses, 1);
         return TRUE;
     }
-    switch (jet_pull_status_classify(code, desc, o->pull.received)) {
+    JetPullStatusKind kind = jet_pull_status_classify(code, desc, o->pull.received);
+    /* Idle with the current values not all seen: if the consumer has
+     * nothing left, they were (the last one may have been removed since). */
+    if ((kind == JET_PULL_HEARTBEAT || kind == JET_PULL_END) && o->initial_open && consumer_drained(e, o))
+        initial_done(e, o);
+    switch (kind) {
     case JET_PULL_HEARTBEAT:
         return TRUE;
     case JET_PULL_END:
@@ -659,9 +690,13 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
     if (!settled)
         return TRUE;
     o->position = meta.stream_seq;
+    /* The current values end with the bucket's last entry as it was when
+     * the watch began, or when nothing is pending: newer servers do not
+     * always say 0 on the last one of a last-per-subject consumer
+     * (docs/kv.md, "What a plugin sees"). */
     if (o->initial_open) {
         JET_STAT_ADD(&w->stats, initial_values, 1);
-        if (meta.pending == 0)
+        if (meta.pending == 0 || (o->initial_last > 0 && meta.stream_seq >= o->initial_last))
             initial_done(e, o);
     }
     o->last_heard_us = now_us();   /* the handler's time is not the server's silence */

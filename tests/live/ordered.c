@@ -348,6 +348,54 @@ static GStrv kv_log(Rig *r)
     return text[0] != '\0' ? g_strsplit(text, "\n", -1) : g_new0(char *, 1);
 }
 
+/* A write while the current values are handled: the last of them goes out
+ * with something still pending, as newer servers also send it for a
+ * last-per-subject consumer.  The current values still end with it. */
+typedef struct {
+    kvStore *kv;
+    gint writes;
+} ConcurrentWrite;
+
+static void write_on_first(guint64 stream_seq, guint32 deliveries, const JetSettleAction *a, gpointer data)
+{
+    (void)stream_seq;
+    (void)deliveries;
+    (void)a;
+    ConcurrentWrite *cw = data;
+    if (g_atomic_int_add(&cw->writes, 1) == 0)
+        g_assert_cmpint(kvStore_PutString(NULL, cw->kv, "app.new", "v1"), ==, NATS_OK);
+}
+
+static void test_kv_initial_pending(void)
+{
+    Rig r = { 0 };
+    r.kv_bucket = "CFG";
+    rig_server(&r);
+    kvStore *kv = kv_bucket(&r, "CFG");
+    for (int i = 0; i < 8; i++) {
+        g_autofree char *key = g_strdup_printf("app.k%d", i);
+        g_assert_cmpint(kvStore_PutString(NULL, kv, key, "v1"), ==, NATS_OK);
+    }
+    ConcurrentWrite cw = { kv, 0 };
+    r.settle_hook = write_on_first;
+    r.settle_data = &cw;
+    /* One value a pull: the ones after the first go out after the write. */
+    rig_engine(&r, "batch = 1\n");
+    wait_handled(&r, 9, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.initial_done, ==, 1);
+    g_assert_cmpuint(st.initial_values, ==, 8);
+    g_auto(GStrv) lines = kv_log(&r);
+    g_assert_cmpuint(g_strv_length(lines), >=, 10);
+    g_assert_cmpstr(lines[8], ==, "initial-done 8");
+    g_assert_cmpstr(lines[9], ==, "9 app.new put 2");
+    kvStore_Destroy(kv);
+    rig_free(&r);
+}
+
 /* A KV watch: the current value of every key first (one each, in
  * revision order), the watch says when they are done, then the updates and
  * deletes as they happen, in revision order, nothing skipped. */
@@ -1311,6 +1359,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/deliver", test_deliver);
     g_test_add_func("/ordered/deliver-from-time", test_deliver_from_time);
     g_test_add_func("/ordered/kv-watch", test_kv_watch);
+    g_test_add_func("/ordered/kv-initial-pending", test_kv_initial_pending);
     g_test_add_func("/ordered/kv-empty-and-updates-only", test_kv_empty_and_updates_only);
     g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
     g_test_add_func("/ordered/kv-stress", test_kv_stress);
