@@ -97,6 +97,16 @@ gboolean jet_consumer_check_fits(const JetBindingConfig *b, const jsConsumerInfo
     return TRUE;
 }
 
+gboolean jet_consumer_nothing_pending(jsCtx *js, const char *stream, const char *consumer)
+{
+    jsConsumerInfo *ci = NULL;
+    if (consumer == NULL || js_GetConsumerInfo(&ci, js, stream, consumer, NULL, NULL) != NATS_OK)
+        return FALSE;
+    gboolean none = ci->NumPending == 0;
+    jsConsumerInfo_Destroy(ci);
+    return none;
+}
+
 gboolean jet_filter_check(const JetBindingConfig *b, const jsStreamInfo *si, GError **error)
 {
     const char *filter = b->filter_subject;

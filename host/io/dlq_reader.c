@@ -5,6 +5,7 @@
  * and with headers_only every delivery has one, so the block handed to
  * jet_hdr_parse here is the one the server sent. */
 #include "dlq_reader.h"
+#include "consumer_setup.h"
 #include "msg_payload.h"
 #include "start_time.h"
 
@@ -175,18 +176,6 @@ static guint pull_id_of(const Reader *r, const char *subject)
     return (guint)g_ascii_strtoull(subject + n + 1, NULL, 10);
 }
 
-/* Whether the consumer has nothing left to deliver (its NumPending, asked
- * of the server; an answer that does not come counts as something left). */
-static gboolean nothing_pending(Reader *r)
-{
-    jsConsumerInfo *ci = NULL;
-    jsErrCode jerr = 0;
-    if (js_GetConsumerInfo(&ci, jet_conn_js(r->conn), r->stream, r->consumer, NULL, &jerr) != NATS_OK)
-        return FALSE;
-    gboolean none = ci->NumPending == 0;
-    jsConsumerInfo_Destroy(ci);
-    return none;
-}
 
 typedef enum {
     STEP_RECORD,      /* go on */
@@ -284,7 +273,7 @@ static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqRead
                          * records were there (seen on 2.9.10). */
                         if (received > 0)
                             step = STEP_PULL_OVER;
-                        else if (nothing_pending(r))
+                        else if (jet_consumer_nothing_pending(jet_conn_js(r->conn), r->stream, r->consumer))
                             step = STEP_DONE;
                         else {
                             g_usleep(20 * 1000);

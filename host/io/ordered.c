@@ -280,18 +280,6 @@ static guint64 stream_last_seq(JetEngine *e)
     return last;
 }
 
-/* Whether the first consumer has nothing left to deliver (its NumPending;
- * an answer that does not come counts as something left). */
-static gboolean consumer_drained(JetEngine *e, JetOrdered *o)
-{
-    jsConsumerInfo *ci = NULL;
-    if (o->name == NULL || js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, o->name, NULL, NULL) != NATS_OK)
-        return FALSE;
-    gboolean none = ci->NumPending == 0;
-    jsConsumerInfo_Destroy(ci);
-    return none;
-}
-
 /* Creates the next consumer, at position + 1 (or at `deliver` when nothing
  * was handled yet).  FALSE with the server's error when it would not. */
 static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GError **error)
@@ -403,7 +391,8 @@ static gboolean on_status(Worker *w, JetOrdered *o, natsMsg *m, int code, const 
     JetPullStatusKind kind = jet_pull_status_classify(code, desc, o->pull.received);
     /* Idle with the current values not all seen: if the consumer has
      * nothing left, they were (the last one may have been removed since). */
-    if ((kind == JET_PULL_HEARTBEAT || kind == JET_PULL_END) && o->initial_open && consumer_drained(e, o))
+    if ((kind == JET_PULL_HEARTBEAT || kind == JET_PULL_END) && o->initial_open &&
+        jet_consumer_nothing_pending(jet_conn_js(e->conn), e->b->stream, o->name))
         initial_done(e, o);
     switch (kind) {
     case JET_PULL_HEARTBEAT:
