@@ -509,6 +509,36 @@ const char *jet_test_msg_header(natsMsg *m, const char *name)
     return natsMsgHeader_Get(m, name, &v) == NATS_OK ? v : NULL;
 }
 
+void jet_test_wait_late_in_second(void)
+{
+    while (g_get_real_time() % G_USEC_PER_SEC < 900000)
+        g_usleep(2000);
+}
+
+guint64 jet_test_start_early_in_second(jsCtx *js, const char *stream, guint64 n, char **text)
+{
+    g_autofree gint64 *us = g_new0(gint64, n + 1);
+    for (guint64 seq = 1; seq <= n; seq++) {
+        natsMsg *m = NULL;
+        g_assert_cmpint(js_GetMsg(&m, js, stream, seq, NULL, NULL), ==, NATS_OK);
+        us[seq] = natsMsg_GetTime(m) / 1000;
+        natsMsg_Destroy(m);
+    }
+    guint64 from = 0;
+    for (guint64 seq = 2; seq <= n && from == 0; seq++)
+        if (us[seq] % G_USEC_PER_SEC >= 10000 && us[seq] % G_USEC_PER_SEC < 100000)
+            from = seq;
+    g_assert_cmpuint(from, >, 1);
+    gint64 t_us = us[from];
+    while (from > 1 && us[from - 1] >= t_us)
+        from--;
+    g_autoptr(GDateTime) base = g_date_time_new_from_unix_utc(t_us / G_USEC_PER_SEC);
+    g_autoptr(GDateTime) dt = g_date_time_add(base, t_us % G_USEC_PER_SEC);
+    *text = g_date_time_format(dt, "%Y-%m-%dT%H:%M:%S.%fZ");
+    g_test_message("start %s: stream seq %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " on", *text, from, n);
+    return from;
+}
+
 void jet_test_publish_n(jsCtx *js, const char *subject, guint n)
 {
     for (guint i = 1; i <= n; i++) {

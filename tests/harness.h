@@ -124,6 +124,16 @@ gboolean jet_test_stream_has(gpointer stream_wait);
 void jet_test_publish_wait(jsCtx *js);
 /* Publishes n messages "msg-<i>" to subject (async, then waits for all acks). */
 void jet_test_publish_n(jsCtx *js, const char *subject, guint n);
+
+/* Start times with a sub-second part nats.c would encode wrong (host/core/
+ * start_time.h).  Waits until late in a wall-clock second, so that what is
+ * published next crosses a second boundary. */
+void jet_test_wait_late_in_second(void);
+/* Of stream seqs 1..n: the first stored 10 to 100 ms into a second (not
+ * seq 1), moved back over any stored within the same microsecond; its time
+ * to the microsecond as RFC 3339 in *text (free it).  Seqs from the result
+ * on are what a start at *text must deliver. */
+guint64 jet_test_start_early_in_second(jsCtx *js, const char *stream, guint64 n, char **text);
 /* Consumer info, asserted to exist; free with jsConsumerInfo_Destroy. */
 jsConsumerInfo *jet_test_consumer_info(jsCtx *js, const char *stream, const char *consumer);
 

@@ -874,11 +874,13 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         if (bd->failed || !JET_KIND_IS_ORDERED(bd->b->kind) || bd->b->exclusive)
             continue;
         binding_engine(bd, conn, ledger, &d);
-        /* A checkpoint that does not parse is no config error, but waiting
-         * does not mend it either: an operator must say where to start. */
+        /* A checkpoint that does not parse, or a filter that matches none
+         * of the stream's subjects: waiting mends neither, and each exits 1
+         * as a binding that cannot bind (docs/ordered.md, "The first bind"). */
         if (!jet_engine_bind(bd->engine, 5, &local))
             start_failed(&fails, bd, bd->b->name, FALSE,
-                         g_error_matches(local, JET_ERROR, JET_ERROR_INVALID) ? "checkpoint unreadable" : "cannot bind",
+                         g_error_matches(local, JET_ERROR, JET_ERROR_INVALID) ? "cannot bind as configured"
+                                                                              : "cannot bind",
                          local->message);
     }
     for (guint i = 0; i < d.bindings->len; i++) {

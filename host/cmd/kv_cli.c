@@ -4,6 +4,7 @@
  * named and refused, never sent; a bucket is created only by `put
  * --create`, and one that exists is never changed. */
 #include "kv_cli.h"
+#include "msg_payload.h"
 
 #include "cmd_common.h"
 #include "exit_codes.h"
@@ -139,9 +140,9 @@ static int kv_get(kvStore *kv, const char *bucket, const char *key)
         return JET_EXIT_FAILURE;
     }
     /* The value as stored, byte for byte: no newline added. */
-    int len = kvEntry_ValueLen(e);
-    if (len > 0)
-        fwrite(kvEntry_Value(e), 1, (size_t)len, stdout);
+    gsize len = 0;
+    const char *value = jet_kv_value(e, &len);
+    fwrite(value, 1, len, stdout);
     kvEntry_Destroy(e);
     return JET_EXIT_OK;
 }

@@ -1,6 +1,7 @@
 /* The MAX_DELIVERIES safety net: advisory.h has the why, docs/dead-letters.md
  * the operator's view. */
 #include "advisory.h"
+#include "msg_payload.h"
 
 #include "capture.h"
 #include "errors.h"
@@ -622,7 +623,9 @@ static void settle_kept(JetAdvisory *a, natsMsg *m)
         natsConnection_PublishString(nc, reply, "-NAK");
         return;
     }
-    if (!handle(a, natsMsg_GetData(m), (gsize)natsMsg_GetDataLength(m), TRUE)) {
+    gsize len = 0;
+    const char *data = jet_msg_payload(m, &len);
+    if (!handle(a, data, len, TRUE)) {
         g_autofree char *nak = g_strdup_printf("-NAK {\"delay\": %" G_GUINT64_FORMAT "}", a->retry_ms * 1000000);
         natsConnection_PublishString(nc, reply, nak);
         return;
@@ -688,7 +691,9 @@ static gpointer run(gpointer data)
         if (s == NATS_OK || s == NATS_TIMEOUT)
             healthy(a, &backoff);
         if (s == NATS_OK) {
-            handle(a, natsMsg_GetData(m), (gsize)natsMsg_GetDataLength(m), FALSE);
+            gsize len = 0;
+            const char *payload = jet_msg_payload(m, &len);
+            handle(a, payload, len, FALSE);
             natsMsg_Destroy(m);
             continue;
         }

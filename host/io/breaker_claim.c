@@ -1,4 +1,5 @@
 #include "breaker_claim.h"
+#include "msg_payload.h"
 #include "conn.h"
 #include "errors.h"
 
@@ -54,8 +55,9 @@ static void read_holder(kvStore *kv, const char *key, JetBreakerClaimHolder *hol
     if (kvStore_Get(&e, kv, key) != NATS_OK)
         return;
     g_autoptr(JsonParser) p = json_parser_new();
-    const char *data = kvEntry_ValueString(e);
-    if (data != NULL && json_parser_load_from_data(p, data, -1, NULL) &&
+    gsize len = 0;
+    const char *data = jet_kv_value(e, &len);
+    if (json_parser_load_from_data(p, data, (gssize)len, NULL) &&
         JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p))) {
         JsonObject *o = json_node_get_object(json_parser_get_root(p));
         gint64 seq = json_object_get_int_member_with_default(o, "seq", 0);

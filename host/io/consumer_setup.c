@@ -2,6 +2,7 @@
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
+#include "subject_overlap.h"
 
 #include <string.h>
 
@@ -96,13 +97,47 @@ gboolean jet_consumer_check_fits(const JetBindingConfig *b, const jsConsumerInfo
     return TRUE;
 }
 
-static void stream_facts(jsCtx *js, const JetBindingConfig *b, JetConsumerFacts *facts)
+gboolean jet_consumer_nothing_pending(jsCtx *js, const char *stream, const char *consumer)
+{
+    jsConsumerInfo *ci = NULL;
+    if (consumer == NULL || js_GetConsumerInfo(&ci, js, stream, consumer, NULL, NULL) != NATS_OK)
+        return FALSE;
+    gboolean none = ci->NumPending == 0;
+    jsConsumerInfo_Destroy(ci);
+    return none;
+}
+
+gboolean jet_filter_check(const JetBindingConfig *b, const jsStreamInfo *si, GError **error)
+{
+    const char *filter = b->filter_subject;
+    const jsStreamConfig *sc = si->Config;
+    gsize n = sc != NULL && sc->SubjectsLen > 0 ? (gsize)sc->SubjectsLen : 0;
+    if (filter == NULL || jet_filter_fits_subjects(filter, n > 0 ? sc->Subjects : NULL, n))
+        return TRUE;
+    /* nats.c's array has SubjectsLen entries, no NULL after them. */
+    g_autoptr(GString) subjects = g_string_new(NULL);
+    for (gsize i = 0; i < n; i++)
+        g_string_append_printf(subjects, "%s%s", i > 0 ? ", " : "", sc->Subjects[i]);
+    g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                "binding %s: filter_subject %s matches none of the subjects of stream %s (%s): the consumer "
+                "would never receive a message", b->name, filter, b->stream, subjects->str);
+    return FALSE;
+}
+
+/* The stream's facts, and whether the filter of a consumer the host makes
+ * can match it.  A stream that does not answer here is left to the
+ * consumer's own request to report. */
+static gboolean stream_facts(jsCtx *js, const JetBindingConfig *b, gboolean check_filter, JetConsumerFacts *facts,
+                             GError **error)
 {
     jsStreamInfo *si = NULL;
-    if (facts != NULL && js_GetStreamInfo(&si, js, b->stream, NULL, NULL) == NATS_OK) {
+    if (js_GetStreamInfo(&si, js, b->stream, NULL, NULL) != NATS_OK)
+        return TRUE;
+    if (facts != NULL)
         facts->stream_max_age_ms = si->Config->MaxAge / 1000000;
-        jsStreamInfo_Destroy(si);
-    }
+    gboolean ok = !check_filter || jet_filter_check(b, si, error);
+    jsStreamInfo_Destroy(si);
+    return ok;
 }
 
 int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor)
@@ -130,7 +165,10 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start
 
     if (b->manage == JET_MANAGE_CREATE && !jet_stream_ensure(js, b, error))
         return FALSE;
-    stream_facts(js, b, facts);
+    /* The host checks the filter of a consumer it makes, on every server
+     * version (only 2.9 refuses a filter outside the stream, 10093). */
+    if (!stream_facts(js, b, b->manage != JET_MANAGE_BIND, facts, error))
+        return FALSE;
 
     s = js_GetConsumerInfo(&ci, js, b->stream, b->consumer, NULL, &jerr);
     gboolean exists = (s == NATS_OK);

@@ -37,6 +37,16 @@ int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor
  * config error, never retried) naming the binding. */
 gboolean jet_consumer_check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error);
 
+/* Whether a consumer has nothing left to deliver (its NumPending, asked of
+ * the server; an answer that does not come counts as something left). */
+gboolean jet_consumer_nothing_pending(jsCtx *js, const char *stream, const char *consumer);
+
+/* Whether the binding's filter_subject (none: TRUE) overlaps one of the
+ * stream's subjects (subject_overlap.h); a stream without subjects cannot
+ * be checked: TRUE.  FALSE with JET_ERROR_INVALID (a config error) naming
+ * the binding, the filter and the stream's subjects. */
+gboolean jet_filter_check(const JetBindingConfig *b, const jsStreamInfo *si, GError **error);
+
 /* Retries jet_consumer_ensure with backoff from 100 ms doubling to 5 s:
  * `attempts` times (0 = until *stop becomes non-zero); with attempts > 0, a
  * consumer that does not fit (JET_ERROR_INVALID) is not retried. */

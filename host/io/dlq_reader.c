@@ -5,6 +5,9 @@
  * and with headers_only every delivery has one, so the block handed to
  * jet_hdr_parse here is the one the server sent. */
 #include "dlq_reader.h"
+#include "consumer_setup.h"
+#include "msg_payload.h"
+#include "start_time.h"
 
 #include "ack_subject.h"
 #include "errors.h"
@@ -36,7 +39,8 @@ typedef struct {
     guint pull_id;             /* the one pull outstanding */
     guint pull_received;       /* its deliveries so far */
     guint64 expect_cseq;
-    guint64 position;          /* the last stream seq handed over; 0: none */
+    guint64 position;          /* the last stream seq handed over (or passed over); 0: none */
+    gboolean past_start;       /* a record at or after the start time was reached */
     guint64 end;               /* the stream's last seq when the read began */
 } Reader;
 
@@ -117,9 +121,10 @@ static gboolean make_consumer(Reader *r, GError **error)
     } else if (r->o->start_seq > 0) {
         cc.DeliverPolicy = js_DeliverByStartSequence;
         cc.OptStartSeq = r->o->start_seq;
-    } else if (r->o->start_time_ns > 0) {
+    } else if (jet_start_time_whole_second(r->o->start_time_ns) > 0) {
+        /* The second before: deliver() passes over what precedes the time. */
         cc.DeliverPolicy = js_DeliverByStartTime;
-        cc.OptStartTime = r->o->start_time_ns;
+        cc.OptStartTime = jet_start_time_whole_second(r->o->start_time_ns);
     } else {
         cc.DeliverPolicy = js_DeliverAll;
     }
@@ -171,18 +176,6 @@ static guint pull_id_of(const Reader *r, const char *subject)
     return (guint)g_ascii_strtoull(subject + n + 1, NULL, 10);
 }
 
-/* Whether the consumer has nothing left to deliver (its NumPending, asked
- * of the server; an answer that does not come counts as something left). */
-static gboolean nothing_pending(Reader *r)
-{
-    jsConsumerInfo *ci = NULL;
-    jsErrCode jerr = 0;
-    if (js_GetConsumerInfo(&ci, jet_conn_js(r->conn), r->stream, r->consumer, NULL, &jerr) != NATS_OK)
-        return FALSE;
-    gboolean none = ci->NumPending == 0;
-    jsConsumerInfo_Destroy(ci);
-    return none;
-}
 
 typedef enum {
     STEP_RECORD,      /* go on */
@@ -192,6 +185,14 @@ typedef enum {
     STEP_DONE,
     STEP_STOP,
 } Step;
+
+/* After a delivery: the end, the next pull, or the next record. */
+static Step next_step(const Reader *r, const JetAckMeta *meta)
+{
+    if (meta->pending == 0 || r->position >= r->end)
+        return STEP_DONE;
+    return r->pull_received >= batch_of(r) ? STEP_PULL_FULL : STEP_RECORD;
+}
 
 /* One delivery handed over; what the read does next. */
 static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordFn fn, gpointer data,
@@ -205,6 +206,13 @@ static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordF
         return STEP_RECORD;    /* already handed over (cannot happen on a fresh consumer; cheap to keep) */
     if (meta->stream_seq > r->end)
         return STEP_DONE;      /* added after the read began */
+    if (!r->past_start && r->o->start_seq == 0 && jet_start_time_before(r->o->start_time_ns, meta->timestamp_ns)) {
+        /* Before the start time, from the whole second the consumer began at
+         * (start_time.h): passed over, as the server would have. */
+        r->position = meta->stream_seq;
+        return next_step(r, meta);
+    }
+    r->past_start = TRUE;
     g_autofree char *block = NULL;
     gsize block_len = 0;
     jet_nats_raw_headers(m, &block, &block_len);
@@ -216,16 +224,14 @@ static Step deliver(Reader *r, natsMsg *m, const JetAckMeta *meta, JetDlqRecordF
         .subject = natsMsg_GetSubject(m),
         .headers = p.headers,
         .defects = p.defects,
-        .data = r->o->headers_only ? NULL : natsMsg_GetData(m),
-        .len = r->o->headers_only ? 0 : (gsize)natsMsg_GetDataLength(m),
     };
+    if (!r->o->headers_only)
+        rec.data = jet_msg_payload(m, &rec.len);
     r->position = meta->stream_seq;
     st->records++;
     if (!fn(&rec, data))
         return STEP_STOP;
-    if (meta->pending == 0 || r->position >= r->end)
-        return STEP_DONE;
-    return r->pull_received >= batch_of(r) ? STEP_PULL_FULL : STEP_RECORD;
+    return next_step(r, meta);
 }
 
 static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqReadStats *st, GError **error)
@@ -267,7 +273,7 @@ static gboolean read_all(Reader *r, JetDlqRecordFn fn, gpointer data, JetDlqRead
                          * records were there (seen on 2.9.10). */
                         if (received > 0)
                             step = STEP_PULL_OVER;
-                        else if (nothing_pending(r))
+                        else if (jet_consumer_nothing_pending(jet_conn_js(r->conn), r->stream, r->consumer))
                             step = STEP_DONE;
                         else {
                             g_usleep(20 * 1000);

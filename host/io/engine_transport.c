@@ -2,6 +2,7 @@
  * transport on nats.c, and the step before it, reading a delivery off the
  * wire.  The sequence itself is host/core/executor.c, the mock host's too. */
 #include "engine_private.h"
+#include "msg_payload.h"
 #include "breaker_claim.h"
 #include "capture.h"
 #include "conn.h"
@@ -399,8 +400,6 @@ static void delivery_init(JetEngine *e, JetDelivery *d, Item *it, const JetAckMe
     g_strlcpy(consumer, meta->consumer, MIN(JET_NAME_BUF, meta->consumer_len + 1));
     *d = (JetDelivery){
         .subject = natsMsg_GetSubject(m),
-        .data = natsMsg_GetData(m),
-        .len = (gsize)MAX(natsMsg_GetDataLength(m), 0),
         .stream = stream,
         .consumer = consumer,
         .stream_seq = meta->stream_seq,
@@ -410,6 +409,7 @@ static void delivery_init(JetEngine *e, JetDelivery *d, Item *it, const JetAckMe
         .token = it,
         .stats = jet__stats_of(e, it),
     };
+    d->data = jet_msg_payload(m, &d->len);
 }
 
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *out)
@@ -447,12 +447,11 @@ void jet__capture_malformed(JetEngine *e, Item *it)
     jet__read_headers(e, m, 0, &hdrs);
     JetDelivery d = {
         .subject = natsMsg_GetSubject(m),
-        .data = natsMsg_GetData(m),
-        .len = (gsize)MAX(natsMsg_GetDataLength(m), 0),
         .hdrs = &hdrs,
         .token = it,
         .stats = jet__stats_of(e, it),
     };
+    d.data = jet_msg_payload(m, &d.len);
     jet_executor_capture_malformed(e->executor, &d, natsMsg_GetReply(m));
 }
 

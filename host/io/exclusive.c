@@ -1,5 +1,6 @@
 /* One active host per exclusive binding: exclusive.h, docs/exclusive.md. */
 #include "exclusive.h"
+#include "msg_payload.h"
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
@@ -61,9 +62,9 @@ static gboolean read_claim(JetExclusive *x, JetClaimSeen *seen, JetClaimRecord *
     }
     seen->exists = TRUE;
     seen->revision = kvEntry_Revision(e);
-    const void *v = kvEntry_Value(e);
-    int len = kvEntry_ValueLen(e);
-    if (v != NULL && len > 0 && jet_claim_record_decode(v, (gsize)len, holder) && !holder->released) {
+    gsize len = 0;
+    const char *v = jet_kv_value(e, &len);
+    if (len > 0 && jet_claim_record_decode(v, len, holder) && !holder->released) {
         seen->live = TRUE;
         seen->ours = strcmp(holder->run, x->rec.run) == 0;
     }

@@ -1,6 +1,7 @@
 /* The attempt ledger's KV bucket (docs/retries.md); the record it stores is
  * host/core/ledger_record.c. */
 #include "ledger.h"
+#include "msg_payload.h"
 #include "conn.h"
 #include "log.h"
 
@@ -267,9 +268,10 @@ static JetLedgerStatus read_key(JetLedger *l, const char *key, JetLedgerRecord *
         return JET_LEDGER_UNREACHABLE;
     }
     guint64 rev = kvEntry_Revision(e);
-    int len = kvEntry_ValueLen(e);
+    gsize len = 0;
+    const char *value = jet_kv_value(e, &len);
     g_autoptr(GError) perr = NULL;
-    gboolean ok = jet_ledger_record_from_json(kvEntry_Value(e), len > 0 ? (gsize)len : 0, out, &perr);
+    gboolean ok = jet_ledger_record_from_json(value, len, out, &perr);
     kvEntry_Destroy(e);
     if (!ok) {
         jet_log(JET_LOG_WARNING, NULL, "ledger-unreadable",

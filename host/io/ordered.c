@@ -23,12 +23,15 @@
  * this one; a watch thread reports a handler past handler_timeout, since the
  * worker is the thread that is stuck. */
 #include "engine_private.h"
+#include "msg_payload.h"
 #include "ack_subject.h"
 #include "conn.h"
+#include "consumer_setup.h"
 #include "errors.h"
 #include "ledger.h"
 #include "log.h"
 #include "position.h"
+#include "start_time.h"
 #include "nats_raw.h"
 #include "pull_status.h"
 
@@ -73,6 +76,10 @@ struct JetOrdered {
      * not caught up with the bucket yet). */
     gboolean initial_open;
     gboolean initial_empty;    /* nothing was pending when it opened */
+    guint64 initial_last;      /* the stream's last seq before the first consumer: the last current value */
+    /* deliver = by_start_time, from no position: messages stored before
+     * this time are passed over (0: none; start_time.h). */
+    gint64 skip_before_ns;
 };
 
 JetOrdered *jet__ordered_new(void)
@@ -240,8 +247,10 @@ static void start_at(const JetBindingConfig *b, guint64 position, jsConsumerConf
         cc->OptStartSeq = b->deliver_seq;
         break;
     case JET_DELIVER_FROM_TIME:
-        cc->DeliverPolicy = js_DeliverByStartTime;
-        cc->OptStartTime = b->deliver_time_ns;
+        /* The whole second before: on_delivery passes over what precedes
+         * the time itself (start_time.h). */
+        cc->OptStartTime = jet_start_time_whole_second(b->deliver_time_ns);
+        cc->DeliverPolicy = cc->OptStartTime > 0 ? js_DeliverByStartTime : js_DeliverAll;
         break;
     }
 }
@@ -258,6 +267,17 @@ static void initial_done(JetEngine *e, JetOrdered *o)
             G_GUINT64_FORMAT "); updates follow", e->b->bucket, __atomic_load_n(&st->initial_values, __ATOMIC_RELAXED));
     /* Only ever called on the worker, between two handle() calls. */
     jet_instance_kv_initial_done(e->inst);
+}
+
+/* The stream's last sequence now (0: unknown, or empty). */
+static guint64 stream_last_seq(JetEngine *e)
+{
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, NULL) != NATS_OK)
+        return 0;
+    guint64 last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    return last;
 }
 
 /* Creates the next consumer, at position + 1 (or at `deliver` when nothing
@@ -284,6 +304,9 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
      * slow handler: re-created from the position if that happens. */
     cc.InactiveThreshold = (int64_t)(2 * b->expires_ms + 5000) * 1000000;
     start_at(b, o->position, &cc);
+    if (o->serial == 0 && b->kind == JET_KIND_KV)
+        o->initial_last = stream_last_seq(e);
+    o->skip_before_ns = o->position == 0 && b->deliver == JET_DELIVER_FROM_TIME ? b->deliver_time_ns : 0;
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_AddConsumer(&ci, jet_conn_js(e->conn), b->stream, &cc, NULL, &jerr);
@@ -365,7 +388,13 @@ static gboolean on_status(Worker *w, JetOrdered *o, natsMsg *m, int code, const 
         JET_STAT_ADD(&w->stats, stale_statuses, 1);
         return TRUE;
     }
-    switch (jet_pull_status_classify(code, desc, o->pull.received)) {
+    JetPullStatusKind kind = jet_pull_status_classify(code, desc, o->pull.received);
+    /* Idle with the current values not all seen: if the consumer has
+     * nothing left, they were (the last one may have been removed since). */
+    if ((kind == JET_PULL_HEARTBEAT || kind == JET_PULL_END) && o->initial_open &&
+        jet_consumer_nothing_pending(jet_conn_js(e->conn), e->b->stream, o->name))
+        initial_done(e, o);
+    switch (kind) {
     case JET_PULL_HEARTBEAT:
         return TRUE;
     case JET_PULL_END:
@@ -422,8 +451,9 @@ static gboolean record_read(JetEngine *e, JetOrdered *o, GError **error)
     }
     JetPosition p = { 0 };
     g_autoptr(GError) err = NULL;
-    int len = kvEntry_ValueLen(entry);
-    gboolean ok = jet_position_from_json(kvEntry_Value(entry), len > 0 ? (gsize)len : 0, &p, &err);
+    gsize len = 0;
+    const char *value = jet_kv_value(entry, &len);
+    gboolean ok = jet_position_from_json(value, len, &p, &err);
     kvEntry_Destroy(entry);
     if (!ok && o->resume) {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
@@ -569,8 +599,6 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
          * and the dead-letter record's id must outlive each re-creation. */
         JetDelivery d = {
             .subject = natsMsg_GetSubject(m),
-            .data = natsMsg_GetData(m),
-            .len = (gsize)MAX(natsMsg_GetDataLength(m), 0),
             .hdrs = &hdrs,
             .malformed = malformed,
             .stream = b->stream,
@@ -582,6 +610,7 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
             .token = it,
             .stats = &w->stats,
         };
+        d.data = jet_msg_payload(m, &d.len);
         /* Past an exclusive claim's fence the message stays unhandled; the
          * position does not move past it (docs/exclusive.md). */
         if (!jet__fence_wait(e))
@@ -632,6 +661,11 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
         o->pull.active = FALSE;
     if (meta.stream_seq <= o->position)
         return TRUE;   /* handled already (a re-created consumer never starts before position + 1) */
+    if (jet_start_time_before(o->skip_before_ns, meta.timestamp_ns)) {
+        o->position = meta.stream_seq;   /* before the start time: passed over, as the server would have */
+        return TRUE;
+    }
+    o->skip_before_ns = 0;
     if (e->take_hook != NULL)
         e->take_hook(w->index, 1, e->take_hook_data);
     it->stream_seq = meta.stream_seq;
@@ -645,9 +679,13 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
     if (!settled)
         return TRUE;
     o->position = meta.stream_seq;
+    /* The current values end with the bucket's last entry as it was when
+     * the watch began, or when nothing is pending: newer servers do not
+     * always say 0 on the last one of a last-per-subject consumer
+     * (docs/kv.md, "What a plugin sees"). */
     if (o->initial_open) {
         JET_STAT_ADD(&w->stats, initial_values, 1);
-        if (meta.pending == 0)
+        if (meta.pending == 0 || (o->initial_last > 0 && meta.stream_seq >= o->initial_last))
             initial_done(e, o);
     }
     o->last_heard_us = now_us();   /* the handler's time is not the server's silence */
@@ -656,7 +694,8 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
 
 /* --- the first bind ------------------------------------------------------------- */
 
-/* The stream's creation time: which life of the stream name this is. */
+/* The stream's creation time: which life of the stream name this is; and
+ * whether the filter can match the stream (consumer_setup.h). */
 static gboolean read_life(JetEngine *e, JetOrdered *o, GError **error)
 {
     jsStreamInfo *si = NULL;
@@ -668,9 +707,11 @@ static gboolean read_life(JetEngine *e, JetOrdered *o, GError **error)
                     e->b->stream, text, (int)jerr);
         return FALSE;
     }
-    o->life = si->Created;
+    gboolean ok = jet_filter_check(e->b, si, error);
+    if (ok)
+        o->life = si->Created;
     jsStreamInfo_Destroy(si);
-    return TRUE;
+    return ok;
 }
 
 /* One attempt: the stream (created in managed mode), its life, the record

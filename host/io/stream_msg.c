@@ -1,5 +1,6 @@
 /* <API prefix>.STREAM.MSG.GET with the stored bytes kept: stream_msg.h. */
 #include "stream_msg.h"
+#include "msg_payload.h"
 
 #include "conn.h"
 #include "errors.h"
@@ -66,7 +67,9 @@ JetStoredStatus jet_stream_msg_get(natsConnection *nc, const char *stream, guint
         return JET_STORED_ERROR;
     }
     g_autoptr(JsonParser) p = json_parser_new();
-    gboolean parsed = json_parser_load_from_data(p, natsMsg_GetData(reply), natsMsg_GetDataLength(reply), NULL);
+    gsize len = 0;
+    const char *data = jet_msg_payload(reply, &len);
+    gboolean parsed = json_parser_load_from_data(p, data, (gssize)len, NULL);
     natsMsg_Destroy(reply);
     JsonNode *root = parsed ? json_parser_get_root(p) : NULL;
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {

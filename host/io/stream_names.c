@@ -1,5 +1,6 @@
 /* Which stream captures a subject (stream_names.h). */
 #include "stream_names.h"
+#include "msg_payload.h"
 
 #include "errors.h"
 
@@ -24,7 +25,9 @@ char *jet_stream_capturing(JetConn *c, const char *subject, gint64 timeout_ms, G
         return NULL;
     }
     g_autoptr(JsonParser) p = json_parser_new();
-    gboolean ok = json_parser_load_from_data(p, natsMsg_GetData(reply), natsMsg_GetDataLength(reply), NULL);
+    gsize len = 0;
+    const char *data = jet_msg_payload(reply, &len);
+    gboolean ok = json_parser_load_from_data(p, data, (gssize)len, NULL);
     natsMsg_Destroy(reply);
     JsonNode *root = ok ? json_parser_get_root(p) : NULL;
     JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;

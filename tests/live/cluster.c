@@ -32,6 +32,7 @@
  * JET_RELIABILITY_KEEP=DIR keeps the hosts' logs of each fault run. */
 #define _GNU_SOURCE
 #include "cluster.h"
+#include "msg_payload.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -879,7 +880,10 @@ static GArray *brk_claims(jsCtx *js)
         BrkClaim b = { 0 };
         unsigned long long seq = 0, floor = 0, kfloor = 0;
         unsigned win = 0, kwin = 0;
-        g_assert_cmpint(sscanf(kvEntry_ValueString(e), "{\"seq\":%llu,\"host\":\"%63[^\"]\",\"floor\":%llu,\"window\":%u}",
+        gsize vlen = 0;
+        const char *raw = jet_kv_value(e, &vlen);
+        g_autofree char *value = g_strndup(raw, vlen);
+        g_assert_cmpint(sscanf(value, "{\"seq\":%llu,\"host\":\"%63[^\"]\",\"floor\":%llu,\"window\":%u}",
                                &seq, b.host, &floor, &win), ==, 4);
         g_assert_cmpint(sscanf(keys.Keys[i], "breaker.BRK.c.%llu.%u", &kfloor, &kwin), ==, 2);
         g_assert_cmpuint(kfloor, ==, floor);

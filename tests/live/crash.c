@@ -24,6 +24,7 @@
  *   logged once and counted. */
 #include "rig.h"
 #include "ledger.h"
+#include "msg_payload.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -61,7 +62,9 @@ static void spy_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, vo
     (void)sub;
     Seen *s = g_new0(Seen, 1);
     s->subject = g_strdup(natsMsg_GetSubject(m));
-    s->data = g_strndup(natsMsg_GetData(m), (gsize)natsMsg_GetDataLength(m));
+    gsize len = 0;
+    const char *data = jet_msg_payload(m, &len);
+    s->data = g_strndup(data, len);
     g_mutex_lock(&spy->lock);
     g_ptr_array_add(spy->seen, s);
     g_mutex_unlock(&spy->lock);
@@ -175,9 +178,15 @@ static GHashTable *ledger_records(jsCtx *js)
         kvEntry *e = NULL;
         if (kvStore_Get(&e, kv, k) != NATS_OK)
             continue;
+        if (kvEntry_Operation(e) != kvOp_Put) {
+            kvEntry_Destroy(e);   /* a delete marker: no record (its value is NULL on nats.c 3.14) */
+            continue;
+        }
         JetLedgerRecord *rec = g_new0(JetLedgerRecord, 1);
         g_autoptr(GError) err = NULL;
-        g_assert_true(jet_ledger_record_from_json(kvEntry_ValueString(e), (gsize)kvEntry_ValueLen(e), rec, &err));
+        gsize len = 0;
+        const char *value = jet_kv_value(e, &len);
+        g_assert_true(jet_ledger_record_from_json(value, len, rec, &err));
         kvEntry_Destroy(e);
         gint64 *seq = g_new(gint64, 1);
         *seq = (gint64)g_ascii_strtoull(k + strlen("ORDERS.c."), NULL, 10);

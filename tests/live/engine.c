@@ -16,6 +16,7 @@
 #include "ack_subject.h"
 #include "rawpub.h"
 #include "rig.h"
+#include "msg_payload.h"
 
 /* nats.c may still be running a subscription's callback when
  * natsSubscription_Destroy returns: a spy whose closure lives on the test's
@@ -96,8 +97,9 @@ static void wire_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, v
     (void)sub;
     WireEvent ev = { .kind = WIRE_OTHER };
     const char *subject = natsMsg_GetSubject(m);
-    const char *body = natsMsg_GetData(m);
-    int len = natsMsg_GetDataLength(m);
+    gsize blen = 0;
+    const char *body = jet_msg_payload(m, &blen);
+    int len = (int)blen;
     JetAckMeta meta;
     if (g_strcmp0(subject, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c") == 0) {
         ev.kind = WIRE_PULL;
@@ -379,7 +381,9 @@ static void count_nak(natsConnection *nc, natsSubscription *sub, natsMsg *m, voi
     (void)nc;
     (void)sub;
     g_autoptr(JsonParser) p = json_parser_new();
-    if (json_parser_load_from_data(p, natsMsg_GetData(m), natsMsg_GetDataLength(m), NULL)) {
+    gsize len = 0;
+    const char *body = jet_msg_payload(m, &len);
+    if (json_parser_load_from_data(p, body, (gssize)len, NULL)) {
         JsonObject *o = json_node_get_object(json_parser_get_root(p));
         if (json_object_get_int_member_with_default(o, "deliveries", 0) == 1)
             g_atomic_int_inc(&n->first_delivery);

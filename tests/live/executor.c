@@ -15,6 +15,7 @@
 #include "rig.h"
 #include "ack_subject.h"
 #include "capture.h"
+#include "msg_payload.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -137,7 +138,9 @@ static void on_ack(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *
         s.seq = meta.stream_seq;
         s.delivered = meta.delivered;
     }
-    s.body = g_strndup(natsMsg_GetData(m), (gsize)natsMsg_GetDataLength(m));
+    gsize len = 0;
+    const char *body = jet_msg_payload(m, &len);
+    s.body = g_strndup(body, len);
     s.request = natsMsg_GetReply(m) != NULL;
     g_mutex_lock(&spy->lock);
     g_array_append_val(spy->seen, s);
@@ -190,7 +193,9 @@ static void on_max_deliveries(natsConnection *nc, natsSubscription *sub, natsMsg
     (void)nc;
     (void)sub;
     g_autoptr(JsonParser) p = json_parser_new();
-    if (json_parser_load_from_data(p, natsMsg_GetData(m), natsMsg_GetDataLength(m), NULL)) {
+    gsize len = 0;
+    const char *body = jet_msg_payload(m, &len);
+    if (json_parser_load_from_data(p, body, (gssize)len, NULL)) {
         JsonObject *o = json_node_get_object(json_parser_get_root(p));
         md->last_seq = json_object_get_int_member_with_default(o, "stream_seq", 0);
         md->last_deliveries = json_object_get_int_member_with_default(o, "deliveries", 0);

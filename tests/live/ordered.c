@@ -6,6 +6,7 @@
  * position record (checkpoints, and crash attribution with or without
  * them); the first bind at start-up; a hung handler. */
 #include "rig.h"
+#include "msg_payload.h"
 
 #include <signal.h>
 
@@ -271,6 +272,31 @@ static gboolean pulled(gpointer data)
     return st.pulls > 0;
 }
 
+/* deliver = from_time with a sub-second part that has a leading zero
+ * (.04...): nats.c would send it without (.4...), 0.4 s late; the host
+ * starts at the whole second and passes over what precedes the time. */
+static void test_deliver_from_time(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    const guint n = 80;
+    jet_test_wait_late_in_second();
+    for (guint i = 0; i < n; i++) {
+        jet_test_publish_n(r.js, "orders.new", 1);
+        g_usleep(4000);
+    }
+    g_autofree char *text = NULL;
+    guint64 from = jet_test_start_early_in_second(r.js, "ORDERS", n, &text);
+    g_autofree char *extra = g_strdup_printf("deliver = from_time %s\n", text);
+    rig_engine(&r, extra);
+    wait_handled(&r, n - (guint)from + 1, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    assert_once_in_order(&r, from, n);
+    rig_free(&r);
+}
+
 /* Where a binding with no position starts. */
 static void test_deliver(void)
 {
@@ -320,6 +346,54 @@ static GStrv kv_log(Rig *r)
         return g_new0(char *, 1);
     g_strchomp(text);
     return text[0] != '\0' ? g_strsplit(text, "\n", -1) : g_new0(char *, 1);
+}
+
+/* A write while the current values are handled: the last of them goes out
+ * with something still pending, as newer servers also send it for a
+ * last-per-subject consumer.  The current values still end with it. */
+typedef struct {
+    kvStore *kv;
+    gint writes;
+} ConcurrentWrite;
+
+static void write_on_first(guint64 stream_seq, guint32 deliveries, const JetSettleAction *a, gpointer data)
+{
+    (void)stream_seq;
+    (void)deliveries;
+    (void)a;
+    ConcurrentWrite *cw = data;
+    if (g_atomic_int_add(&cw->writes, 1) == 0)
+        g_assert_cmpint(kvStore_PutString(NULL, cw->kv, "app.new", "v1"), ==, NATS_OK);
+}
+
+static void test_kv_initial_pending(void)
+{
+    Rig r = { 0 };
+    r.kv_bucket = "CFG";
+    rig_server(&r);
+    kvStore *kv = kv_bucket(&r, "CFG");
+    for (int i = 0; i < 8; i++) {
+        g_autofree char *key = g_strdup_printf("app.k%d", i);
+        g_assert_cmpint(kvStore_PutString(NULL, kv, key, "v1"), ==, NATS_OK);
+    }
+    ConcurrentWrite cw = { kv, 0 };
+    r.settle_hook = write_on_first;
+    r.settle_data = &cw;
+    /* One value a pull: the ones after the first go out after the write. */
+    rig_engine(&r, "batch = 1\n");
+    wait_handled(&r, 9, 20000);
+    g_usleep(200000);
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.initial_done, ==, 1);
+    g_assert_cmpuint(st.initial_values, ==, 8);
+    g_auto(GStrv) lines = kv_log(&r);
+    g_assert_cmpuint(g_strv_length(lines), >=, 10);
+    g_assert_cmpstr(lines[8], ==, "initial-done 8");
+    g_assert_cmpstr(lines[9], ==, "9 app.new put 2");
+    kvStore_Destroy(kv);
+    rig_free(&r);
 }
 
 /* A KV watch: the current value of every key first (one each, in
@@ -878,7 +952,9 @@ static gboolean record_idle_at(gpointer data)
     gboolean ok = FALSE;
     if (kvStore_Get(&e, kv, "ordered.t") == NATS_OK) {
         g_autofree char *want = g_strdup_printf("\"pos\":%" G_GUINT64_FORMAT ",\"in\":0,", rw->pos);
-        ok = strstr(kvEntry_ValueString(e), want) != NULL;
+        gsize len = 0;
+        const char *value = jet_kv_value(e, &len);
+        ok = g_strstr_len(value, (gssize)len, want) != NULL;
         kvEntry_Destroy(e);
     }
     kvStore_Destroy(kv);
@@ -970,7 +1046,9 @@ static char *record_text(Rig *r)
     g_assert_cmpint(js_KeyValue(&kv, r->js, "jethost_ledger"), ==, NATS_OK);
     kvEntry *e = NULL;
     g_assert_cmpint(kvStore_Get(&e, kv, "ordered.t"), ==, NATS_OK);
-    char *text = g_strdup(kvEntry_ValueString(e));
+    gsize len = 0;
+    const char *value = jet_kv_value(e, &len);
+    char *text = g_strndup(value, len);
     kvEntry_Destroy(e);
     kvStore_Destroy(kv);
     return text;
@@ -1074,8 +1152,11 @@ static void test_span_crash_careful(void)
 
 /* `jethost run` binds an ordered binding as it does a durable one: a few
  * attempts (100 ms doubling, 5 in all), then it exits 1 naming the binding
- * and what the server said: a missing stream, a missing bucket, a consumer
- * the server refuses.  A stream that appears meanwhile is bound. */
+ * and what the server said: a missing stream, a missing bucket.  A filter
+ * that matches none of the stream's subjects is the host's own refusal, on
+ * every server version (2.10 and later accept such a consumer), and a
+ * config error: not retried, for an ordered and a durable binding alike.
+ * A stream that appears meanwhile is bound. */
 static void test_first_bind(void)
 {
     Rig r = { 0 };
@@ -1084,30 +1165,66 @@ static void test_first_bind(void)
         const char *name;
         const char *binding;
         const char *says;
+        guint retried;      /* attempts that said when the next comes */
+        const char *retry_event;
     } cases[] = {
-        { "bind-stream", "stream = NOPE\nkind = ordered\n", "binding t: stream NOPE does not exist" },
-        { "bind-bucket", "kind = kv\nbucket = NOBUCKET\n", "binding t: KV bucket NOBUCKET does not exist" },
+        { "bind-stream", "stream = NOPE\nkind = ordered\n", "binding t: stream NOPE does not exist", 4,
+          "event=ordered-bind-failed" },
+        { "bind-bucket", "kind = kv\nbucket = NOBUCKET\n", "binding t: KV bucket NOBUCKET does not exist", 4,
+          "event=ordered-bind-failed" },
         { "bind-filter", "stream = ORDERS\nkind = ordered\nfilter_subject = other.>\n",
-          "binding t: cannot create the ordered consumer on stream ORDERS" },
+          "binding t: filter_subject other.> matches none of the subjects of stream ORDERS (orders.>)", 0,
+          "event=ordered-bind-failed" },
+        { "bind-filter-durable", "stream = ORDERS\nconsumer = d\nfilter_subject = orders.*.x.>\n"
+          "subjects = orders.>\n", NULL, 0, "event=resubscribing" },
+        { "bind-filter-token", "stream = ORDERS\nkind = ordered\nfilter_subject = orders\n",
+          "binding t: filter_subject orders matches none of the subjects of stream ORDERS (orders.>)", 0,
+          "event=ordered-bind-failed" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         gint64 t0 = g_get_monotonic_time();
         GSubprocess *h = spawn_host(&r, cases[i].name, "", cases[i].binding);
+        if (cases[i].says == NULL) {
+            /* A filter that does fit (orders.*.x.> within orders.>) binds. */
+            g_autofree char *log = NULL;
+            for (guint k = 0;; k++) {
+                g_clear_pointer(&log, g_free);
+                log = log_of(cases[i].name);
+                if (strstr(log, "event=consumer-created") != NULL)
+                    break;
+                g_assert_cmpuint(k, <, 1000);
+                g_usleep(5000);
+            }
+            g_subprocess_send_signal(h, SIGTERM);
+            g_assert_cmpint(jet_test_jethost_wait(h, 10000), ==, 0);
+            g_object_unref(h);
+            continue;
+        }
         g_assert_cmpint(jet_test_jethost_wait(h, 10000), ==, 1);
         g_object_unref(h);
         gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
         g_autofree char *log = log_of(cases[i].name);
         g_test_message("%s: exited after %" G_GINT64_FORMAT " ms:\n%s", cases[i].name, took_ms, log);
         g_assert_cmpint(took_ms, <, 5000);
-        /* Attempts 1 to 4 say when the next comes; the fifth ends it. */
-        g_assert_cmpuint(jet_test_count_lines(log, "event=ordered-bind-failed"), ==, 4);
+        g_assert_cmpuint(jet_test_count_lines(log, cases[i].retry_event), ==, cases[i].retried);
         g_assert_cmpuint(jet_test_count_lines(log, "event=failed"), ==, 1);
         g_assert_nonnull(strstr(log, cases[i].says));
-        g_assert_cmpuint(jet_test_count_lines(log, "event=not-started msg=\"1 of 1 binding cannot start: t "
-                                                   "(cannot bind)"), ==, 1);
+        g_autofree char *not_started = g_strdup_printf("event=not-started msg=\"1 of 1 binding cannot start: t "
+                                                       "(cannot bind%s); exiting with code 1",
+                                                       cases[i].retried > 0 ? "" : " as configured");
+        g_assert_cmpuint(jet_test_count_lines(log, not_started), ==, 1);
     }
-    g_autofree char *filter_log = log_of("bind-filter");
-    g_assert_nonnull(strstr(filter_log, "[err 10093]"));
+    /* A durable binding's filter is checked as an ordered one's is; there a
+     * consumer that cannot fit is a config error, exit 3 (docs/cli.md). */
+    GSubprocess *d = spawn_host(&r, "bind-durable-filter", "", "stream = ORDERS\nconsumer = d2\n"
+                                "filter_subject = other.>\n");
+    g_assert_cmpint(jet_test_jethost_wait(d, 10000), ==, 3);
+    g_object_unref(d);
+    g_autofree char *durable_log = log_of("bind-durable-filter");
+    g_test_message("bind-durable-filter:\n%s", durable_log);
+    g_assert_nonnull(strstr(durable_log, "binding t: filter_subject other.> matches none of the subjects of stream "
+                                         "ORDERS (orders.>)"));
+    g_assert_cmpuint(jet_test_count_lines(durable_log, "event=resubscribing"), ==, 0);
 
     /* The stream is made after the first attempt failed: a later one binds. */
     GSubprocess *h = spawn_host(&r, "bind-late", "", "stream = LATE\nkind = ordered\n");
@@ -1240,7 +1357,9 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/idle-pulls", test_idle_pulls);
     g_test_add_func("/ordered/verdicts-in-place", test_verdicts_in_place);
     g_test_add_func("/ordered/deliver", test_deliver);
+    g_test_add_func("/ordered/deliver-from-time", test_deliver_from_time);
     g_test_add_func("/ordered/kv-watch", test_kv_watch);
+    g_test_add_func("/ordered/kv-initial-pending", test_kv_initial_pending);
     g_test_add_func("/ordered/kv-empty-and-updates-only", test_kv_empty_and_updates_only);
     g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
     g_test_add_func("/ordered/kv-stress", test_kv_stress);

@@ -10,6 +10,7 @@
  *          postpones then succeeds, 1 dead-letters with stderr's first line.
  */
 #include "harness.h"
+#include "msg_payload.h"
 
 #include <json-glib/json-glib.h>
 #include <glib/gstdio.h>
@@ -132,9 +133,10 @@ static void paced_compare(JsonObject *o, natsMsg *m, guint64 seq)
     g_assert_cmpstr(json_object_get_string_member(o, "enqueued"), ==, enq);
 
     /* The payload, byte for byte: as text when it is UTF-8 without NUL. */
-    const char *data = natsMsg_GetData(m);
-    int len = natsMsg_GetDataLength(m);
-    gboolean text = g_utf8_validate(data != NULL ? data : "", len, NULL);
+    gsize dlen = 0;
+    const char *data = jet_msg_payload(m, &dlen);
+    int len = (int)dlen;
+    gboolean text = g_utf8_validate(data, len, NULL);
     if (text) {
         g_assert_cmpstr(pkey, ==, "payload");
         const char *p = json_object_get_string_member(o, "payload");

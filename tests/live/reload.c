@@ -5,6 +5,7 @@
  * nothing; SIGHUPs in a row are safe; SIGTERM during a reload drains. */
 #include "harness.h"
 #include "ack_subject.h"
+#include "msg_payload.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -22,8 +23,9 @@ static void nak_spy_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, v
     NakSpy *spy = closure;
     (void)nc;
     (void)sub;
-    const char *body = natsMsg_GetData(m);
-    if (natsMsg_GetDataLength(m) >= 4 && memcmp(body, "-NAK", 4) == 0) {
+    gsize len = 0;
+    const char *body = jet_msg_payload(m, &len);
+    if (len >= 4 && memcmp(body, "-NAK", 4) == 0) {
         g_mutex_lock(&spy->lock);
         spy->naks++;
         g_mutex_unlock(&spy->lock);

@@ -4,6 +4,7 @@
  * published message and leaves no process behind. */
 #include "harness.h"
 #include "ack_subject.h"
+#include "msg_payload.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -89,8 +90,8 @@ static void nak_spy_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, v
     NakSpy *spy = closure;
     (void)nc;
     (void)sub;
-    const char *body = natsMsg_GetData(m);
-    int len = natsMsg_GetDataLength(m);
+    gsize len = 0;
+    const char *body = jet_msg_payload(m, &len);
     JetAckMeta meta;
     if (len >= 4 && memcmp(body, "-NAK", 4) == 0 && jet_ack_subject_parse(natsMsg_GetSubject(m), &meta)) {
         g_mutex_lock(&spy->lock);

@@ -1,0 +1,89 @@
+/* Subject overlap (host/core/subject_overlap.c): which filters can match
+ * a stream's subjects, at every edge of `*` and `>`.  No server. */
+#include "subject_overlap.h"
+
+typedef struct {
+    const char *a, *b;
+    gboolean overlap;
+} Case;
+
+static const Case cases[] = {
+    /* literals */
+    { "a", "a", TRUE },
+    { "a", "b", FALSE },
+    { "a.b", "a.b", TRUE },
+    { "a.b", "a.c", FALSE },
+    { "a.b", "a.b.c", FALSE },
+    { "a.b.c", "a.b", FALSE },
+    { "ab", "a", FALSE },
+    { "a", "ab", FALSE },
+    { "a.bc", "a.b", FALSE },
+    /* `*`: exactly one token */
+    { "*", "a", TRUE },
+    { "*", "a.b", FALSE },
+    { "a.*", "a.b", TRUE },
+    { "a.*", "a", FALSE },
+    { "a.*", "a.b.c", FALSE },
+    { "a.*", "b.c", FALSE },
+    { "*.b", "a.*", TRUE },
+    { "*.b", "a.c", FALSE },
+    { "*.*", "a.*", TRUE },
+    { "*.*", "*", FALSE },
+    { "a.*.c", "a.b.c", TRUE },
+    { "a.*.c", "a.b.d", FALSE },
+    /* `>`: one or more tokens */
+    { ">", "a", TRUE },
+    { ">", "a.b.c", TRUE },
+    { ">", "*", TRUE },
+    { ">", ">", TRUE },
+    { ">", "*.*", TRUE },
+    { "a.>", "a", FALSE },
+    { "a.>", "a.b", TRUE },
+    { "a.>", "a.b.c", TRUE },
+    { "a.>", "b.c", FALSE },
+    { "a.>", "a.*", TRUE },
+    { "a.*", "a.>", TRUE },
+    { "a.>", "*.b", TRUE },
+    { "a.>", "*", FALSE },
+    { "a.b.>", "a.>", TRUE },
+    { "a.b.>", "a.c.>", FALSE },
+    { "a.>", "a.b.c.d.e", TRUE },
+    { "orders.>", "other.>", FALSE },
+    { "orders.>", "orders.eu.>", TRUE },
+    { "*.>", "a", FALSE },
+    { "*.>", "a.b", TRUE },
+    { "$KV.cfg.>", "$KV.cfg.app.*", TRUE },
+    { "$KV.cfg.>", "$KV.other.>", FALSE },
+};
+
+static void test_pairs(void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const Case *c = &cases[i];
+        g_test_message("%s vs %s", c->a, c->b);
+        /* Symmetric: which side is the filter does not matter. */
+        g_assert_cmpint(jet_subject_overlaps(c->a, c->b), ==, c->overlap);
+        g_assert_cmpint(jet_subject_overlaps(c->b, c->a), ==, c->overlap);
+    }
+}
+
+static void test_filter_fits(void)
+{
+    const char *const one[] = { "orders.>" };
+    const char *const two[] = { "orders.>", "refunds.*" };
+    g_assert_true(jet_filter_fits_subjects("orders.eu", one, 1));
+    g_assert_false(jet_filter_fits_subjects("other.>", one, 1));
+    g_assert_true(jet_filter_fits_subjects("refunds.x", two, 2));
+    g_assert_false(jet_filter_fits_subjects("refunds.x.y", two, 2));
+    g_assert_true(jet_filter_fits_subjects(">", two, 2));
+    /* No subjects (a mirror, a stream that only sources): nothing to check. */
+    g_assert_true(jet_filter_fits_subjects("anything.>", NULL, 0));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/subject_overlap/pairs", test_pairs);
+    g_test_add_func("/subject_overlap/filter-fits", test_filter_fits);
+    return g_test_run();
+}
