@@ -65,11 +65,7 @@ CONF
 
 # A forward into the stream it consumes, and a cycle of two (docs/forwarding.md,
 # "A forward that feeds itself").
-cat > "$tmp/selffeed.conf" <<CONF
-[host]
-server = nats://127.0.0.1:4222
-plugin_dir = $tmp
-
+{ sed -n '1,/^$/p' "$tmp/good.conf"; cat; } > "$tmp/selffeed.conf" <<CONF
 [binding enrich]
 plugin = forward
 stream = ORDERS
@@ -78,11 +74,7 @@ subjects = orders.>
 option.subject = orders.enriched
 CONF
 { cat "$tmp/selffeed.conf"; printf 'allow_loop = true\n'; } > "$tmp/selffeed-allowed.conf"
-cat > "$tmp/cycle.conf" <<CONF
-[host]
-server = nats://127.0.0.1:4222
-plugin_dir = $tmp
-
+{ sed -n '1,/^$/p' "$tmp/good.conf"; cat; } > "$tmp/cycle.conf" <<CONF
 [binding a]
 plugin = forward
 stream = S1

@@ -137,8 +137,8 @@ static JetPublishLoop *loop_new(const Node *nodes, char **edges, guint n, const 
         guint from = g_array_index(cycle, guint, k), to = g_array_index(cycle, guint, (k + 1) % cycle->len);
         g_string_append_printf(m, "%s%s", k > 0 ? "; " : "", edges[from * n + to]);
     }
-    g_string_append_printf(m, ": %s; break the loop, or set allow_loop = true on %s to bound it by its "
-                           "max_hops (docs/forwarding.md)",
+    g_string_append_printf(m, ": %s; break the loop, or set allow_loop = true on %s if it is meant "
+                           "(docs/forwarding.md)",
                            cycle->len == 1 ? "every forward comes back to it" : "the forwards go round",
                            cycle->len == 1 ? "it" : "one of them");
     l->message = g_string_free(g_steal_pointer(&m), FALSE);
