@@ -9,6 +9,8 @@ chmod 0700 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 cp "$JET_BUILDDIR/plugins/template/.libs/template.so" "$tmp/template.so"
 chmod 0644 "$tmp/template.so"
+cp "$JET_BUILDDIR/plugins/forward/.libs/forward.so" "$tmp/forward.so"
+chmod 0644 "$tmp/forward.so"
 
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -61,7 +63,34 @@ consumer = c
 max_time_to_dead_letter = 1m
 CONF
 
-echo "1..36"
+# A forward into the stream it consumes, and a cycle of two (docs/forwarding.md,
+# "A forward that feeds itself").
+{ sed -n '1,/^$/p' "$tmp/good.conf"; cat; } > "$tmp/selffeed.conf" <<CONF
+[binding enrich]
+plugin = forward
+stream = ORDERS
+consumer = enrich
+subjects = orders.>
+option.subject = orders.enriched
+CONF
+{ cat "$tmp/selffeed.conf"; printf 'allow_loop = true\n'; } > "$tmp/selffeed-allowed.conf"
+{ sed -n '1,/^$/p' "$tmp/good.conf"; cat; } > "$tmp/cycle.conf" <<CONF
+[binding a]
+plugin = forward
+stream = S1
+consumer = a
+subjects = one.>
+option.subject = two.{token:2}
+
+[binding b]
+plugin = forward
+stream = S2
+consumer = b
+subjects = two.>
+option.subject = one.back
+CONF
+
+echo "1..40"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -82,6 +111,16 @@ expect 0 "check --no-plugins leaves the plugin unopened" \
 expect 3 "check --no-plugins still checks the schedule" "orders (schedule: max-time-exceeded)" \
     -- check --no-plugins -c "$tmp/nopath-bound.conf"
 # The breaker line says where it really can claim: on the defaults, only at the last attempt.
+expect 3 "check refuses a forward into the stream it consumes" \
+    "binding enrich: error: publish-loop: binding enrich publishes orders.enriched into stream ORDERS (subjects orders.>), which binding enrich consumes" \
+    -- check -c "$tmp/selffeed.conf"
+expect 3 "check names the self-feeding binding in its summary" "FAILED: 1 of 1 binding: enrich (publish-loop)" \
+    -- check -c "$tmp/selffeed.conf"
+expect 0 "check accepts the self-feeding binding with allow_loop = true" "OK (1 binding)" \
+    -- check -c "$tmp/selffeed-allowed.conf"
+expect 3 "check refuses a cycle through two bindings, naming both sides" \
+    "binding a publishes two.\* into stream S2 (subjects two.>), which binding b consumes; binding b publishes one.back into stream S1 (subjects one.>), which binding a consumes" \
+    -- check -c "$tmp/cycle.conf"
 expect 0 "check -v says the default breaker claims only at the last attempt" \
     "can claim only at delivery 5, the last attempt, before its handler runs" -- check -v -c "$tmp/good.conf"
 

@@ -9,9 +9,12 @@
 #include "errors.h"
 #include "exit_codes.h"
 #include "host_api.h"
+#include "publish_loop.h"
 #include "schedule.h"
+#include "stream_names.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* Adds what the server says of the binding's stream and consumer. */
 static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetScheduleInput *in,
@@ -93,9 +96,17 @@ static void failed_add(GString *failed, const char *name, const char *why)
 
 /* One binding's part of the report, on stdout (docs/cli.md, "check"). */
 static gboolean check_binding(const JetConfig *cfg, const JetBindingConfig *b, JetConn *conn,
-                              gboolean verbose, gboolean no_plugins, GString *failed)
+                              gboolean verbose, gboolean no_plugins, const GPtrArray *loops, GString *failed)
 {
     g_autoptr(GString) why = g_string_new(NULL);
+    for (guint i = 0; i < loops->len; i++) {
+        const JetPublishLoop *l = g_ptr_array_index(loops, i);
+        if (strcmp(l->binding, b->name) != 0)
+            continue;
+        printf("binding %s: error: publish-loop: %s\n", b->name, l->message);
+        if (why->len == 0)
+            g_string_append(why, "publish-loop");
+    }
     JetPlugin *plugin = NULL;
     JetInstance *inst = NULL;
     if (no_plugins) {
@@ -178,9 +189,11 @@ int jet_check_run(const char *config_file, const char *dropin_dir, gboolean verb
      * the others, then a summary of the failures. */
     g_autoptr(GString) failed = g_string_new(NULL);
     guint n_failed = 0;
+    /* Without --server only the streams the config creates are known. */
+    g_autoptr(GPtrArray) loops = jet_publish_loops(cfg, conn != NULL ? jet_stream_subjects : NULL, conn);
     for (guint i = 0; i < cfg->bindings->len; i++)
         n_failed += !check_binding(cfg, g_ptr_array_index(cfg->bindings, i), conn, verbose,
-                                   no_plugins, failed);
+                                   no_plugins, loops, failed);
     jet_conn_close(conn);
     guint n = cfg->bindings->len;
     const char *unchecked = no_plugins ? "; plugins not checked (--no-plugins)" : "";

@@ -17,7 +17,9 @@
 #include "ops_http.h"
 #include "notify.h"
 #include "plugin_guard.h"
+#include "publish_loop.h"
 #include "schedule.h"
+#include "stream_names.h"
 
 #include <glib-unix.h>
 #include <stdio.h>
@@ -494,6 +496,19 @@ static gboolean reload_schedule_ok(const JetBindingConfig *b, GError **error)
     return FALSE;
 }
 
+/* Forwards that would come back to the binding that made them, with the
+ * streams as the server has them, are refused before anything is made
+ * (docs/forwarding.md, "A forward that feeds itself"). */
+static void start_loops(Daemon *d, JetConn *conn, StartFailures *f)
+{
+    g_autoptr(GPtrArray) loops = jet_publish_loops(d->cfg, jet_stream_subjects, conn);
+    for (guint i = 0; i < loops->len; i++) {
+        const JetPublishLoop *l = g_ptr_array_index(loops, i);
+        g_autofree char *msg = g_strdup_printf("binding %s: publish loop: %s", l->binding, l->message);
+        start_failed(f, binding_named(d->bindings, l->binding), l->binding, TRUE, "publish loop", msg);
+    }
+}
+
 static void reload_begin(Daemon *d);
 
 /* A changed or new binding's start, as at start-up but alone: init(), its
@@ -798,6 +813,9 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         rc = JET_EXIT_FAILURE;
         goto out;
     }
+    start_loops(&d, conn, &fails);
+    if (fails.config > 0)
+        goto refused;
     /* A consumer that does not fit (JET_ERROR_INVALID) is a config error,
      * found at once; anything else was retried and is a runtime failure.
      * An ordered binding binds once the ledger is open (below): where its
@@ -827,7 +845,8 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
         if (bd->failed || jet_dlq_stream_ensure(jet_conn_js(conn), bd->b, &local))
             continue;
         if (bd->b->manage == JET_MANAGE_CREATE)   /* local names the binding and the stream */
-            start_failed(&fails, bd, bd->b->name, FALSE, "dead-letter stream", local->message);
+            start_failed(&fails, bd, bd->b->name, g_error_matches(local, JET_ERROR, JET_ERROR_INVALID),
+                         "dead-letter stream", local->message);
         else
             jet_log(JET_LOG_ERROR, bd->b->name, "dlq-missing",
                     "%s; captures will fail and keep their messages until it exists", local->message);

@@ -240,6 +240,9 @@ static const KeyDef binding_keys[] = {
     { "publish_streams", K_NAMES, NULL, NULL, FALSE, NOB, B(publish_streams),
       "comma-separated streams the plugin's publishes land in: `jethost check --server` compares "
       "each one's duplicate window with the binding's worst case (docs/forwarding.md)" },
+    { "allow_loop", K_BOOL, "false", NULL, FALSE, NOB, B(allow_loop),
+      "accept that the plugin's publishes come back to this binding (its own stream, or a cycle "
+      "through other bindings) instead of `jethost check` and `run` refusing it (docs/forwarding.md)" },
     { "floor_age", K_DURATION, "2m", NULL, FALSE, 0, DURATION_MAX_MS, B(floor_age_ms),
       "an ack floor that has not moved for this long while the consumer has delivered past it "
       "is stalled; 0 = the floor monitor and the breaker are off" },
@@ -1652,7 +1655,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
            SAME(max_attempts) && SAME(postpone_horizon_ms) && SAME(max_postpone_delay_ms) && SAME(capture_reserve) &&
            SAME(crash_limit) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) &&
            SAME_STR(dlq_subject) && SAME(replicas) && SAME(ledger) && SAME(publish_reserved) &&
-           strv_equal0(a->publish_streams, b->publish_streams) && SAME(floor_age_ms) && SAME(breaker) &&
+           strv_equal0(a->publish_streams, b->publish_streams) && SAME(allow_loop) && SAME(floor_age_ms) && SAME(breaker) &&
            SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) &&
            SAME(lane_key.kind) && strcmp(a->lane_key.header, b->lane_key.header) == 0 &&
            SAME(lane_key.token) && SAME(max_lane_held) && options_equal(a->options, b->options) &&

@@ -143,6 +143,7 @@ typedef struct {
     gboolean publish_reserved;   /* msg_publish may reach $JS., $KV., ... (docs/forwarding.md) */
     char **publish_streams;      /* the streams its publishes land in, for `jethost check --server`
                                     (docs/forwarding.md); NULL when unset */
+    gboolean allow_loop;         /* publishes may come back to this binding (docs/forwarding.md) */
 
     /* Floor monitor and breaker */
     guint64 floor_age_ms;    /* stalled at this age; 0 = monitor (and breaker) off */

@@ -27,7 +27,8 @@ static gboolean is_one(const char *t, gsize len)
 
 gboolean jet_subject_overlaps(const char *a, const char *b)
 {
-    g_return_val_if_fail(a != NULL && b != NULL, FALSE);
+    if (a == NULL || b == NULL || *a == '\0' || *b == '\0')
+        return FALSE;   /* no subject at all matches nothing */
     const char *pa = a, *pb = b;
     for (;;) {
         gsize la = 0, lb = 0;

@@ -1,7 +1,9 @@
-/* Whether two NATS subjects can match a common subject (docs/ordered.md,
- * "The first bind"): the host refuses a filter_subject that matches none
- * of its stream's subjects itself, since nats-server 2.10 and later accept
- * such a consumer and it would silently receive nothing.
+/* Whether two NATS subjects can match a common subject: the host refuses a
+ * filter_subject that matches none of its stream's subjects itself, since
+ * nats-server 2.10 and later accept such a consumer and it would silently
+ * receive nothing (docs/ordered.md, "The first bind"), and a forward whose
+ * target its own stream captures (docs/forwarding.md, "A forward that
+ * feeds itself").
  *
  * Pure: no I/O.  Subjects are valid ones (config.c refuses empty tokens
  * and misplaced wildcards before anything gets here): `*` stands for one
@@ -11,7 +13,9 @@
 
 #include <glib.h>
 
-/* Whether some subject matches both a and b. */
+/* Whether some subject matches both a and b.  A wildcard inside a token
+ * ("a*") is a literal character, as the server reads it; NULL or empty:
+ * FALSE. */
 gboolean jet_subject_overlaps(const char *a, const char *b);
 
 /* Whether a consumer with this filter can receive anything from a stream

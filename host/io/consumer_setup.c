@@ -2,6 +2,7 @@
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
+#include "stream_names.h"
 #include "subject_overlap.h"
 
 #include <string.h>
@@ -54,7 +55,7 @@ gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error)
     jerr = 0;
     s = js_AddStream(&si, js, &sc, NULL, &jerr);
     if (s != NATS_OK)
-        return fail(error, b, "create stream", s, jerr);
+        return jet_stream_create_failed(js, b->name, b->stream, (const char *const *)b->subjects, s, jerr, error);
     jet_log(JET_LOG_INFO, b->name, "stream-created", "created stream %s (%d replica%s)", b->stream,
             (int)sc.Replicas, sc.Replicas == 1 ? "" : "s");
     jsStreamInfo_Destroy(si);

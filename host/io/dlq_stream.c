@@ -6,6 +6,7 @@
 #include "dlq_record.h"
 #include "errors.h"
 #include "log.h"
+#include "stream_names.h"
 
 #define ERR_STREAM_NOT_FOUND 10059
 #define ERR_STREAM_NAME_IN_USE 10058
@@ -89,7 +90,7 @@ gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **er
         g_autofree char *subject = g_str_has_prefix(b->dlq_subject, JET_DLQ_SUBJECT_PREFIX)
                                        ? g_strconcat(JET_DLQ_SUBJECT_PREFIX, ">", NULL)
                                        : g_strdup(b->dlq_subject);
-        const char *subjects[] = { subject };
+        const char *subjects[] = { subject, NULL };
         jsStreamConfig sc;
         jsStreamConfig_Init(&sc);
         sc.Name = b->dlq_stream;
@@ -110,9 +111,6 @@ gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **er
         /* Another host created it first: look again, once. */
         if (jerr == ERR_STREAM_NAME_IN_USE && attempt == 0)
             continue;
-        g_autofree char *why = jet_nats_error(s);
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: create DLQ stream %s on %s: %s [err %d]",
-                    b->name, b->dlq_stream, subject, why, (int)jerr);
-        return FALSE;
+        return jet_stream_create_failed(js, b->name, b->dlq_stream, subjects, s, jerr, error);
     }
 }

@@ -18,9 +18,15 @@
  *   ordered    an ordered binding (checkpoint = kv) killed mid-run: FWD is
  *              the stream in order, once each;
  *   check      `jethost check --server` with publish_streams: a short
- *              duplicate window warned, a missing stream an error. */
+ *              duplicate window warned, a missing stream an error;
+ *   loops      a forward into the stream it consumes, known from the
+ *              server alone: `check --server` and `run` refuse it (exit 3,
+ *              nothing forwarded), allow_loop accepts it; a managed stream
+ *              whose subjects overlap ORDERS (the server's 10065): `run`
+ *              exits 3 at once, naming both streams and the binding. */
 #include "harness.h"
 
+#include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
 
@@ -516,6 +522,73 @@ static void test_check(Env *e, gconstpointer data)
     g_assert_nonnull(strstr(out, "FAILED: 1 of 1 binding: fwd (schedule: publish-stream-missing)"));
 }
 
+/* Runs `jethost ARGS... -c` on [host] + binding, returns its exit code and
+ * (*log) what it printed on stdout and stderr. */
+static int host_says(const char *url, const char *name, const char *binding, gboolean check, char **log)
+{
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "state", NULL);
+    g_autofree char *text = g_strdup_printf("[host]\nserver = %s\nstate_dir = %s\nplugin_dir = %s\n\n%s", url,
+                                            state, jet_test_private_dir(), binding);
+    g_autofree char *file = g_strdup_printf("%s.conf", name);
+    g_autofree char *conf = jet_test_write_file(file, text);
+    const char *check_args[] = { "check", "-c", conf, "--server", url, NULL };
+    const char *run_args[] = { "run", "-c", conf, NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    int rc = jet_test_jethost_run(check ? check_args : run_args, &out, &err);
+    *log = g_strconcat(out != NULL ? out : "", err != NULL ? err : "", NULL);
+    g_test_message("%s %s: exit %d\n%s", check ? "check" : "run", name, rc, *log);
+    return rc;
+}
+
+static void test_loops(Env *e, gconstpointer data)
+{
+    (void)data;
+    /* By its bare name, as an operator names it: the check knows the
+     * shipped plugin so. */
+    g_autofree char *copy = jet_test_plugin_copy("forward");
+    g_autofree char *dst = g_build_filename(jet_test_private_dir(), "forward.so", NULL);
+    g_assert_cmpint(g_rename(copy, dst), ==, 0);
+    const char *plugin = "forward";
+    /* ORDERS is the server's (orders.>): the config does not say. */
+    g_autofree char *self = g_strdup_printf("[binding enrich]\nplugin = %s\nstream = ORDERS\nconsumer = enrich\n"
+                                            "option.subject = orders.enriched\n", plugin);
+    const char *loop = "binding enrich publishes orders.enriched into stream ORDERS (subjects orders.>), "
+                       "which binding enrich consumes";
+    g_autofree char *log = NULL;
+    g_assert_cmpint(host_says(e->url, "self", self, TRUE, &log), ==, 3);
+    g_assert_nonnull(strstr(log, loop));
+    g_assert_nonnull(strstr(log, "FAILED: 1 of 1 binding: enrich (publish-loop)"));
+    g_free(g_steal_pointer(&log));
+    publish_orders(e->js, 1);
+    g_assert_cmpint(host_says(e->url, "self", self, FALSE, &log), ==, 3);
+    g_assert_nonnull(strstr(log, loop));
+    g_assert_nonnull(strstr(log, "enrich (publish loop); exiting with code 3 (a config error)"));
+    g_assert_null(strstr(log, "event=running"));
+    g_assert_cmpuint(jet_test_stream_msgs(e->js, "ORDERS"), ==, 1);   /* nothing forwarded */
+
+    g_autofree char *allowed = g_strconcat(self, "allow_loop = true\n", NULL);
+    g_free(g_steal_pointer(&log));
+    g_assert_cmpint(host_says(e->url, "allowed", allowed, TRUE, &log), ==, 0);
+
+    /* A sink stream the config creates over ORDERS' subjects: the server
+     * refuses it (10065); no retry, no other binding blamed. */
+    g_autofree char *sink = g_strdup_printf(
+        "[binding enrich]\nplugin = %s\nstream = ORDERS\nconsumer = enrich\noption.subject = audit.{token:2}\n\n"
+        "[binding sink]\nplugin = %s\nstream = SINK\nconsumer = sink\nsubjects = audit.>, orders.enriched\n"
+        "option.subject = fwd.{token:2}\n", plugin, plugin);
+    g_free(g_steal_pointer(&log));
+    gint64 t0 = g_get_monotonic_time();
+    g_assert_cmpint(host_says(e->url, "sink", sink, FALSE, &log), ==, 3);
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+    g_assert_nonnull(strstr(log, "binding sink: create stream SINK (subjects audit.>, orders.enriched): its subjects "
+                                 "overlap those of stream ORDERS (orders.>) on the server: a config error, not "
+                                 "retried"));
+    g_assert_nonnull(strstr(log, "[err 10065]"));
+    g_assert_cmpuint(jet_test_count_lines(log, "event=resubscribing"), ==, 0);
+    g_assert_cmpuint(jet_test_count_lines(log, "binding=enrich event=failed"), ==, 0);
+    g_assert_nonnull(strstr(log, "1 of 2 bindings cannot start: sink ("));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -524,6 +597,7 @@ int main(int argc, char **argv)
     g_test_add("/forward/metrics", Env, &target_all, env_setup, test_metrics, env_teardown);
     g_test_add("/forward/ordered", Env, &target_all, env_setup, test_ordered, env_teardown);
     g_test_add("/forward/check", Env, &target_all, env_setup, test_check, env_teardown);
+    g_test_add("/forward/loops", Env, &target_all, env_setup, test_loops, env_teardown);
     int rc = g_test_run();
     nats_Close();
     return rc;
