@@ -87,42 +87,42 @@ typedef struct {
     gboolean overlaps;
 } Pair;
 
-static void check(const Pair *cases, gsize n)
+static void check(const Pair *pairs, gsize n)
 {
     for (gsize i = 0; i < n; i++) {
-        g_test_message("'%s' ~ '%s': %d", cases[i].a, cases[i].b, cases[i].overlaps);
-        g_assert_cmpint(jet_subject_overlaps(cases[i].a, cases[i].b), ==, cases[i].overlaps);
-        g_assert_cmpint(jet_subject_overlaps(cases[i].b, cases[i].a), ==, cases[i].overlaps);
+        g_test_message("'%s' ~ '%s': %d", pairs[i].a, pairs[i].b, pairs[i].overlaps);
+        g_assert_cmpint(jet_subject_overlaps(pairs[i].a, pairs[i].b), ==, pairs[i].overlaps);
+        g_assert_cmpint(jet_subject_overlaps(pairs[i].b, pairs[i].a), ==, pairs[i].overlaps);
     }
 }
 
 static void test_literals(void)
 {
-    static const Pair cases[] = {
+    static const Pair pairs[] = {
         { "a", "a", TRUE },           { "a", "b", FALSE },            { "a.b", "a.b", TRUE },
         { "a.b", "a.c", FALSE },      { "a", "a.b", FALSE },          { "a.b", "a", FALSE },
         { "ab", "a", FALSE },         { "a", "ab", FALSE },           { "a.bc", "a.b", FALSE },
         { "orders.new", "orders.enriched", FALSE },
         { "orders.enriched", "orders.enriched", TRUE },
     };
-    check(cases, G_N_ELEMENTS(cases));
+    check(pairs, G_N_ELEMENTS(pairs));
 }
 
 static void test_star(void)
 {
-    static const Pair cases[] = {
+    static const Pair pairs[] = {
         { "*", "a", TRUE },           { "*", "*", TRUE },             { "*", "a.b", FALSE },
         { "a.*", "a.b", TRUE },       { "a.*", "a", FALSE },          { "a.*", "a.b.c", FALSE },
         { "*.b", "a.*", TRUE },       { "*.b", "a.c", FALSE },        { "*.*", "a.b", TRUE },
         { "*.*", "a", FALSE },        { "a.*.c", "a.b.*", TRUE },     { "a.*.c", "a.b.d", FALSE },
         { "*.b.*", "a.*.c", TRUE },   { "*", "*.*", FALSE },
     };
-    check(cases, G_N_ELEMENTS(cases));
+    check(pairs, G_N_ELEMENTS(pairs));
 }
 
 static void test_tail(void)
 {
-    static const Pair cases[] = {
+    static const Pair pairs[] = {
         { ">", "a", TRUE },           { ">", "a.b.c", TRUE },         { ">", ">", TRUE },
         { ">", "*", TRUE },           { "a.>", "a", FALSE },          { "a.>", "a.b", TRUE },
         { "a.>", "a.b.c", TRUE },     { "a.>", "b.c", FALSE },        { "a.>", "a.*", TRUE },
@@ -132,28 +132,28 @@ static void test_tail(void)
         { "orders.>", "orders", FALSE },
         { "a.*.>", "a.b", FALSE },    { "a.*.>", "a.b.c.d", TRUE },   { "a.*.>", "*.*.c", TRUE },
     };
-    check(cases, G_N_ELEMENTS(cases));
+    check(pairs, G_N_ELEMENTS(pairs));
 }
 
 /* A wildcard character inside a token is a literal, as the server reads it. */
 static void test_wildcards_inside_tokens(void)
 {
-    static const Pair cases[] = {
+    static const Pair pairs[] = {
         { "a*", "ab", FALSE },        { "a*", "a*", TRUE },           { "a*", "*", TRUE },
         { "b>", "b.c", FALSE },       { "b>", "b>", TRUE },           { "x.>y", "x.a.b", FALSE },
         { ">.a", ">.a", TRUE },       { "*a", "ba", FALSE },
     };
-    check(cases, G_N_ELEMENTS(cases));
+    check(pairs, G_N_ELEMENTS(pairs));
 }
 
 static void test_degenerate(void)
 {
-    static const Pair cases[] = {
+    static const Pair pairs[] = {
         { "", "", FALSE },            { "", "a", FALSE },             { "", ">", FALSE },
         { "a..b", "a..b", TRUE },     { "a..b", "a.*.b", TRUE },      { "a.", "a.", TRUE },
         { "a.", "a.>", TRUE },
     };
-    check(cases, G_N_ELEMENTS(cases));
+    check(pairs, G_N_ELEMENTS(pairs));
     g_assert_false(jet_subject_overlaps(NULL, "a"));
     g_assert_false(jet_subject_overlaps("a", NULL));
     g_assert_false(jet_subject_overlaps(NULL, NULL));
