@@ -1,5 +1,4 @@
 #include "conn.h"
-#include "nats_raw.h"
 #include "embedded.h"
 #include "errors.h"
 #include "log.h"
@@ -282,7 +281,6 @@ JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint
     }
     natsOptions_Destroy(o);
     g_atomic_int_set(&c->connected, 1);
-    jet_nats_raw_probe(c->nc);
     c->api_prefix = jet_conn_api_prefix_for(host);
     prefix_register(c->nc, c->api_prefix);
     jsOptions jo;

@@ -1162,6 +1162,9 @@ gboolean jet_engine_bind(JetEngine *e, guint attempts, GError **error)
 
 void jet_engine_start(JetEngine *e)
 {
+    /* Before the first delivery: are empty messages' blocks read as
+     * delivered (nats_raw.h)?  Once per process. */
+    jet_nats_raw_probe(jet_conn_nats(e->conn));
     jet__progress(e);
     g_atomic_int_set(&e->started, 1);
     gboolean ordered = JET_KIND_IS_ORDERED(e->b->kind);

@@ -35,10 +35,10 @@ gboolean jet_nats_raw_headers(natsMsg *m, char **block, gsize *block_len);
  * again from where it is stored (stream_msg.h). */
 gboolean jet_nats_raw_intact(natsMsg *m);
 
-/* Once per process, on a live connection: sends itself an empty message
- * whose block nats.c's parser would rewrite and checks that it arrives
- * intact through natsSubscription_NextMsg (logs event=headers-reread when
- * it does not). */
+/* Once per process (the first engine's start), on a live connection:
+ * sends itself an empty message whose block nats.c's parser would rewrite
+ * and checks that it arrives intact through natsSubscription_NextMsg (logs
+ * event=headers-reread when it does not). */
 void jet_nats_raw_probe(natsConnection *nc);
 
 /* A message to subject with exactly this header block (block_len 0: none)
