@@ -105,13 +105,23 @@ void jet_position_crashed(const JetPosition *p, guint64 *crashed, guint32 *strik
     *strikes = p->in != 0 && p->strikes < G_MAXUINT32 ? p->strikes + 1 : 0;
 }
 
+gboolean jet_position_other_life(gint64 life_then, guint64 pos, gint64 life_now, guint64 last_now)
+{
+    if (life_then != 0 && life_now != 0 && life_then != life_now)
+        return TRUE;
+    /* Within one life the last sequence never goes down (a purge keeps
+     * it), so a stream whose last is below what was handled is new, even
+     * where its creation time is unknown or the same (a store lost). */
+    return last_now < pos;
+}
+
 void jet_position_start(const JetPosition *p, gint64 life, gboolean resume, JetPositionStart *out)
 {
     memset(out, 0, sizeof *out);
     /* Sequences start again in a re-created stream: its seq 42 is not the
      * message the record names, and its position is not where this stream's
      * messages are handled up to. */
-    out->other_life = p->life != 0 && life != 0 && p->life != life;
+    out->other_life = jet_position_other_life(p->life, p->pos, life, G_MAXUINT64);
     if (out->other_life)
         return;
     out->resume_after = resume ? p->pos : 0;

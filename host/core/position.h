@@ -64,6 +64,14 @@ gboolean jet_position_from_json(const char *data, gsize len, JetPosition *out, G
  * counting that one.  A span mark names no message: nothing is struck. */
 void jet_position_crashed(const JetPosition *p, guint64 *crashed, guint32 *strikes);
 
+/* Whether the stream now (created at life_now, its last sequence last_now)
+ * is another life of the stream name than the one a binding reached pos in
+ * (created at life_then): the creation times differ (0: not known, never
+ * differs), or the sequences fell back below pos (G_MAXUINT64: last not
+ * known).  A stream deleted and created again starts its sequences at 1
+ * (docs/ordered.md, "A stream's new life"). */
+gboolean jet_position_other_life(gint64 life_then, guint64 pos, gint64 life_now, guint64 last_now);
+
 /* What a host starting from the record p does (docs/ordered.md,
  * "Checkpoints"), given life, the stream's creation time now (0: not
  * known), and resume, whether the binding resumes from its position

@@ -50,7 +50,8 @@ typedef struct {
     guint64 ordered_consumers; /* ordered: consumers created (the first one and every re-creation) */
     guint64 gaps;              /* ordered: consumer-sequence gaps seen (each re-creates) */
     guint64 initial_values;    /* kv: current values handled before the watch caught up */
-    guint64 initial_done;      /* kv: 1 once the current values are all handled (an empty bucket too) */
+    guint64 initial_done;      /* kv: current values all handled (an empty bucket too): once per start and per new life */
+    guint64 new_lives;         /* ordered, kv: the stream found deleted and created again (or its sequences fell back) */
     guint64 published;         /* plugin publishes that got their pub-ack (forward.h) */
     guint64 publish_failures;  /* plugin publishes that failed: the delivery became a retry */
     guint64 lane_waits;        /* lanes: deliveries that waited behind an earlier one of their key */

@@ -51,6 +51,10 @@ struct JetOrdered {
     guint64 backoff_ms;        /* between failed creations: 100 ms doubling to 5 s */
     gboolean bound;            /* the first bind is done (jet__ordered_bind) */
     gint64 life;               /* the stream's creation time, read at the first bind */
+    /* The stream began a new life while the binding ran (deleted and
+     * created again): with no position yet, a consumer starts at the new
+     * life's beginning, not at `deliver`. */
+    gboolean life_start;
     /* The position record (position.h), kept whenever the ledger is on: the
      * message a host died with in its handler, found at start, and how many
      * hosts it has killed. */
@@ -77,6 +81,7 @@ struct JetOrdered {
     gboolean initial_open;
     gboolean initial_empty;    /* nothing was pending when it opened */
     guint64 initial_last;      /* the stream's last seq before the first consumer: the last current value */
+    guint64 initial_values;    /* handled since it opened (the stat counts every start and life) */
     /* deliver = by_start_time, from no position: messages stored before
      * this time are passed over (0: none; start_time.h). */
     gint64 skip_before_ns;
@@ -230,11 +235,18 @@ static void drop_consumer(JetEngine *e, JetOrdered *o)
     o->pull.active = FALSE;
 }
 
-static void start_at(const JetBindingConfig *b, guint64 position, jsConsumerConfig *cc)
+static void start_at(const JetBindingConfig *b, guint64 position, gboolean life_start, jsConsumerConfig *cc)
 {
     if (position > 0) {
         cc->DeliverPolicy = js_DeliverByStartSequence;
         cc->OptStartSeq = position + 1;
+        return;
+    }
+    /* Every message of a new life is one the binding has not seen: from
+     * the first (a watch with initial values: the current ones, then the
+     * updates), whatever `deliver` says of the first life. */
+    if (life_start) {
+        cc->DeliverPolicy = b->deliver == JET_DELIVER_LAST_PER_SUBJECT ? js_DeliverLastPerSubject : js_DeliverAll;
         return;
     }
     switch (b->deliver) {
@@ -264,20 +276,74 @@ static void initial_done(JetEngine *e, JetOrdered *o)
     JetStats *st = &e->workers[0].stats;
     JET_STAT_ADD(st, initial_done, 1);
     jet_log(JET_LOG_INFO, e->b->name, "kv-initial-done", "bucket %s: the current values are handled (%"
-            G_GUINT64_FORMAT "); updates follow", e->b->bucket, __atomic_load_n(&st->initial_values, __ATOMIC_RELAXED));
+            G_GUINT64_FORMAT "); updates follow", e->b->bucket, o->initial_values);
     /* Only ever called on the worker, between two handle() calls. */
     jet_instance_kv_initial_done(e->inst);
 }
 
-/* The stream's last sequence now (0: unknown, or empty). */
-static guint64 stream_last_seq(JetEngine *e)
+/* The binding's stream's info (jsStreamInfo_Destroy), or NULL with the
+ * server's error (a stream deleted and not yet created again). */
+static jsStreamInfo *stream_info(JetEngine *e, GError **error)
 {
     jsStreamInfo *si = NULL;
-    if (js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, NULL) != NATS_OK)
-        return 0;
-    guint64 last = si->State.LastSeq;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, &jerr);
+    if (s != NATS_OK) {
+        g_autofree char *text = jet_nats_error(s);
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stream info of %s: %s [err %d]", e->b->name,
+                    e->b->stream, text, (int)jerr);
+        return NULL;
+    }
+    return si;
+}
+
+/* The stream now: its creation time and last sequence. */
+static gboolean stream_now(JetEngine *e, gint64 *created, guint64 *last, GError **error)
+{
+    jsStreamInfo *si = stream_info(e, error);
+    if (si == NULL)
+        return FALSE;
+    *created = si->Created;
+    *last = si->State.LastSeq;
     jsStreamInfo_Destroy(si);
-    return last;
+    return TRUE;
+}
+
+static void record_write(JetEngine *e, JetOrdered *o, guint64 in, guint32 n);
+
+/* The stream was deleted and created again under its name (or its
+ * sequences fell back below the position): what the binding knew of it
+ * is of the old life.  It starts over at the new life's beginning, a
+ * watch with its current values and kv_initial_done once more; nothing
+ * the position record says of the old life applies (docs/ordered.md, "A
+ * stream's new life"). */
+static void begin_new_life(JetEngine *e, JetOrdered *o, gint64 created, guint64 last)
+{
+    const JetBindingConfig *b = e->b;
+    if (created != o->life)
+        jet_log(JET_LOG_WARNING, b->name, "stream-new-life",
+                "stream %s was created again (at %" G_GINT64_FORMAT " ns; the one handled up to stream seq %"
+                G_GUINT64_FORMAT " was created at %" G_GINT64_FORMAT " ns): starting over from the beginning of "
+                "its new life%s", b->stream, created, o->position, o->life,
+                b->kind == JET_KIND_KV ? " (its current values, then updates)" : "");
+    else
+        jet_log(JET_LOG_WARNING, b->name, "stream-new-life",
+                "stream %s: its last seq %" G_GUINT64_FORMAT " is below stream seq %" G_GUINT64_FORMAT
+                ", handled already, so its sequences started again: starting over from the beginning of its new "
+                "life%s", b->stream, last, o->position, b->kind == JET_KIND_KV ? " (its current values, then updates)" : "");
+    JET_STAT_ADD(&e->workers[0].stats, new_lives, 1);
+    o->life = created;
+    o->life_start = TRUE;
+    o->position = 0;
+    o->crashed = 0;
+    o->crashed_strikes = 0;
+    o->careful_from = 0;
+    o->careful_left = 0;
+    o->span_left = 0;
+    if (b->kind == JET_KIND_KV)
+        o->initial_last = last;
+    /* A next host must not take the old life's position for this one's. */
+    record_write(e, o, 0, 1);
 }
 
 /* Creates the next consumer, at position + 1 (or at `deliver` when nothing
@@ -303,10 +369,24 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
     /* Reaped once idle for longer than a pull can wait, plus room for a
      * slow handler: re-created from the position if that happens. */
     cc.InactiveThreshold = (int64_t)(2 * b->expires_ms + 5000) * 1000000;
-    start_at(b, o->position, &cc);
-    if (o->serial == 0 && b->kind == JET_KIND_KV)
-        o->initial_last = stream_last_seq(e);
-    o->skip_before_ns = o->position == 0 && b->deliver == JET_DELIVER_FROM_TIME ? b->deliver_time_ns : 0;
+    /* Which life of the stream the consumer starts in: looked at on every
+     * re-creation, since a stream deleted and created again reaches the
+     * host only as a consumer gone or silent. */
+    gboolean new_life = FALSE;
+    if (o->serial > 0 || o->position > 0 || b->kind == JET_KIND_KV) {
+        gint64 created = 0;
+        guint64 last = 0;
+        if (!stream_now(e, &created, &last, error))
+            return FALSE;
+        new_life = jet_position_other_life(o->life, o->position, created, last);
+        if (new_life)
+            begin_new_life(e, o, created, last);
+        else if (o->serial == 0 && b->kind == JET_KIND_KV)
+            o->initial_last = last;
+    }
+    start_at(b, o->position, o->life_start, &cc);
+    o->skip_before_ns = o->position == 0 && !o->life_start && b->deliver == JET_DELIVER_FROM_TIME
+                            ? b->deliver_time_ns : 0;
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_AddConsumer(&ci, jet_conn_js(e->conn), b->stream, &cc, NULL, &jerr);
@@ -317,10 +397,12 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
                     text, (int)jerr);
         return FALSE;
     }
-    /* A watch catches up once per start: the current values, or what
-     * happened since the checkpoint; with initial = false at once. */
-    if (o->serial == 0 && b->kind == JET_KIND_KV) {
+    /* A watch catches up once per start and once per new life of its
+     * bucket: the current values, or what happened since the checkpoint;
+     * with initial = false at once (in a new life: its updates so far). */
+    if ((o->serial == 0 || new_life) && b->kind == JET_KIND_KV) {
         o->initial_open = TRUE;
+        o->initial_values = 0;
         /* An empty bucket: nothing to wait for; said by the worker, the
          * thread the plugin hears from (the first bind runs before it). */
         o->initial_empty = ci->NumPending == 0;
@@ -685,6 +767,7 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
      * (docs/kv.md, "What a plugin sees"). */
     if (o->initial_open) {
         JET_STAT_ADD(&w->stats, initial_values, 1);
+        o->initial_values++;
         if (meta.pending == 0 || (o->initial_last > 0 && meta.stream_seq >= o->initial_last))
             initial_done(e, o);
     }
@@ -698,15 +781,9 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
  * whether the filter can match the stream (consumer_setup.h). */
 static gboolean read_life(JetEngine *e, JetOrdered *o, GError **error)
 {
-    jsStreamInfo *si = NULL;
-    jsErrCode jerr = 0;
-    natsStatus s = js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, &jerr);
-    if (s != NATS_OK) {
-        g_autofree char *text = jet_nats_error(s);
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stream info of %s: %s [err %d]", e->b->name,
-                    e->b->stream, text, (int)jerr);
+    jsStreamInfo *si = stream_info(e, error);
+    if (si == NULL)
         return FALSE;
-    }
     gboolean ok = jet_filter_check(e->b, si, error);
     if (ok)
         o->life = si->Created;

@@ -340,8 +340,11 @@ typedef struct jet_plugin {
     /* kind = kv: called once per start of the binding, when the watch has
      * caught up: after the handle() of the last value that was current when
      * it started (at once for an empty bucket, or with initial = false);
-     * what follows are updates.  On the thread that calls handle(), never
-     * during one.  May be NULL; never called on other kinds. */
+     * what follows are updates.  Called again if the bucket is deleted and
+     * created again while the watch runs: the new bucket's current values
+     * come first, then this, then its updates.  On the thread that calls
+     * handle(), never during one.  May be NULL; never called on other
+     * kinds. */
     void (*kv_initial_done)(void *state);
 
     /* sizeof(jet_option) as the plugin was built, so the option entry can

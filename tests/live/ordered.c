@@ -812,6 +812,152 @@ static void test_checkpoint_resume(void)
     rig_free(&r);
 }
 
+/* The stream deleted and created again under the binding, twice: the
+ * first time while the old life's last message is in the handler, with
+ * more messages in the new life than the old one had by the time the host
+ * looks again (only its creation time tells the lives apart); the second
+ * time after a pause, with fewer (its sequences fell back).  The host
+ * notices each new life and handles it from its first message, in order,
+ * nothing skipped, nothing twice. */
+static void test_stream_new_life(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 100);
+    rig_engine(&r, "batch = 20\nexpires = 2s\nidle_heartbeat = 500ms\noption.block_seq = 100\n");
+    rig_wait_inflight(&r, 100);
+    g_assert_cmpint(js_DeleteStream(r.js, "ORDERS", NULL, NULL), ==, NATS_OK);
+    jet_test_stream_create(r.js, "ORDERS", "orders.>");
+    jet_test_publish_n(r.js, "orders.new", 150);
+    rig_let_go(&r, 100);
+    wait_handled(&r, 250, 30000);
+    g_assert_cmpint(js_DeleteStream(r.js, "ORDERS", NULL, NULL), ==, NATS_OK);
+    g_usleep(1000 * 1000);
+    jet_test_stream_create(r.js, "ORDERS", "orders.>");
+    jet_test_publish_n(r.js, "orders.new", 20);
+    wait_handled(&r, 270, 30000);
+    g_usleep(300 * 1000);
+    rig_stop(&r);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    g_assert_cmpuint(seqs->len, ==, 270);
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 want = i < 100 ? i + 1 : i < 250 ? i - 99 : i - 249;
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, want);
+    }
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.new_lives, ==, 2);
+    rig_free(&r);
+}
+
+/* The lines of the kv log that are entries (not "initial-done"). */
+static guint kv_entries(GStrv lines)
+{
+    guint n = 0;
+    for (guint i = 0; lines[i] != NULL; i++)
+        n += !g_str_has_prefix(lines[i], "initial-done");
+    return n;
+}
+
+typedef struct {
+    Rig *r;
+    guint n;
+} KvWait;
+
+static gboolean kv_entries_at_least(gpointer data)
+{
+    KvWait *w = data;
+    g_auto(GStrv) lines = kv_log(w->r);
+    return kv_entries(lines) >= w->n;
+}
+
+static void wait_kv_entries(Rig *r, guint n)
+{
+    KvWait w = { r, n };
+    if (!jet_test_wait_until(kv_entries_at_least, &w, 30000)) {
+        g_auto(GStrv) lines = kv_log(r);
+        g_error("kv log: %u entries of %u", kv_entries(lines), n);
+    }
+}
+
+/* A bucket deleted and created again under a running watch, while the
+ * old bucket's last value is in the handler: the watch starts over with
+ * the new bucket, its current values, kv_initial_done again, then its
+ * updates.  The new bucket's 61 entries (more than the old one's 50: only
+ * its creation time tells the lives apart; 60 puts and a delete of a key
+ * never written, so that its current values are all of them whenever the
+ * host looks) are each handled once, in revision order.
+ * With checkpoint = kv, a next host resumes in the new life, after what
+ * was handled in it. */
+static void test_kv_new_life(gconstpointer data)
+{
+    const gboolean checkpoint = GPOINTER_TO_INT(data);
+    Rig r = { 0 };
+    r.kv_bucket = "CFG";
+    rig_server(&r);
+    kvStore *kv = kv_bucket(&r, "CFG");
+    for (int i = 0; i < 50; i++) {
+        g_autofree char *key = g_strdup_printf("app.k%02d", i);
+        g_assert_cmpint(kvStore_PutString(NULL, kv, key, "old"), ==, NATS_OK);
+    }
+    const char *extra = checkpoint ? "batch = 16\nexpires = 2s\nidle_heartbeat = 500ms\ncheckpoint = kv\n"
+                                   : "batch = 16\nexpires = 2s\nidle_heartbeat = 500ms\n";
+    g_autofree char *blocked = g_strconcat(extra, "option.block_seq = 50\n", NULL);
+    rig_engine(&r, blocked);
+    rig_wait_inflight(&r, 50);
+    kvStore_Destroy(kv);
+    g_assert_cmpint(js_DeleteKeyValue(r.js, "CFG"), ==, NATS_OK);
+    kv = kv_bucket(&r, "CFG");
+    for (int i = 0; i < 60; i++) {
+        g_autofree char *key = g_strdup_printf("app.n%02d", i);
+        g_assert_cmpint(kvStore_PutString(NULL, kv, key, "new"), ==, NATS_OK);
+    }
+    g_assert_cmpint(kvStore_Delete(kv, "app.gone"), ==, NATS_OK);
+    rig_let_go(&r, 50);
+    wait_kv_entries(&r, 111);
+    g_usleep(300 * 1000);
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.new_lives, ==, 1);
+    g_assert_cmpuint(st.initial_done, ==, 2);
+    g_auto(GStrv) lines = kv_log(&r);
+    guint entry = 0, dones = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (g_str_has_prefix(lines[i], "initial-done")) {
+            dones++;
+            continue;
+        }
+        g_autofree char *want = entry < 50 ? g_strdup_printf("%u app.k%02u put 2", entry + 1, entry)
+                                : entry < 110 ? g_strdup_printf("%u app.n%02u put 2", entry - 49, entry - 50)
+                                              : g_strdup("61 app.gone delete 2");
+        g_assert_cmpstr(lines[i], ==, want);
+        /* The second catching-up comes after the old bucket's values. */
+        g_assert_cmpuint(dones, ==, entry < 50 ? 0 : entry == 50 ? 1 : dones);
+        entry++;
+    }
+    g_assert_cmpuint(entry, ==, 111);
+    g_assert_cmpuint(dones, ==, 2);
+    if (checkpoint) {
+        rig_engine_end(&r);
+        g_assert_cmpint(kvStore_PutString(NULL, kv, "app.n00", "newer"), ==, NATS_OK);
+        rig_engine(&r, extra);
+        wait_kv_entries(&r, 112);
+        g_usleep(300 * 1000);
+        rig_stop(&r);
+        /* What happened since the checkpoint, then caught up. */
+        g_auto(GStrv) after = kv_log(&r);
+        guint n = g_strv_length(after);
+        g_assert_cmpuint(kv_entries(after), ==, 112);
+        g_assert_cmpuint(n, ==, 115);
+        g_assert_cmpstr(after[n - 2], ==, "62 app.n00 put 2");
+        g_assert_cmpstr(after[n - 1], ==, "initial-done 1");
+    }
+    kvStore_Destroy(kv);
+    rig_free(&r);
+}
+
 /* Whether stream seq `seq` was handled (fx_gate's log). */
 static gboolean was_handled(Rig *r, guint64 seq)
 {
@@ -1364,6 +1510,9 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
     g_test_add_func("/ordered/kv-stress", test_kv_stress);
     g_test_add_func("/ordered/checkpoint-resume", test_checkpoint_resume);
+    g_test_add_func("/ordered/stream-new-life", test_stream_new_life);
+    g_test_add_data_func("/ordered/kv-new-life", GINT_TO_POINTER(FALSE), test_kv_new_life);
+    g_test_add_data_func("/ordered/kv-new-life-checkpoint", GINT_TO_POINTER(TRUE), test_kv_new_life);
     g_test_add_data_func("/ordered/checkpoint-poison", GINT_TO_POINTER(TRUE), test_poison);
     g_test_add_data_func("/ordered/crash-no-checkpoint", GINT_TO_POINTER(FALSE), test_poison);
     g_test_add_func("/ordered/mark-blames-nobody-else", test_mark_blames_nobody_else);

@@ -242,6 +242,41 @@ static void test_start(void)
     g_assert_cmpuint(st.crashed, ==, 0);
 }
 
+/* Another life of the stream: a creation time that changed (both known),
+ * or a last sequence below the position; at every edge of both. */
+static void test_other_life(void)
+{
+    const gint64 life = G_GINT64_CONSTANT(1733000000000000000);
+    /* Same life, sequences at or past the position, or the last unknown. */
+    g_assert_false(jet_position_other_life(life, 0, life, 0));
+    g_assert_false(jet_position_other_life(life, 41, life, 41));
+    g_assert_false(jet_position_other_life(life, 41, life, 42));
+    g_assert_false(jet_position_other_life(life, 41, life, G_MAXUINT64));
+    g_assert_false(jet_position_other_life(life, G_MAXUINT64, life, G_MAXUINT64));
+    /* A life not known then or now never differs by time... */
+    g_assert_false(jet_position_other_life(0, 41, life, 41));
+    g_assert_false(jet_position_other_life(life, 41, 0, 41));
+    g_assert_false(jet_position_other_life(0, 0, 0, 0));
+    /* ...but sequences that fell back tell, whatever the times say. */
+    g_assert_true(jet_position_other_life(life, 41, life, 40));
+    g_assert_true(jet_position_other_life(0, 41, 0, 0));
+    g_assert_true(jet_position_other_life(life, 1, life, 0));
+    g_assert_true(jet_position_other_life(life, G_MAXUINT64, life, G_MAXUINT64 - 1));
+    /* Another creation time, one nanosecond apart either way, even with
+     * sequences past the position (the new life already longer). */
+    g_assert_true(jet_position_other_life(life, 41, life + 1, 41));
+    g_assert_true(jet_position_other_life(life, 41, life - 1, 1000));
+    g_assert_true(jet_position_other_life(life, 0, life + 1, 0));
+    g_assert_true(jet_position_other_life(G_MININT64, 0, G_MAXINT64, 0));
+    /* A record whose position is past the stream's last (jet_position_start
+     * knows no last): not another life by that alone. */
+    JetPosition far = { 1000, 0, 0, life, 1 };
+    JetPositionStart st;
+    jet_position_start(&far, life, TRUE, &st);
+    g_assert_false(st.other_life);
+    g_assert_cmpuint(st.resume_after, ==, 1000);
+}
+
 static void test_key(void)
 {
     g_autofree char *plain = jet_position_key("search-index");
@@ -269,6 +304,7 @@ int main(int argc, char **argv)
     g_test_add_func("/position/refused", test_refused);
     g_test_add_func("/position/crashed", test_crashed);
     g_test_add_func("/position/start", test_start);
+    g_test_add_func("/position/other-life", test_other_life);
     g_test_add_func("/position/key", test_key);
     g_test_add_func("/position/consumer-name", test_consumer_name);
     return g_test_run();
