@@ -487,13 +487,15 @@ static gboolean stored_gone(gpointer data)
 }
 
 /* Seq 2, headers and no payload, waits behind seq 1 (in the handler) while
- * the stream's max_age removes it; then it is handled with its headers as
+ * the stream removes it: a limits stream's max_age, or on a work-queue
+ * stream an operator's delete; then it is handled with its headers as
  * delivered: nothing is read back from the stream, nothing dead-lettered. */
-static void test_empty_removed_before_handling(void)
+static void test_empty_removed_before_handling(gconstpointer data)
 {
+    const gboolean work_queue = GPOINTER_TO_INT(data);
     Rig r = { 0 };
     rig_server(&r);
-    /* ORDERS again, with a max_age. */
+    /* ORDERS again, with a max_age, or as a work queue. */
     g_assert_cmpint(js_DeleteStream(r.js, "ORDERS", NULL, NULL), ==, NATS_OK);
     jsStreamConfig sc;
     jsStreamConfig_Init(&sc);
@@ -501,7 +503,10 @@ static void test_empty_removed_before_handling(void)
     sc.Name = "ORDERS";
     sc.Subjects = subjects;
     sc.SubjectsLen = 1;
-    sc.MaxAge = (int64_t)1500 * 1000 * 1000;
+    if (work_queue)
+        sc.Retention = js_WorkQueuePolicy;
+    else
+        sc.MaxAge = (int64_t)1500 * 1000 * 1000;
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_AddStream(&si, r.js, &sc, NULL, &jerr);
@@ -518,6 +523,8 @@ static void test_empty_removed_before_handling(void)
     rig_engine(&r, "workers = 1\nbatch = 10\nack_wait = 10s\noption.block_seq = 1\noption.dump_headers = true\n");
     g_autofree char *inflight = g_build_filename(r.dir, "inflight-1", NULL);
     g_assert_true(jet_test_wait_file(inflight, 20000));
+    if (work_queue)
+        g_assert_cmpint(js_DeleteMsg(r.js, "ORDERS", 2, NULL, NULL), ==, NATS_OK);
     GoneWait gw = { &r, 2 };
     g_assert_true(jet_test_wait_until(stored_gone, &gw, 20000));
     g_autofree char *go = g_build_filename(r.dir, "go-1", NULL);
@@ -548,6 +555,9 @@ int main(int argc, char **argv)
     g_test_add_func("/hostile/dlq-allows-rollup", test_dlq_allows_rollup);
     g_test_add_func("/hostile/stream-recreated", test_stream_recreated);
     g_test_add_func("/hostile/forged-collision", test_forged_collision);
-    g_test_add_func("/hostile/empty-removed-before-handling", test_empty_removed_before_handling);
+    g_test_add_data_func("/hostile/empty-removed-before-handling", GINT_TO_POINTER(FALSE),
+                         test_empty_removed_before_handling);
+    g_test_add_data_func("/hostile/empty-removed-work-queue", GINT_TO_POINTER(TRUE),
+                         test_empty_removed_before_handling);
     return g_test_run();
 }

@@ -958,6 +958,86 @@ static void test_kv_new_life(gconstpointer data)
     rig_free(&r);
 }
 
+typedef struct {
+    kvStore *kv;
+    guint seed;
+    guint ops;
+} ChurnWriter;
+
+static gpointer churn_writer(gpointer data)
+{
+    ChurnWriter *cw = data;
+    GRand *rand = g_rand_new_with_seed(cw->seed);
+    for (guint i = 0; i < cw->ops; i++) {
+        g_autofree char *key = g_strdup_printf("k.%03d", g_rand_int_range(rand, 0, 500));
+        natsStatus s = g_rand_int_range(rand, 0, 3) == 0 ? kvStore_Delete(cw->kv, key)
+                                                          : kvStore_PutString(NULL, cw->kv, key, "v");
+        g_assert_cmpint(s, ==, NATS_OK);
+    }
+    g_rand_free(rand);
+    return NULL;
+}
+
+/* Ten writers put and delete 500 keys (history 1) while a slow watch with
+ * large batches lags behind: many deletes it was delivered are replaced by
+ * a later write before it handles them, so the stream no longer holds
+ * them.  Each is still handled as delivered, as a delete: nothing
+ * dead-lettered, every delivery reaches the plugin. */
+static void test_kv_churn(void)
+{
+    enum { WRITERS = 10, OPS = 300 };
+    Rig r = { 0 };
+    r.kv_bucket = "CHURN";
+    rig_server(&r);
+    kvStore *kv = kv_bucket(&r, "CHURN");
+    rig_engine(&r, "batch = 200\noption.sleep = 1ms\n");
+    g_assert_true(jet_test_wait_until(pulled, &r, 20000));
+    guint32 seed = g_test_rand_int();
+    g_test_message("seed %u", seed);
+    ChurnWriter cw[WRITERS];
+    GThread *th[WRITERS];
+    for (guint w = 0; w < WRITERS; w++) {
+        cw[w] = (ChurnWriter){ kv, seed + w, OPS };
+        th[w] = g_thread_new("churn", churn_writer, &cw[w]);
+    }
+    for (guint w = 0; w < WRITERS; w++)
+        g_thread_join(th[w]);
+    /* The watch reaches the last revision. */
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, r.js, "KV_CHURN", NULL, NULL), ==, NATS_OK);
+    guint64 last_seq = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    g_assert_cmpuint(last_seq, ==, WRITERS * OPS);
+    for (guint k = 0;; k++) {
+        g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+        if (seqs->len > 0 && g_array_index(seqs, guint64, seqs->len - 1) == last_seq)
+            break;
+        g_assert_cmpuint(k, <, 6000);
+        g_usleep(10000);
+    }
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_auto(GStrv) lines = kv_log(&r);
+    guint deletes = 0, entries = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (g_str_has_prefix(lines[i], "initial-done"))
+            continue;
+        entries++;
+        deletes += strstr(lines[i], " delete ") != NULL;
+    }
+    g_assert_cmpint(js_GetStreamInfo(&si, r.js, "KV_CHURN", NULL, NULL), ==, NATS_OK);
+    guint64 removed = last_seq - si->State.Msgs;
+    jsStreamInfo_Destroy(si);
+    g_test_message("%u entries handled (%u deletes) of %" G_GUINT64_FORMAT " delivered; %" G_GUINT64_FORMAT
+                   " of the stream's entries since replaced", entries, deletes, st.messages, removed);
+    g_assert_cmpuint(st.dead_lettered, ==, 0);
+    g_assert_cmpuint(entries, ==, st.messages);
+    g_assert_cmpuint(deletes, >, 0);
+    kvStore_Destroy(kv);
+    rig_free(&r);
+}
+
 /* Whether stream seq `seq` was handled (fx_gate's log). */
 static gboolean was_handled(Rig *r, guint64 seq)
 {
@@ -1509,6 +1589,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/kv-empty-and-updates-only", test_kv_empty_and_updates_only);
     g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
     g_test_add_func("/ordered/kv-stress", test_kv_stress);
+    g_test_add_func("/ordered/kv-churn", test_kv_churn);
     g_test_add_func("/ordered/checkpoint-resume", test_checkpoint_resume);
     g_test_add_func("/ordered/stream-new-life", test_stream_new_life);
     g_test_add_data_func("/ordered/kv-new-life", GINT_TO_POINTER(FALSE), test_kv_new_life);
