@@ -220,6 +220,10 @@ static const KeyDef binding_keys[] = {
       "deliveries kept back from a finite `max_deliver` to retry a failed capture" },
     { "crash_limit", K_UINT, "3", NULL, FALSE, 1, G_MAXINT32, B(crash_limit),
       "strikes (host deaths while handling the message alone) before it is captured as `poison`" },
+    { "max_hops", K_UINT, "16", NULL, FALSE, 0, 1000000, B(max_hops),
+      "a message that host publishes have carried this many times (its `Jethost-Hops` header) is "
+      "dead-lettered as `hop-limit` without reaching the plugin: what bounds a publish loop; 0 = no limit "
+      "(docs/forwarding.md)" },
     { "max_time_to_dead_letter", K_DURATION, "0", NULL, FALSE, 0, DURATION_MAX_MS,
       B(max_time_to_dead_letter_ms),
       "a bound on the time from first delivery to dead-letter that `jethost check` enforces; 0 = none" },
@@ -1585,6 +1589,7 @@ void jet_binding_settle_policy(const JetBindingConfig *b, gint64 max_deliver, Je
         .capture_reserve = b->capture_reserve,
         .max_deliver = max_deliver != 0 ? max_deliver : b->max_deliver,
         .crash_limit = b->crash_limit,
+        .max_hops = b->max_hops,
     };
 }
 
@@ -1653,7 +1658,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
            SAME(ack_wait_ms) && SAME(max_deliver) && SAME(max_ack_pending) && SAME(n_rungs) &&
            (a->n_rungs == 0 || memcmp(a->rungs_ms, b->rungs_ms, a->n_rungs * sizeof *a->rungs_ms) == 0) &&
            SAME(max_attempts) && SAME(postpone_horizon_ms) && SAME(max_postpone_delay_ms) && SAME(capture_reserve) &&
-           SAME(crash_limit) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) &&
+           SAME(crash_limit) && SAME(max_hops) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) &&
            SAME_STR(dlq_subject) && SAME(replicas) && SAME(ledger) && SAME(publish_reserved) &&
            strv_equal0(a->publish_streams, b->publish_streams) && SAME(allow_loop) && SAME(floor_age_ms) && SAME(breaker) &&
            SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) &&

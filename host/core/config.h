@@ -134,6 +134,7 @@ typedef struct {
     guint64 max_postpone_delay_ms;
     guint capture_reserve;
     guint crash_limit;
+    guint max_hops;          /* 0 = no limit */
     guint64 max_time_to_dead_letter_ms;   /* a bound the schedule check enforces; 0 = none */
     gboolean accept_expiry;  /* max_attempts 0: a never-succeeding message may expire unrecorded */
     char *dlq_stream;

@@ -50,6 +50,7 @@ struct JetDlqFilter {
 
 static const char *const cause_names[] = {
     "rejected", "poison", "breaker", "budget", "exhausted", "malformed", "malformed-headers", "max-deliveries",
+    "hop-limit",
     NULL,
 };
 

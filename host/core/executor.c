@@ -70,7 +70,7 @@ static void xlog(const JetExecutor *x, jet_log_level level, const char *event, c
     va_end(ap);
 }
 
-G_STATIC_ASSERT(JET_CAUSE_MAX_DELIVERIES < JET_STATS_CAUSES);
+G_STATIC_ASSERT(JET_CAUSE_LAST < JET_STATS_CAUSES);
 static void xlog_fields(const JetExecutor *x, jet_log_level level, const char *event, const JetLogField *fields,
                         gsize n, const char *fmt, ...)
 {
@@ -333,6 +333,7 @@ static void decide(JetExecutor *x, Run *r)
         .breaker_claim = breaker_claims(x, r),
         .malformed_headers = r->d->malformed,
         .malformed_entry = r->not_kv,
+        .hops = r->d->hdrs != NULL ? jet_hops_read(r->d->hdrs->headers) : 0,
     };
     x->t->enter(x->td, r->d, r->alone);
     if (jet_settle_before_handle(x->policy, &r->f, &r->a))

@@ -107,6 +107,37 @@ int jet_publish_queue_add(JetPublishQueue *q, const char *subject, const char *c
     return JET_OK;
 }
 
+guint32 jet_hops_read(const GPtrArray *headers)
+{
+    const char *v = headers != NULL ? jet_hdr_get(headers, JET_HOPS_HEADER) : NULL;
+    if (v == NULL || *v == '\0' || (v[0] == '0' && v[1] != '\0'))
+        return 0;
+    guint64 n = 0;
+    for (const char *c = v; *c != '\0'; c++) {
+        if (!g_ascii_isdigit(*c))
+            return 0;
+        n = MIN(n * 10 + (guint64)(*c - '0'), (guint64)G_MAXUINT32);
+    }
+    return (guint32)n;
+}
+
+GPtrArray *jet_publish_wire_headers(const JetPublish *p, const char *msg_id, guint32 hops_in)
+{
+    GPtrArray *h = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(h, g_strdup("Nats-Msg-Id"));
+    g_ptr_array_add(h, g_strdup(msg_id));
+    g_ptr_array_add(h, g_strdup(JET_HOPS_HEADER));
+    g_ptr_array_add(h, g_strdup_printf("%" G_GUINT64_FORMAT, (guint64)hops_in + 1));
+    for (guint i = 0; p->headers != NULL && i + 1 < p->headers->len; i += 2) {
+        const char *name = g_ptr_array_index(p->headers, i);
+        if (g_ascii_strcasecmp(name, JET_HOPS_HEADER) == 0)
+            continue;
+        g_ptr_array_add(h, g_strdup(name));
+        g_ptr_array_add(h, g_strdup(g_ptr_array_index(p->headers, i + 1)));
+    }
+    return h;
+}
+
 char *jet_publish_msg_id(const char *stream, const char *consumer, guint64 seq, gint64 stream_created_ns,
                          guint index)
 {

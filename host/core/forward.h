@@ -41,6 +41,23 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(JetPublishQueue, jet_publish_queue_clear)
 int jet_publish_queue_add(JetPublishQueue *q, const char *subject, const char *const *headers,
                           const void *data, gsize len, gboolean allow_reserved);
 
+/* The hop count, in every publish the host makes for a plugin: how many
+ * host publishes the message came through.  A delivery that carries
+ * max_hops is dead-lettered unhandled (settle.h, docs/forwarding.md). */
+#define JET_HOPS_HEADER "Jethost-Hops"
+
+/* A delivery's hop count: the first Jethost-Hops of headers (name/value
+ * pairs) when it is a decimal number without sign or padding, capped at
+ * G_MAXUINT32; 0 when there is none or it is not a number (a hop count
+ * is the host's, and no host writes another). */
+guint32 jet_hops_read(const GPtrArray *headers);
+
+/* The headers publish p goes out with (name/value pairs, g_strdup'd, in
+ * this order): Nats-Msg-Id msg_id, Jethost-Hops hops_in + 1, then the
+ * plugin's own in its order, any Jethost-Hops of theirs left out (the
+ * count is the host's). */
+GPtrArray *jet_publish_wire_headers(const JetPublish *p, const char *msg_id, guint32 hops_in);
+
 /* jethost-pub:<stream>.<consumer>:<seq>:<stream created ns>:<index>, the
  * id of publish `index` (0-based) made while handling that message: the
  * same on every delivery of it, distinct from any other message's or

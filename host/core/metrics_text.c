@@ -177,7 +177,7 @@ void jet_metrics_render(GString *out, const JetMetricsHost *host, const JetMetri
     jet_metrics_family(out, "jethost_messages_dead_lettered_total", "counter",
                        "Messages captured to the dead-letter stream and acked, by cause.");
     for (gsize i = 0; i < n; i++) {
-        for (int cause = JET_CAUSE_REJECTED; cause <= JET_CAUSE_MAX_DELIVERIES; cause++) {
+        for (int cause = JET_CAUSE_REJECTED; cause <= JET_CAUSE_LAST; cause++) {
             JetMetricLabel l[2] = { { "binding", b[i].name }, { "cause", jet_cause_name((JetCaptureCause)cause) } };
             guint64 v = b[i].stats.dead_lettered_cause[cause];
             if (cause == JET_CAUSE_MAX_DELIVERIES)

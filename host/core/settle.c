@@ -25,6 +25,7 @@ void jet_settle_policy_init_default(JetSettlePolicy *p)
     p->capture_reserve = JET_SETTLE_DEFAULT_CAPTURE_RESERVE;
     p->max_deliver = -1;
     p->crash_limit = JET_SETTLE_DEFAULT_CRASH_LIMIT;
+    p->max_hops = JET_SETTLE_DEFAULT_MAX_HOPS;
 }
 
 const char *jet_action_name(JetActionKind kind)
@@ -50,6 +51,7 @@ const char *jet_cause_name(JetCaptureCause cause)
     case JET_CAUSE_MALFORMED: return "malformed";
     case JET_CAUSE_MALFORMED_HEADERS: return "malformed-headers";
     case JET_CAUSE_MAX_DELIVERIES: return "max-deliveries";
+    case JET_CAUSE_HOP_LIMIT: return "hop-limit";
     }
     return "unknown";
 }
@@ -193,6 +195,14 @@ gboolean jet_settle_before_handle(const JetSettlePolicy *policy, const JetSettle
     if (facts->malformed_entry != NULL) {
         capture(out, JET_CAUSE_MALFORMED);
         reason_printf(out, "%s", facts->malformed_entry);
+        return TRUE;
+    }
+    /* Handling it could publish it once more: a loop, bounded here, even
+     * one through hosts that share no config (docs/forwarding.md). */
+    if (policy->max_hops >= 1 && facts->hops >= policy->max_hops) {
+        capture(out, JET_CAUSE_HOP_LIMIT);
+        reason_printf(out, "published by hosts %" G_GUINT32_FORMAT " times already (Jethost-Hops), max_hops %u: "
+                      "a publish loop", facts->hops, policy->max_hops);
         return TRUE;
     }
     /* Rules 2 and 3; REJECT (rule 1) needs a verdict, which does not exist

@@ -18,6 +18,7 @@ typedef struct {
     guint capture_reserve;         /* deliveries kept for retrying a failed capture */
     gint64 max_deliver;            /* the consumer's MaxDeliver; <= 0 = unlimited */
     guint crash_limit;             /* strikes before a suspect is captured as poison */
+    guint max_hops;                /* a delivery forwarded this many times is captured, unhandled; 0 = no limit */
 } JetSettlePolicy;
 
 typedef enum {
@@ -37,7 +38,11 @@ typedef enum {
     JET_CAUSE_MALFORMED,       /* its $JS.ACK metadata could not be parsed (capture.h) */
     JET_CAUSE_MALFORMED_HEADERS, /* its header block cannot be read faithfully (hdr_block.h) */
     JET_CAUSE_MAX_DELIVERIES,  /* the server gave up on it (MaxDeliver) and said so in an advisory (advisory.h) */
+    JET_CAUSE_HOP_LIMIT,       /* published by hosts max_hops times already: a loop (forward.h) */
 } JetCaptureCause;
+
+/* The last cause, for tables that list them all. */
+#define JET_CAUSE_LAST JET_CAUSE_HOP_LIMIT
 
 /* What is known about one delivery and its verdict. */
 typedef struct {
@@ -67,6 +72,7 @@ typedef struct {
                                       captured without the handler, never handled half-read */
     const char *malformed_entry;   /* NULL; else why a kind = kv delivery is no KV entry
                                       (kv_entry.h): captured, cause malformed, unhandled */
+    guint32 hops;                  /* its Jethost-Hops: host publishes it came through (forward.h) */
 
     /* Publishes queued with an ACK (forward.h): a call the host refused (a
      * plugin error), or the publishes sent and one failed (a failure). */
@@ -94,6 +100,7 @@ typedef struct {
 #define JET_SETTLE_DEFAULT_MAX_POSTPONE_DELAY_MS (15u * 60u * 1000u)     /* 15m */
 #define JET_SETTLE_DEFAULT_CAPTURE_RESERVE       1u
 #define JET_SETTLE_DEFAULT_CRASH_LIMIT           3u
+#define JET_SETTLE_DEFAULT_MAX_HOPS              16u
 /* The default ladder: 1s, 5s, 30s, 2m, 10m (the last rung repeats); the same
  * defaults as the config keys (host/core/config.c), which a test checks. */
 extern const guint64 jet_settle_default_rungs_ms[];
@@ -103,7 +110,9 @@ extern const gsize jet_settle_default_n_rungs;
 void jet_settle_policy_init_default(JetSettlePolicy *p);
 
 /* Before the handler runs: a message whose header block has defects
- * (malformed-headers), a suspect at its crash limit (strikes >= crash_limit,
+ * (malformed-headers), one that is no KV entry (malformed), one that came
+ * through max_hops host publishes (hops >= max_hops, max_hops >= 1:
+ * hop-limit), a suspect at its crash limit (strikes >= crash_limit,
  * crash_limit >= 1; 0 turns poison off), a suspect at the budget line
  * (deliveries >= max_deliver - capture_reserve on a finite MaxDeliver: poison,
  * whatever crash_limit, since one more crash could spend the deliveries its
@@ -124,7 +133,7 @@ void jet_settle_decide(const JetSettlePolicy *policy, const JetSettleFacts *fact
 
 /* "ack", "retry", "postpone", "capture"; "none", "rejected", "poison",
  * "breaker", "budget", "exhausted", "malformed", "malformed-headers",
- * "max-deliveries".  "unknown" for a value outside the enum. */
+ * "max-deliveries", "hop-limit".  "unknown" for a value outside the enum. */
 const char *jet_action_name(JetActionKind kind);
 const char *jet_cause_name(JetCaptureCause cause);
 

@@ -301,12 +301,7 @@ static gboolean t_ack_confirmed(gpointer t, const JetDelivery *d, GError **error
 static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id, GError **error)
 {
     JetEngine *e = t;
-    (void)d;
-    g_autoptr(GPtrArray) hdrs = g_ptr_array_new();
-    g_ptr_array_add(hdrs, (gpointer) "Nats-Msg-Id");
-    g_ptr_array_add(hdrs, (gpointer)msg_id);
-    for (guint i = 0; i < p->headers->len; i++)
-        g_ptr_array_add(hdrs, g_ptr_array_index(p->headers, i));
+    g_autoptr(GPtrArray) hdrs = jet_publish_wire_headers(p, msg_id, d->hdrs != NULL ? jet_hops_read(d->hdrs->headers) : 0);
     gsize block_len = 0;
     g_autofree char *block = jet_hdr_write(hdrs, &block_len, error);
     if (block == NULL)

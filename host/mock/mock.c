@@ -417,7 +417,7 @@ static void lent_free(gpointer p)
  * drift from what a binding in a file gets. */
 static const char *const policy_keys[] = {
     "rungs", "max_attempts", "postpone_horizon", "max_postpone_delay", "max_deliver", "capture_reserve",
-    "crash_limit", "kind", "bucket", "key", NULL,
+    "crash_limit", "max_hops", "kind", "bucket", "key", NULL,
 };
 
 int jet_mock_set_policy(jet_mock *m, const char *key, const char *value)

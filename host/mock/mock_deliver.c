@@ -168,7 +168,6 @@ static void t_log(gpointer t, jet_log_level level, const char *event, const char
  * asked (jet_mock_fail_publishes). */
 static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id, GError **error)
 {
-    (void)d;
     jet_mock *m = t;
     jet_mock_publish rec = { 0 };
     rec.subject = g_strdup(p->subject);
@@ -181,13 +180,10 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
     rec.len = len;
     /* Headers are appended to one array; the pointer is fixed up when the
      * settlement is filled (the array may move until then). */
-    rec.n_headers = 1 + p->headers->len / 2;
-    jet_mock_header id = { g_strdup("Nats-Msg-Id"), g_strdup(msg_id) };
-    g_ptr_array_add(m->pub_strings, (gpointer)id.name);
-    g_ptr_array_add(m->pub_strings, (gpointer)id.value);
-    g_array_append_val(m->pub_headers, id);
-    for (guint i = 0; i + 1 < p->headers->len; i += 2) {
-        jet_mock_header h = { g_strdup(g_ptr_array_index(p->headers, i)), g_strdup(g_ptr_array_index(p->headers, i + 1)) };
+    g_autoptr(GPtrArray) wire = jet_publish_wire_headers(p, msg_id, d->hdrs != NULL ? jet_hops_read(d->hdrs->headers) : 0);
+    rec.n_headers = wire->len / 2;
+    for (guint i = 0; i + 1 < wire->len; i += 2) {
+        jet_mock_header h = { g_strdup(g_ptr_array_index(wire, i)), g_strdup(g_ptr_array_index(wire, i + 1)) };
         g_ptr_array_add(m->pub_strings, (gpointer)h.name);
         g_ptr_array_add(m->pub_strings, (gpointer)h.value);
         g_array_append_val(m->pub_headers, h);

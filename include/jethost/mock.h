@@ -106,6 +106,7 @@ JET_MOCK_API int jet_mock_set_option(jet_mock *m, const char *name, const char *
  *   max_deliver         "-1"                     the consumer's MaxDeliver
  *   capture_reserve     "1"
  *   crash_limit         "3"
+ *   max_hops            "16"                     0 = no limit (docs/forwarding.md)
  *   kind                "durable"                or "ordered", "kv" (1.1): what msg_kind()
  *                                                and ctx_kind() say, and how the record
  *                                                names the origin
@@ -294,7 +295,8 @@ struct jet_mock_publish {
     const char *subject;
     size_t n_headers;
     const jet_mock_header *headers;   /* Nats-Msg-Id first (jethost-pub:<stream>.<consumer>:
-                                         <seq>:<stream created ns>:<index>), then the plugin's */
+                                         <seq>:<stream created ns>:<index>), Jethost-Hops
+                                         (the delivery's count + 1) second, then the plugin's */
     const void *data;
     size_t len;
     const char *result;               /* "published", or why it failed */

@@ -90,7 +90,7 @@ static void publish_record(const char *dlq_subject, const Rec *rec, guint64 oseq
         .host = rec->host,
         .binding = rec->binding,
     };
-    for (JetCaptureCause c = JET_CAUSE_REJECTED; c <= JET_CAUSE_MAX_DELIVERIES; c++)
+    for (JetCaptureCause c = JET_CAUSE_REJECTED; c <= JET_CAUSE_LAST; c++)
         if (strcmp(jet_cause_name(c), rec->cause) == 0)
             f.cause = c;
     g_autofree char *payload = g_strdup_printf("{\"order\":%" G_GUINT64_FORMAT ",\"pad\":\"%064u\"}", oseq, 0);

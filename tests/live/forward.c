@@ -23,12 +23,17 @@
  *              server alone: `check --server` and `run` refuse it (exit 3,
  *              nothing forwarded), allow_loop accepts it; a managed stream
  *              whose subjects overlap ORDERS (the server's 10065): `run`
- *              exits 3 at once, naming both streams and the binding. */
+ *              exits 3 at once, naming both streams and the binding;
+ *   hop-limit  the loop allowed with max_hops = 3: three forwards, each
+ *              one hop further, the third dead-lettered as hop-limit. */
 #include "harness.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
+
+/* The host's hop count header (docs/forwarding.md). */
+#define JET_HOPS_NAME "Jethost-Hops"
 
 /* The target's duplicate window: 2 minutes, the server's default. */
 #define DUP_WINDOW_MS G_GINT64_CONSTANT(120000)
@@ -589,6 +594,55 @@ static void test_loops(Env *e, gconstpointer data)
     g_assert_nonnull(strstr(log, "1 of 2 bindings cannot start: sink ("));
 }
 
+/* ------------------------------------------------------------------------ */
+/* A loop that is meant: bounded by the hop count                           */
+/* ------------------------------------------------------------------------ */
+
+/* allow_loop with max_hops = 3 on a forward into the stream it consumes:
+ * one order makes three forwards, each carrying the host's count one up;
+ * the third comes back with Jethost-Hops 3 and is dead-lettered as
+ * hop-limit, unhandled, and the loop ends. */
+static void test_hop_limit(Env *e, gconstpointer data)
+{
+    (void)data;
+    jsCtx *js = e->js;
+    g_autofree char *plugin = jet_test_plugin_copy("forward");
+    /* A count the host did not write ("0" is padded to none) is no count. */
+    publish_one(js, "orders.new", JET_HOPS_NAME, "00", "msg-1", 5);
+    jet_test_publish_wait(js);
+    g_autofree char *binding = g_strdup_printf(
+        "[binding enrich]\nplugin = %s\nstream = ORDERS\nconsumer = enrich\nack_wait = 2s\nexpires = 2s\n"
+        "idle_heartbeat = 1s\nfloor_age = 0\noption.subject = orders.enriched\nallow_loop = true\nmax_hops = 3\n",
+        plugin);
+    g_autofree char *errlog = NULL;
+    g_autoptr(GSubprocess) host = spawn_host("hop-limit", e->url, binding, &errlog);
+    JetTestStreamWait dw = { js, "JETHOST_DLQ", 1 };
+    g_assert_true(jet_test_wait_until(jet_test_stream_has, &dw, 30000));
+    JetTestFloorWait fw = { js, "ORDERS", "enrich", 4 };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 30000));
+    jet_test_jethost_stop(host, errlog);
+
+    /* The order and its three forwards, each one hop further. */
+    g_assert_cmpuint(jet_test_stream_msgs(js, "ORDERS"), ==, 4);
+    for (guint64 seq = 2; seq <= 4; seq++) {
+        natsMsg *m = jet_test_stream_get(js, "ORDERS", seq);
+        g_assert_cmpstr(natsMsg_GetSubject(m), ==, "orders.enriched");
+        g_autofree char *hops = g_strdup_printf("%" G_GUINT64_FORMAT, seq - 1);
+        g_assert_cmpstr(jet_test_msg_header(m, JET_HOPS_NAME), ==, hops);
+        natsMsg_Destroy(m);
+    }
+    g_assert_cmpuint(jet_test_stream_msgs(js, "JETHOST_DLQ"), ==, 1);
+    natsMsg *rec = jet_test_stream_get(js, "JETHOST_DLQ", 1);
+    g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Cause"), ==, "hop-limit");
+    g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Origin-Seq"), ==, "4");
+    g_assert_nonnull(strstr(jet_test_msg_header(rec, "Jethost-Reason"), "max_hops 3"));
+    /* The delivery's own headers, renamed as every Jethost- one is. */
+    g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Orig-Jethost-Hops"), ==, "3");
+    natsMsg_Destroy(rec);
+    g_autofree char *log = jet_test_read_text(errlog);
+    g_assert_nonnull(strstr(log, "event=plugin-metrics msg=\"forwarded=3 bad_subject=0\""));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -598,6 +652,7 @@ int main(int argc, char **argv)
     g_test_add("/forward/ordered", Env, &target_all, env_setup, test_ordered, env_teardown);
     g_test_add("/forward/check", Env, &target_all, env_setup, test_check, env_teardown);
     g_test_add("/forward/loops", Env, &target_all, env_setup, test_loops, env_teardown);
+    g_test_add("/forward/hop-limit", Env, &target_all, env_setup, test_hop_limit, env_teardown);
     int rc = g_test_run();
     nats_Close();
     return rc;

@@ -155,6 +155,70 @@ static void test_msg_id(void)
     g_assert_cmpstr(g, !=, h);
 }
 
+static GPtrArray *pairs(const char *const *kv)
+{
+    GPtrArray *h = g_ptr_array_new_with_free_func(g_free);
+    for (; kv != NULL && kv[0] != NULL; kv += 2) {
+        g_ptr_array_add(h, g_strdup(kv[0]));
+        g_ptr_array_add(h, g_strdup(kv[1]));
+    }
+    return h;
+}
+
+static guint32 hops_of(const char *value)
+{
+    const char *const kv[] = { "X", "1", "Jethost-Hops", value, NULL };
+    g_autoptr(GPtrArray) h = pairs(kv);
+    return jet_hops_read(h);
+}
+
+static void test_hops_read(void)
+{
+    g_assert_cmpuint(jet_hops_read(NULL), ==, 0);
+    g_autoptr(GPtrArray) none = pairs(NULL);
+    g_assert_cmpuint(jet_hops_read(none), ==, 0);
+    g_assert_cmpuint(hops_of("0"), ==, 0);
+    g_assert_cmpuint(hops_of("1"), ==, 1);
+    g_assert_cmpuint(hops_of("15"), ==, 15);
+    g_assert_cmpuint(hops_of("4294967295"), ==, G_MAXUINT32);
+    /* Larger than any count: capped, never wrapped to a small one. */
+    g_assert_cmpuint(hops_of("4294967296"), ==, G_MAXUINT32);
+    g_assert_cmpuint(hops_of("99999999999999999999999999"), ==, G_MAXUINT32);
+    /* Not a count the host wrote: no count. */
+    static const char *const odd[] = { "", "01", "00", "+1", "-1", " 1", "1 ", "abc", "1x", "0x10", "1.5", NULL };
+    for (guint i = 0; odd[i] != NULL; i++)
+        g_assert_cmpuint(hops_of(odd[i]), ==, 0);
+    /* The name is case-blind, as header names are; the first one counts. */
+    static const char *const lower[] = { "jethost-hops", "7", "Jethost-Hops", "9", NULL };
+    g_autoptr(GPtrArray) l = pairs(lower);
+    g_assert_cmpuint(jet_hops_read(l), ==, 7);
+}
+
+static void test_wire_headers(void)
+{
+    g_auto(JetPublishQueue) q = { 0 };
+    static const char *const hs[] = { "Trace", "abc", "jethost-hops", "0", "Jethost-Hops", "x", "Z", "", NULL };
+    g_assert_cmpint(jet_publish_queue_add(&q, "orders.fwd", hs, "xy", 2, FALSE), ==, JET_OK);
+    g_assert_cmpint(jet_publish_queue_add(&q, "orders.fwd", NULL, NULL, 0, FALSE), ==, JET_OK);
+    JetPublish *p = g_ptr_array_index(q.items, 0);
+    g_autoptr(GPtrArray) h = jet_publish_wire_headers(p, "id-1", 3);
+    /* The id, the host's count one up, then the plugin's own in order
+     * without any count of theirs. */
+    static const char *const want[] = { "Nats-Msg-Id", "id-1", "Jethost-Hops", "4", "Trace", "abc", "Z", "" };
+    g_assert_cmpuint(h->len, ==, G_N_ELEMENTS(want));
+    for (guint i = 0; i < h->len; i++)
+        g_assert_cmpstr(g_ptr_array_index(h, i), ==, want[i]);
+    g_assert_cmpuint(jet_hops_read(h), ==, 4);
+    /* No headers of the plugin's; a first publish; the top of the range. */
+    p = g_ptr_array_index(q.items, 1);
+    g_autoptr(GPtrArray) first = jet_publish_wire_headers(p, "id-2", 0);
+    g_assert_cmpuint(first->len, ==, 4);
+    g_assert_cmpstr(g_ptr_array_index(first, 3), ==, "1");
+    g_autoptr(GPtrArray) top = jet_publish_wire_headers(p, "id-3", G_MAXUINT32);
+    g_assert_cmpstr(g_ptr_array_index(top, 3), ==, "4294967296");
+    g_assert_cmpuint(jet_hops_read(top), ==, G_MAXUINT32);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -164,5 +228,7 @@ int main(int argc, char **argv)
     g_test_add_func("/forward/limits", test_limits);
     g_test_add_func("/forward/shown-bounded", test_shown_bounded);
     g_test_add_func("/forward/msg-id", test_msg_id);
+    g_test_add_func("/forward/hops-read", test_hops_read);
+    g_test_add_func("/forward/wire-headers", test_wire_headers);
     return g_test_run();
 }

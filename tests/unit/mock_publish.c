@@ -278,6 +278,48 @@ static void test_metric_rules(void)
     jet_mock_free(m);
 }
 
+/* The hop count: each publish carries the delivery's Jethost-Hops plus
+ * one, a plugin's own count left out; a delivery at max_hops is
+ * dead-lettered as hop-limit without the handler; 0 turns the bound off. */
+static void test_hop_limit(void)
+{
+    jet_mock *m = fwd_mock();
+    g_assert_cmpint(jet_mock_set_policy(m, "max_hops", "16"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_msg *b = msg_to(m, "a.one", NULL);
+    jet_mock_msg_add_header(b, "Jethost-Hops", "15");
+    jet_mock_settlement s;
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.action_name, ==, "ack");
+    g_assert_cmpint(s.handled, ==, 1);
+    g_assert_cmpstr(s.publishes[0].headers[1].name, ==, "Jethost-Hops");
+    g_assert_cmpstr(s.publishes[0].headers[1].value, ==, "16");
+    jet_mock_msg_free(b);
+
+    b = msg_to(m, "a.one", NULL);
+    jet_mock_msg_set_seq(b, 2, 2);
+    jet_mock_msg_add_header(b, "Jethost-Hops", "16");
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.action_name, ==, "capture");
+    g_assert_cmpstr(s.cause, ==, "hop-limit");
+    g_assert_cmpint(s.handled, ==, 0);
+    g_assert_cmpuint(s.n_publishes, ==, 0);
+    g_assert_nonnull(strstr(s.reason, "16 times already"));
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+
+    m = fwd_mock();
+    g_assert_cmpint(jet_mock_set_policy(m, "max_hops", "0"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    b = msg_to(m, "a.one", NULL);
+    jet_mock_msg_add_header(b, "Jethost-Hops", "4000000000");
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.action_name, ==, "ack");
+    g_assert_cmpstr(header(&s.publishes[0], "Jethost-Hops"), ==, "4000000001");
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -286,5 +328,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mock-publish/refused", test_publish_refused);
     g_test_add_func("/mock-publish/other-verdicts", test_other_verdicts_send_nothing);
     g_test_add_func("/mock-publish/metric-rules", test_metric_rules);
+    g_test_add_func("/mock-publish/hop-limit", test_hop_limit);
     return g_test_run();
 }

@@ -117,7 +117,8 @@ static void refuse(jet_mock *m, const char *subject, const char *name, const cha
     jet_mock_msg_free(b);
 }
 
-/* {subject}: the payload unchanged, no header but the host's Msg-Id. */
+/* {subject}: the payload unchanged, no header but the host's Msg-Id and
+ * hop count. */
 static void test_whole_subject(void)
 {
     jet_mock *m = start_forward("copy.{subject}", NULL);
@@ -132,9 +133,11 @@ static void test_whole_subject(void)
     g_assert_cmpuint(s.n_publishes, ==, 1);
     g_assert_cmpstr(s.publishes[0].subject, ==, "copy.orders.eu.new");
     g_assert_cmpmem(s.publishes[0].data, s.publishes[0].len, payload, sizeof payload - 1);
-    g_assert_cmpuint(s.publishes[0].n_headers, ==, 1);
+    g_assert_cmpuint(s.publishes[0].n_headers, ==, 2);
     g_assert_cmpstr(s.publishes[0].headers[0].name, ==, "Nats-Msg-Id");
     g_assert_cmpstr(s.publishes[0].headers[0].value, ==, "jethost-pub:ORDERS.fw:42:1701388800000000000:0");
+    g_assert_cmpstr(s.publishes[0].headers[1].name, ==, "Jethost-Hops");
+    g_assert_cmpstr(s.publishes[0].headers[1].value, ==, "1");
     jet_mock_msg_free(b);
 
     /* An empty payload is forwarded empty. */

@@ -29,6 +29,7 @@ static JetSettlePolicy policy(void)
         .capture_reserve = 1,
         .max_deliver = -1,
         .crash_limit = 3,
+        .max_hops = 16,
     };
     return p;
 }
@@ -106,6 +107,8 @@ static void test_names(void)
     g_assert_cmpstr(jet_cause_name(JET_CAUSE_BREAKER), ==, "breaker");
     g_assert_cmpstr(jet_cause_name(JET_CAUSE_BUDGET), ==, "budget");
     g_assert_cmpstr(jet_cause_name(JET_CAUSE_EXHAUSTED), ==, "exhausted");
+    g_assert_cmpstr(jet_cause_name(JET_CAUSE_MAX_DELIVERIES), ==, "max-deliveries");
+    g_assert_cmpstr(jet_cause_name(JET_CAUSE_HOP_LIMIT), ==, "hop-limit");
     g_assert_cmpstr(jet_cause_name((JetCaptureCause)42), ==, "unknown");
 }
 
@@ -641,6 +644,22 @@ static void test_poison_and_breaker(void)
     f.strikes = 1000;
     g_assert_false(jet_settle_before_handle(&p, &f, &a));
 
+    /* The hop count: at max_hops a capture, unhandled and no failure;
+     * max_hops 0 bounds nothing. */
+    p = policy();
+    f = facts(JET_ACK);
+    g_assert_cmpuint(p.max_hops, ==, 16);
+    f.hops = 15;
+    g_assert_false(jet_settle_before_handle(&p, &f, &a));
+    f.hops = 16;
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    assert_capture(a, "hop-limit");
+    g_assert_false(a.is_failure);
+    f.hops = G_MAXUINT32;
+    g_assert_true(jet_settle_before_handle(&p, &f, &a));
+    p.max_hops = 0;
+    g_assert_false(jet_settle_before_handle(&p, &f, &a));
+
     /* The breaker. */
     p = policy();
     f = facts(JET_ACK);
@@ -733,9 +752,10 @@ static void test_precedence_conflicts(void)
 }
 
 /* decide agrees with before_handle whenever before_handle captures, and
- * before_handle captures exactly for a malformed block, a suspect at its
- * crash limit, a suspect at the budget line (deliveries >= max_deliver -
- * capture_reserve, finite MaxDeliver) or a breaker claim, in that order. */
+ * before_handle captures exactly for a malformed block, a delivery at
+ * max_hops, a suspect at its crash limit, a suspect at the budget line
+ * (deliveries >= max_deliver - capture_reserve, finite MaxDeliver) or a
+ * breaker claim, in that order. */
 static void test_before_handle_consistency(void)
 {
     static const gint64 mds[] = { -1, 0, 1, 2, 3, 4, 6 };
@@ -745,6 +765,7 @@ static void test_before_handle_consistency(void)
       for (guint32 strikes = 0; strikes <= 4; strikes++)
         for (int claim = 0; claim <= 1; claim++)
           for (int bad = 0; bad <= 1; bad++)
+           for (guint32 hops = 0; hops <= 3; hops += 2)
             for (int suspect = 0; suspect <= 1; suspect++)
               for (gsize mi = 0; mi < G_N_ELEMENTS(mds); mi++)
                 for (gsize ri = 0; ri < G_N_ELEMENTS(reserves); ri++)
@@ -754,7 +775,9 @@ static void test_before_handle_consistency(void)
                         p.crash_limit = limit;
                         p.max_deliver = mds[mi];
                         p.capture_reserve = reserves[ri];
+                        p.max_hops = 2;
                         JetSettleFacts f = postpone(1000);
+                        f.hops = hops;
                         f.verdict = v;
                         f.deliveries = d;
                         f.failures = d - 1;
@@ -770,7 +793,8 @@ static void test_before_handle_consistency(void)
                         /* The line as a plain sum in 64 bits: no wrap with these. */
                         gboolean line = suspect && mds[mi] > 0 &&
                                         (gint64)d + (gint64)reserves[ri] >= mds[mi];
-                        g_assert_cmpint(captured, ==, bad || poison || line || claim);
+                        gboolean loop = hops >= 2;
+                        g_assert_cmpint(captured, ==, bad || loop || poison || line || claim);
                         if (captured) {
                             g_assert_cmpuint(after.kind, ==, before.kind);
                             g_assert_cmpuint(after.cause, ==, before.cause);
@@ -779,13 +803,16 @@ static void test_before_handle_consistency(void)
                             g_assert_false(after.is_failure);
                             g_assert_false(after.plugin_error);
                             g_assert_cmpuint(after.cause, ==, bad      ? JET_CAUSE_MALFORMED_HEADERS
+                                                              : loop   ? JET_CAUSE_HOP_LIMIT
                                                               : poison ? JET_CAUSE_POISON
                                                               : line   ? JET_CAUSE_POISON
                                                                        : JET_CAUSE_BREAKER);
-                            if (!bad && !poison && line)
+                            if (!bad && loop)
+                                g_assert_true(g_str_has_prefix(after.reason, "published by hosts 2 times"));
+                            if (!bad && !loop && !poison && line)
                                 g_assert_true(g_str_has_prefix(after.reason,
                                                                "crash suspect at the budget line: "));
-                            if (!bad && poison)
+                            if (!bad && !loop && poison)
                                 g_assert_true(g_str_has_prefix(after.reason, "crashed the host "));
                         } else {
                             /* The handler runs: its verdict decides, and no
@@ -793,6 +820,7 @@ static void test_before_handle_consistency(void)
                             g_assert_cmpuint(after.cause, !=, JET_CAUSE_POISON);
                             g_assert_cmpuint(after.cause, !=, JET_CAUSE_BREAKER);
                             g_assert_cmpuint(after.cause, !=, JET_CAUSE_MALFORMED_HEADERS);
+                            g_assert_cmpuint(after.cause, !=, JET_CAUSE_HOP_LIMIT);
                         }
                     }
     g_test_message("%" G_GUINT64_FORMAT " facts", n);
