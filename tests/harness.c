@@ -247,6 +247,23 @@ JetTestServer *jet_test_server_start(void)
 const char *jet_test_server_url(const JetTestServer *s) { return s->url; }
 int jet_test_server_port(const JetTestServer *s) { return s->port; }
 
+guint jet_test_server_version(void)
+{
+    const char *argv[] = { server_binary(), "--version", NULL };
+    g_autofree char *out = NULL;
+    g_autoptr(GError) error = NULL;
+    gint status = 0;
+    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                      &out, NULL, &status, &error))
+        g_error("%s --version: %s", argv[0], error->message);
+    /* "nats-server: v2.15.1" */
+    const char *v = out != NULL ? strstr(out, ": v") : NULL;
+    guint major = 0, minor = 0, patch = 0;
+    if (v == NULL || sscanf(v + 3, "%u.%u.%u", &major, &minor, &patch) != 3)
+        g_error("%s --version said %s: no version", argv[0], out != NULL ? out : "nothing");
+    return major * 10000 + minor * 100 + patch;
+}
+
 GPid jet_test_server_pid(const JetTestServer *s)
 {
     return s->proc != NULL ? (GPid)atoi(g_subprocess_get_identifier(s->proc)) : 0;

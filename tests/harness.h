@@ -52,6 +52,12 @@ const char *jet_test_server_dir(const JetTestServer *s);
 const char *jet_test_server_url(const JetTestServer *s);
 int jet_test_server_port(const JetTestServer *s);
 GPid jet_test_server_pid(const JetTestServer *s);
+/* The version of the nats-server the fixture starts ($NATS_SERVER, else
+ * the one on PATH) as major * 10000 + minor * 100 + patch (2.15.1: 21501),
+ * from its --version; fails the test when it cannot be read.  For a test
+ * of what only newer servers do: on an older one it checks what that
+ * server does instead, never skips. */
+guint jet_test_server_version(void);
 /* Graceful stop (SIGTERM, waits); kill -9; SIGSTOP/SIGCONT. */
 void jet_test_server_stop(JetTestServer *s);
 void jet_test_server_kill(JetTestServer *s);

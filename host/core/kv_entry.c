@@ -6,6 +6,10 @@
 #include <string.h>
 
 #define KV_OPERATION "KV-Operation"
+/* What a server (2.11+, a stream with subject_delete_marker_ttl) stamps on
+ * the marker it writes itself when a key's last value is removed under
+ * it: no KV-Operation, an empty payload (docs/kv.md, "Markers"). */
+#define MARKER_REASON "Nats-Marker-Reason"
 
 /* The alphabet of KV keys, with dots between non-empty tokens: what the
  * clients accept on a put. */
@@ -55,12 +59,14 @@ gboolean jet_kv_entry_read(const char *bucket, const char *subject, const GPtrAr
         *why = g_strdup_printf("KV entry: key '%.200s' is not a valid KV key", shown);
         return FALSE;
     }
-    const char *opv = NULL;
+    const char *opv = NULL, *marker = NULL;
     guint seen = 0;
     for (guint i = 0; headers != NULL && i + 1 < headers->len; i += 2) {
         if (strcmp(g_ptr_array_index(headers, i), KV_OPERATION) == 0) {
             opv = g_ptr_array_index(headers, i + 1);
             seen++;
+        } else if (marker == NULL && strcmp(g_ptr_array_index(headers, i), MARKER_REASON) == 0) {
+            marker = g_ptr_array_index(headers, i + 1);
         }
     }
     jet_kv_op op = JET_KV_PUT;
@@ -68,7 +74,13 @@ gboolean jet_kv_entry_read(const char *bucket, const char *subject, const GPtrAr
         *why = g_strdup_printf("KV entry: %s appears %u times", KV_OPERATION, seen);
         return FALSE;
     }
-    if (opv != NULL) {
+    if (opv == NULL && marker != NULL && *marker != '\0') {
+        /* The server's own marker: the value is gone.  As the KV clients
+         * read it: an age limit or a purge is a purge, a removal a delete;
+         * a reason of a newer server still stands for a removed value, so
+         * a delete, never a put of an empty value. */
+        op = strcmp(marker, "MaxAge") == 0 || strcmp(marker, "Purge") == 0 ? JET_KV_PURGE : JET_KV_DELETE;
+    } else if (opv != NULL) {
         if (strcmp(opv, "DEL") == 0) {
             op = JET_KV_DELETE;
         } else if (strcmp(opv, "PURGE") == 0) {

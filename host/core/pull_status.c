@@ -23,7 +23,7 @@ typedef struct {
 
 /* Every status nats-server v2.9.10 sends to a pull request's reply subject
  * (server/consumer.go and jetstream.go at tag v2.9.10; line numbers from
- * there).  First match wins.  A new server text lands in UNKNOWN, which ends
+ * there), and those newer servers added (docs/engine.md, "Statuses").  First match wins.  A new server text lands in UNKNOWN, which ends
  * the pull with a guard and a log line: safe, and loud. */
 static const StatusRow rows[] = {
     /* consumer.go:3382 sendIdleHeartbeat: "100 Idle Heartbeat" with
@@ -104,6 +104,37 @@ static const StatusRow rows[] = {
     /* consumer.go:2799: a pull sent to a push consumer. */
     { 409, MATCH_EXACT, "Consumer is push based", SAME(JET_PULL_INVALID),
       "the consumer is a push consumer" },
+
+    /* Newer servers (2.10 and later; server/consumer.go of the 2.11/2.12
+     * line, JsPullRequestRemainingBytesT): a pull with both a batch and a
+     * max_bytes got its whole batch while bytes were left: the ordinary end
+     * of such a pull, like 408 Request Timeout. */
+    { 409, MATCH_EXACT, "Batch Completed", SAME(JET_PULL_END),
+      "the pull got its whole batch (max_bytes left over)" },
+
+    /* Priority groups (2.11+): a pull without the pin the consumer gave
+     * another client ("Nats-Pin-Id mismatch" when it is refused at once,
+     * "Nats-Wrong-Pin-Id" when its pin moved while it waited).  Another
+     * client holds the consumer for now; re-pulling at once asks again in a
+     * hot loop. */
+    { 423, MATCH_ANY, NULL, SAME(JET_PULL_END_GUARDED),
+      "another client holds the consumer's pin (priority_policy pinned_client)" },
+
+    /* Priority groups (2.11+): the consumer names priority groups and the
+     * pull names none, or one it does not have; or it is of another policy
+     * than the pull assumes.  The consumer was made for other clients: a
+     * binding must not pull from it as it is. */
+    { 400, MATCH_EXACT, "Bad Request - Priority Group missing", SAME(JET_PULL_INVALID),
+      "the consumer has priority groups and the host's pull names none: bind another consumer" },
+    { 400, MATCH_EXACT, "Bad Request - Invalid Priority Group", SAME(JET_PULL_INVALID),
+      "the pull names a priority group the consumer does not have" },
+    { 400, MATCH_PREFIX, "Bad Request - Not a ", SAME(JET_PULL_INVALID),
+      "the pull assumes another priority policy than the consumer's" },
+
+    /* 2.12+: the request asks for a JetStream API level the server lacks
+     * (the host sets none; a proxy or an older server behind it might). */
+    { 412, MATCH_ANY, NULL, SAME(JET_PULL_INVALID),
+      "the server does not support the API level the pull requires" },
 
     /* consumer.go:2806: the request body did not parse, "Bad Request - "
      * and the error ("heartbeat value too large" when 2 * idle_heartbeat >

@@ -1038,6 +1038,87 @@ static void test_kv_churn(void)
     rig_free(&r);
 }
 
+/* Markers: an empty entry with no KV-Operation and a Nats-Marker-Reason.
+ * One written by hand (any server carries it) reaches the plugin as the
+ * delete it stands for; on 2.11 and later, the server's own marker after
+ * a key's per-message TTL ran out reaches it as a purge. */
+static void publish_marker(Rig *r, const char *subject, const char *reason)
+{
+    natsMsg *m = NULL;
+    g_assert_cmpint(natsMsg_Create(&m, subject, NULL, NULL, 0), ==, NATS_OK);
+    g_assert_cmpint(natsMsgHeader_Set(m, "Nats-Marker-Reason", reason), ==, NATS_OK);
+    jsPubAck *pa = NULL;
+    g_assert_cmpint(js_PublishMsg(&pa, r->js, m, NULL, NULL), ==, NATS_OK);
+    jsPubAck_Destroy(pa);
+    natsMsg_Destroy(m);
+}
+
+static void test_kv_markers(void)
+{
+    Rig r = { 0 };
+    r.kv_bucket = "TTL";
+    rig_server(&r);
+    guint version = jet_test_server_version();
+    gboolean server_markers = version >= 21100;
+    if (server_markers) {
+        /* A bucket as the KV clients of 2.11 make it with limit markers. */
+        const char *cfg = "{\"name\":\"KV_TTL\",\"subjects\":[\"$KV.TTL.>\"],\"max_msgs_per_subject\":1,"
+                          "\"discard\":\"new\",\"allow_rollup_hdrs\":true,\"deny_delete\":true,"
+                          "\"allow_direct\":true,\"allow_msg_ttl\":true,"
+                          "\"subject_delete_marker_ttl\":60000000000,\"storage\":\"file\",\"num_replicas\":1}";
+        natsMsg *reply = NULL;
+        g_assert_cmpint(natsConnection_RequestString(&reply, r.nc, "$JS.API.STREAM.CREATE.KV_TTL", cfg, 5000), ==,
+                        NATS_OK);
+        g_autofree char *text = g_strndup(natsMsg_GetData(reply), (gsize)natsMsg_GetDataLength(reply));
+        g_test_message("stream create: %s", text);
+        g_assert_null(strstr(text, "\"error\""));
+        natsMsg_Destroy(reply);
+    } else {
+        kvStore *kv = kv_bucket(&r, "TTL");
+        kvStore_Destroy(kv);
+    }
+    rig_engine(&r, "batch = 16\n");
+    g_assert_true(jet_test_wait_until(pulled, &r, 20000));
+    publish_marker(&r, "$KV.TTL.hand", "Remove");
+    publish_marker(&r, "$KV.TTL.aged", "MaxAge");
+    publish_marker(&r, "$KV.TTL.newer", "Something-New");
+    guint want = 3;
+    if (server_markers) {
+        natsMsg *m = NULL;
+        g_assert_cmpint(natsMsg_Create(&m, "$KV.TTL.brief", NULL, "v", 1), ==, NATS_OK);
+        g_assert_cmpint(natsMsgHeader_Set(m, "Nats-TTL", "1s"), ==, NATS_OK);
+        jsPubAck *pa = NULL;
+        g_assert_cmpint(js_PublishMsg(&pa, r.js, m, NULL, NULL), ==, NATS_OK);
+        jsPubAck_Destroy(pa);
+        natsMsg_Destroy(m);
+        want = 5;   /* the put, then the server's marker when its TTL ran out */
+    }
+    wait_handled(&r, want, 30000);
+    g_usleep(200000);
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.dead_lettered, ==, 0);
+    g_auto(GStrv) lines = kv_log(&r);
+    g_autoptr(GPtrArray) entries = g_ptr_array_new();
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_test_message("%s", lines[i]);
+        if (!g_str_has_prefix(lines[i], "initial-done"))
+            g_ptr_array_add(entries, lines[i]);
+    }
+    g_assert_cmpuint(entries->len, ==, want);
+    g_assert_cmpstr(g_ptr_array_index(entries, 0), ==, "1 hand delete 2");
+    g_assert_cmpstr(g_ptr_array_index(entries, 1), ==, "2 aged purge 2");
+    g_assert_cmpstr(g_ptr_array_index(entries, 2), ==, "3 newer delete 2");
+    if (server_markers) {
+        g_assert_cmpstr(g_ptr_array_index(entries, 3), ==, "4 brief put 2");
+        g_assert_cmpstr(g_ptr_array_index(entries, 4), ==, "5 brief purge 2");
+    }
+    g_test_message("nats-server %u: %s", version, server_markers ? "its own marker read as a purge"
+                                                                 : "no limit markers before 2.11");
+    rig_free(&r);
+}
+
 /* Whether stream seq `seq` was handled (fx_gate's log). */
 static gboolean was_handled(Rig *r, guint64 seq)
 {
@@ -1590,6 +1671,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
     g_test_add_func("/ordered/kv-stress", test_kv_stress);
     g_test_add_func("/ordered/kv-churn", test_kv_churn);
+    g_test_add_func("/ordered/kv-markers", test_kv_markers);
     g_test_add_func("/ordered/checkpoint-resume", test_checkpoint_resume);
     g_test_add_func("/ordered/stream-new-life", test_stream_new_life);
     g_test_add_data_func("/ordered/kv-new-life", GINT_TO_POINTER(FALSE), test_kv_new_life);

@@ -20,6 +20,15 @@ static void test_accepted(void)
     static const char *const purge[] = { "Other", "x", "KV-Operation", "PURGE", NULL };
     /* Header names are exact, as the server's own: another case is just a header. */
     static const char *const lower[] = { "kv-operation", "DEL", NULL };
+    /* A server's own marker (2.11+): no KV-Operation, a reason. */
+    static const char *const max_age[] = { "Nats-Marker-Reason", "MaxAge", "Nats-TTL", "1s", NULL };
+    static const char *const purged[] = { "Nats-Marker-Reason", "Purge", NULL };
+    static const char *const removed[] = { "Nats-Marker-Reason", "Remove", NULL };
+    static const char *const newer[] = { "Nats-Marker-Reason", "Something-New", NULL };
+    static const char *const empty_reason[] = { "Nats-Marker-Reason", "", NULL };
+    static const char *const lower_marker[] = { "nats-marker-reason", "MaxAge", NULL };
+    /* A KV-Operation outranks a reason, as in the KV clients. */
+    static const char *const both[] = { "Nats-Marker-Reason", "MaxAge", "KV-Operation", "DEL", NULL };
     static const struct {
         const char *bucket, *subject;
         const char *const *h;
@@ -30,6 +39,13 @@ static void test_accepted(void)
         { "B", "$KV.B.a.b.c", del, "a.b.c", JET_KV_DELETE },
         { "B", "$KV.B.x", purge, "x", JET_KV_PURGE },
         { "B", "$KV.B.x", lower, "x", JET_KV_PUT },
+        { "B", "$KV.B.x", max_age, "x", JET_KV_PURGE },
+        { "B", "$KV.B.x", purged, "x", JET_KV_PURGE },
+        { "B", "$KV.B.x", removed, "x", JET_KV_DELETE },
+        { "B", "$KV.B.x", newer, "x", JET_KV_DELETE },
+        { "B", "$KV.B.x", empty_reason, "x", JET_KV_PUT },
+        { "B", "$KV.B.x", lower_marker, "x", JET_KV_PUT },
+        { "B", "$KV.B.x", both, "x", JET_KV_DELETE },
         { "CFG_1", "$KV.CFG_1.A-z_0/9=.q", none, "A-z_0/9=.q", JET_KV_PUT },
         { "B", "$KV.B.$KV.B", NULL, NULL, JET_KV_NONE },   /* '$' is no key character */
     };

@@ -1,6 +1,7 @@
 /* The pull status table, pinned: every status nats-server 2.9.10 sends to a
  * pull, with the exact text it sends (server/consumer.go, jetstream.go at tag
- * v2.9.10, and probed on a live 2.9.10). */
+ * v2.9.10, and probed on a live 2.9.10), and those newer servers added
+ * (consumer.go of the 2.11/2.12 line). */
 #include "pull_status.h"
 
 #include <glib.h>
@@ -13,7 +14,7 @@ typedef struct {
     JetPullStatusKind if_some;   /* it had delivered something */
 } Case;
 
-/* What 2.9.10 sends, word for word; numbers as fmt's %d / %v writes them. */
+/* What the servers send, word for word; numbers as fmt's %d / %v writes them. */
 static const Case server_texts[] = {
     { 100, "Idle Heartbeat", JET_PULL_HEARTBEAT, JET_PULL_HEARTBEAT },
     { 404, "No Messages", JET_PULL_END, JET_PULL_END },
@@ -35,6 +36,18 @@ static const Case server_texts[] = {
     { 400, "Bad Request - heartbeat value too large", JET_PULL_INVALID, JET_PULL_INVALID },
     { 400, "Bad Request - invalid character 'x' looking for beginning of value",
       JET_PULL_INVALID, JET_PULL_INVALID },
+    /* newer servers (2.10+) */
+    { 409, "Batch Completed", JET_PULL_END, JET_PULL_END },
+    { 423, "Nats-Pin-Id mismatch", JET_PULL_END_GUARDED, JET_PULL_END_GUARDED },
+    { 423, "Nats-Wrong-Pin-Id", JET_PULL_END_GUARDED, JET_PULL_END_GUARDED },
+    { 400, "Bad Request - Priority Group missing", JET_PULL_INVALID, JET_PULL_INVALID },
+    { 400, "Bad Request - Invalid Priority Group", JET_PULL_INVALID, JET_PULL_INVALID },
+    { 400, "Bad Request - Not a Overflow Priority consumer", JET_PULL_INVALID, JET_PULL_INVALID },
+    { 400, "Bad Request - Not a Pinned Client Priority consumer", JET_PULL_INVALID, JET_PULL_INVALID },
+    { 400, "Bad Request - Priority must be between 0 and 9", JET_PULL_INVALID, JET_PULL_INVALID },
+    { 412, "Required Api Level", JET_PULL_INVALID, JET_PULL_INVALID },
+    /* a queued no_wait pull that reached the end of the stream (2.10+) */
+    { 404, "No Messages", JET_PULL_END, JET_PULL_END },
 };
 
 /* The same texts as another server or client might case them. */
@@ -66,6 +79,9 @@ static const Case any_description[] = {
     { 400, NULL, JET_PULL_INVALID, JET_PULL_INVALID },
     { 400, "Bad Request", JET_PULL_INVALID, JET_PULL_INVALID },
     { 400, "something new", JET_PULL_INVALID, JET_PULL_INVALID },
+    { 423, NULL, JET_PULL_END_GUARDED, JET_PULL_END_GUARDED },
+    { 423, "Locked", JET_PULL_END_GUARDED, JET_PULL_END_GUARDED },
+    { 412, NULL, JET_PULL_INVALID, JET_PULL_INVALID },
 };
 
 /* Everything else is UNKNOWN, including near misses of known texts. */
@@ -78,8 +94,8 @@ static const Case unknown[] = {
     /* no responders: "NATS/1.0 503", no description */
     { 503, NULL, JET_PULL_UNKNOWN, JET_PULL_UNKNOWN },
     { 503, "No Responders", JET_PULL_UNKNOWN, JET_PULL_UNKNOWN },
-    /* statuses of newer servers (2.10+) */
-    { 409, "Batch Completed", JET_PULL_UNKNOWN, JET_PULL_UNKNOWN },
+    /* texts no server sends to a pull */
+    { 409, "Batch Completed of 10", JET_PULL_UNKNOWN, JET_PULL_UNKNOWN },
     { 409, "Exceeded MaxAckPending", JET_PULL_UNKNOWN, JET_PULL_UNKNOWN },
     { 409, "Consumer is paused", JET_PULL_UNKNOWN, JET_PULL_UNKNOWN },
     /* the direct-get texts of stream.go, never sent to a pull */
