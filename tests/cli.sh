@@ -90,7 +90,7 @@ subjects = two.>
 option.subject = one.back
 CONF
 
-echo "1..40"
+echo "1..43"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -144,6 +144,12 @@ nobody=nats://127.0.0.1:1
 long_bucket=$(printf '%0300d' 0 | tr 0 B)
 long_key=$(printf '%01100d' 0 | tr 0 k)
 expect 0 "--help lists kv" "kv  *put, get or delete a KV entry" -- --help
+expect 2 "dlq --from after --until (sequences) matches nothing: a usage error" \
+    '--from "20" comes after --until "10"' -- dlq -s "$nobody" list --from 20 --until 10
+expect 2 "dlq --from after --until (times ago) matches nothing: a usage error" \
+    '--from "1h" comes after --until "2h"' -- dlq -s "$nobody" list --from 1h --until 2h
+expect 2 "dlq rm with a reversed range says so" \
+    "range \"20-10\": the range's first sequence comes after its last (give 10-20)" -- dlq -s "$nobody" rm 20-10
 expect 2 "kv without put, get or del is a usage error" "give put, get or del" -- kv -s "$nobody"
 expect 2 "kv put without a key is a usage error" "kv put: wrong number of arguments" -- kv -s "$nobody" put CFG
 expect 2 "kv get takes no value" "kv get: wrong number of arguments" -- kv -s "$nobody" get CFG app.theme dark

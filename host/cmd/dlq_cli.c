@@ -51,7 +51,8 @@ static void opts_clear(Opts *o)
     g_strfreev(o->exprs);
 }
 
-/* "N" or "FIRST-LAST" (FIRST <= LAST).  0 no, 1 a number, 2 a range. */
+/* "N" or "FIRST-LAST".  0 no, 1 a number, 2 a range, 3 a range whose FIRST
+ * is after its LAST. */
 static int parse_seq_arg(const char *arg, guint64 *first, guint64 *last)
 {
     const char *dash = strchr(arg, '-');
@@ -63,9 +64,9 @@ static int parse_seq_arg(const char *arg, guint64 *first, guint64 *last)
     }
     g_autofree char *a = g_strndup(arg, (gsize)(dash - arg));
     if (!g_ascii_string_to_unsigned(a, 10, 1, G_MAXINT64, first, NULL) ||
-        !g_ascii_string_to_unsigned(dash + 1, 10, 1, G_MAXINT64, last, NULL) || *first > *last)
+        !g_ascii_string_to_unsigned(dash + 1, 10, 1, G_MAXINT64, last, NULL))
         return 0;
-    return 2;
+    return *first > *last ? 3 : 2;
 }
 
 static gint cmp_u64(gconstpointer a, gconstpointer b)
@@ -98,6 +99,8 @@ static int build_filter(JetDlq *d, Opts *o, FILE *err)
     if (o->from != NULL && !jet_dlq_filter_set_from(d->filter, o->from, now_ns, &e))
         goto bad;
     if (o->until != NULL && !jet_dlq_filter_set_until(d->filter, o->until, now_ns, &e))
+        goto bad;
+    if (!jet_dlq_filter_check_range(d->filter, &e))
         goto bad;
     if (o->limit < 0) {
         fprintf(err, "jethost dlq: --limit: give a count (0: no limit)\n");
@@ -210,6 +213,12 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
         int kind = parse_seq_arg(a[i], &first, &last);
         if (kind == 0) {
             rc = usage_error(err, "", a[i], " is not a sequence number or a range FIRST-LAST");
+            goto done;
+        }
+        if (kind == 3) {
+            g_autofree char *hint = g_strdup_printf(": the range's first sequence comes after its last (give %"
+                                                    G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT ")", last, first);
+            rc = usage_error(err, "range ", a[i], hint);
             goto done;
         }
         if (kind == 2) {

@@ -189,6 +189,26 @@ gboolean jet_dlq_filter_set_until(JetDlqFilter *f, const char *text, gint64 now_
     return TRUE;
 }
 
+gboolean jet_dlq_filter_check_range(const JetDlqFilter *f, GError **error)
+{
+    const End *a = &f->from, *b = &f->until;
+    if (a->text == NULL || b->text == NULL)
+        return TRUE;
+    /* Both of one kind: comparable.  A sequence and a time are not (the
+     * stream decides which comes first), so such a pair is let through. */
+    gboolean empty = (a->seq > 0 && b->seq > 0 && a->seq > b->seq) ||
+                     (a->time_ns > 0 && b->time_ns > 0 && a->time_ns > b->time_ns);
+    if (!empty)
+        return TRUE;
+    g_autofree char *ea = jet_text_escape(a->text, strlen(a->text), FALSE);
+    g_autofree char *eb = jet_text_escape(b->text, strlen(b->text), FALSE);
+    g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                "--from \"%s\" comes after --until \"%s\": no record can match (%s)", ea, eb,
+                a->seq > 0 ? "give the lower sequence to --from"
+                           : "a time ago counts back from now: --from 2h --until 1h is the hour before the last");
+    return FALSE;
+}
+
 void jet_dlq_filter_set_limit(JetDlqFilter *f, guint64 limit)
 {
     f->limit = limit;

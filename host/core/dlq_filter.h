@@ -40,6 +40,11 @@ gboolean jet_dlq_filter_add_expr(JetDlqFilter *f, const char *expr, GError **err
 gboolean jet_dlq_filter_set_from(JetDlqFilter *f, const char *text, gint64 now_ns, GError **error);
 gboolean jet_dlq_filter_set_until(JetDlqFilter *f, const char *text, gint64 now_ns, GError **error);
 
+/* FALSE, saying why, when --from and --until are of one kind (both
+ * sequences, or both times) and from comes after until: a range no record
+ * can match, which is a usage error, not an empty answer. */
+gboolean jet_dlq_filter_check_range(const JetDlqFilter *f, GError **error);
+
 /* At most this many matching records (0: no limit). */
 void jet_dlq_filter_set_limit(JetDlqFilter *f, guint64 limit);
 guint64 jet_dlq_filter_limit(const JetDlqFilter *f);

@@ -171,6 +171,39 @@ static gboolean set_from(JetDlqFilter *f, const char *text, GError **e)
 
 /* Ends: sequences inclusive, times against the stored time, "ago" from
  * now; what cannot be read is refused with the three forms named. */
+/* --from after --until, of one kind, can match nothing: refused; of two
+ * kinds, or in order, let through. */
+static void test_range_order(void)
+{
+    static const struct {
+        const char *from, *until;
+        gboolean ok;
+    } cases[] = {
+        { "10", "20", TRUE }, { "20", "20", TRUE }, { "21", "20", FALSE },
+        { "2h", "1h", TRUE }, { "1h", "2h", FALSE }, { "1h", "1h", TRUE },
+        { "2026-11-30T02:00:00Z", "2026-11-30T03:00:00Z", TRUE },
+        { "2026-11-30T03:00:00Z", "2026-11-30T02:00:00Z", FALSE },
+        /* a record's own time as both ends still matches it */
+        { "2026-11-30T02:00:00.5Z", "2026-11-30T02:00:00.5Z", TRUE },
+        { "10", "1h", TRUE }, { "2h", "5", TRUE },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(JetDlqFilter) f = jet_dlq_filter_new();
+        g_autoptr(GError) e = NULL;
+        g_assert_true(jet_dlq_filter_set_from(f, cases[i].from, T0, &e));
+        g_assert_true(jet_dlq_filter_set_until(f, cases[i].until, T0, &e));
+        g_assert_cmpint(jet_dlq_filter_check_range(f, &e), ==, cases[i].ok);
+        if (!cases[i].ok) {
+            g_test_message("%s..%s: %s", cases[i].from, cases[i].until, e->message);
+            g_assert_nonnull(strstr(e->message, "comes after --until"));
+        }
+    }
+    /* One end alone is never refused. */
+    g_autoptr(JetDlqFilter) f = jet_dlq_filter_new();
+    g_assert_true(jet_dlq_filter_set_from(f, "99", T0, NULL));
+    g_assert_true(jet_dlq_filter_check_range(f, NULL));
+}
+
 static void test_range(void)
 {
     g_autoptr(JetDlqFilter) f = jet_dlq_filter_new();
@@ -420,6 +453,7 @@ int main(int argc, char **argv)
     g_test_add_func("/dlq-filter/expr", test_expr);
     g_test_add_func("/dlq-filter/match-fields", test_match_fields);
     g_test_add_func("/dlq-filter/range", test_range);
+    g_test_add_func("/dlq-filter/range-order", test_range_order);
     g_test_add_func("/dlq-stats/counts", test_stats);
     g_test_add_func("/progress/pace", test_pace);
     g_test_add_func("/progress/line", test_progress);
