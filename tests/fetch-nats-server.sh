@@ -7,12 +7,23 @@
 #   tests/fetch-nats-server.sh SUITE DESTDIR     e.g. trixie /tmp/nats-2.10
 #
 # Prints the path of the extracted binary; exits non-zero saying why when
-# it cannot fetch.
+# it cannot fetch.  A DESTDIR that already holds a binary that runs is a
+# cache: nothing is fetched again (make check-servers keeps one under the
+# build directory).
 set -eu
 [ $# -eq 2 ] || { echo "usage: $0 SUITE DESTDIR (SUITE: trixie, sid, ...)" >&2; exit 2; }
 suite=$1
 dest=$2
 die() { echo "fetch-nats-server: $*" >&2; exit 1; }
+
+for bin in "$dest/usr/sbin/nats-server" "$dest/usr/bin/nats-server"; do
+    if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then
+        echo "$bin"
+        exit 0
+    fi
+done
+command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
+    die "apt-get and dpkg-deb are needed to fetch Debian's $suite nats-server"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/fetch-nats.XXXXXX")
 trap 'rm -rf "$work"' EXIT
