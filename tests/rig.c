@@ -57,7 +57,7 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
         g_assert_true(jet_consumer_ensure(jet_conn_js(r->conn), b, 0, &r->facts, &err));
     g_assert_no_error(err);
     if (b->manage == JET_MANAGE_CREATE)
-        g_assert_true(jet_dlq_stream_ensure(jet_conn_js(r->conn), b, &err));
+        g_assert_true(jet_dlq_stream_ensure(jet_conn_nats(r->conn), jet_conn_js(r->conn), b, &err));
     if (b->ledger) {
         jsOptions jo;
         jsOptions_Init(&jo);

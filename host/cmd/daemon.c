@@ -530,9 +530,10 @@ static gboolean reload_start_binding(Daemon *d, Binding *bd)
                      local->message);
     }
     g_clear_error(&local);
-    if (!bd->failed && !jet_dlq_stream_ensure(js, bd->b, &local)) {
-        if (bd->b->manage == JET_MANAGE_CREATE)
-            start_failed(&f, bd, bd->b->name, FALSE, "dead-letter stream", local->message);
+    if (!bd->failed && !jet_dlq_stream_ensure(jet_conn_nats(d->conn), js, bd->b, &local)) {
+        gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
+        if (bd->b->manage == JET_MANAGE_CREATE || config)
+            start_failed(&f, bd, bd->b->name, config, "dead-letter stream", local->message);
         else
             jet_log(JET_LOG_ERROR, bd->b->name, "dlq-missing",
                     "%s; captures will fail and keep their messages until it exists", local->message);
@@ -842,9 +843,11 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         g_autoptr(GError) local = NULL;
-        if (bd->failed || jet_dlq_stream_ensure(jet_conn_js(conn), bd->b, &local))
+        if (bd->failed || jet_dlq_stream_ensure(jet_conn_nats(conn), jet_conn_js(conn), bd->b, &local))
             continue;
-        if (bd->b->manage == JET_MANAGE_CREATE)   /* local names the binding and the stream */
+        /* local names the binding and the stream; a config error (a DLQ
+         * stream that cannot keep dlq_ttl) stops a bind-mode binding too. */
+        if (bd->b->manage == JET_MANAGE_CREATE || g_error_matches(local, JET_ERROR, JET_ERROR_INVALID))
             start_failed(&fails, bd, bd->b->name, g_error_matches(local, JET_ERROR, JET_ERROR_INVALID),
                          "dead-letter stream", local->message);
         else

@@ -230,6 +230,9 @@ static const KeyDef binding_keys[] = {
     { "accept_expiry", K_BOOL, "false", NULL, FALSE, NOB, B(accept_expiry),
       "with `max_attempts = 0` and MaxDeliver unlimited, accept that a message that never "
       "succeeds expires from a stream with a `max_age`, unrecorded; only with `max_attempts = 0`" },
+    { "dlq_ttl", K_DURATION, "0", NULL, FALSE, 0, DURATION_MAX_MS, B(dlq_ttl_ms),
+      "how long the server keeps each dead-letter record (its `Nats-TTL`, nats-server 2.11 or later, a DLQ "
+      "stream with allow_msg_ttl); at least 1s, in whole seconds; 0 = until removed" },
     { "dlq_stream", K_NAME, "JETHOST_DLQ", NULL, FALSE, NOB, B(dlq_stream),
       "the dead-letter stream" },
     { "dlq_subject", K_SUBJECT_LITERAL, NULL, "jethost.dlq.<binding name>", FALSE, NOB,
@@ -1231,6 +1234,12 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
                   "stream's max_age must (the schedule check compares them)", b->max_attempts);
         return NULL;
     }
+    if (b->dlq_ttl_ms % 1000 != 0) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "dlq_ttl"), sec->group, "dlq_ttl",
+                  "%" G_GUINT64_FORMAT " ms: the server keeps records for whole seconds, at least 1s "
+                  "(or 0: until removed)", b->dlq_ttl_ms);
+        return NULL;
+    }
     if (b->breaker == JET_BREAKER_MODE_ENFORCE && !b->ledger) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "breaker"), sec->group, "breaker",
                   "enforce needs the attempt ledger (ledger = false): the breaker claims a "
@@ -1658,7 +1667,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
            SAME(ack_wait_ms) && SAME(max_deliver) && SAME(max_ack_pending) && SAME(n_rungs) &&
            (a->n_rungs == 0 || memcmp(a->rungs_ms, b->rungs_ms, a->n_rungs * sizeof *a->rungs_ms) == 0) &&
            SAME(max_attempts) && SAME(postpone_horizon_ms) && SAME(max_postpone_delay_ms) && SAME(capture_reserve) &&
-           SAME(crash_limit) && SAME(max_hops) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) &&
+           SAME(crash_limit) && SAME(max_hops) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) && SAME(dlq_ttl_ms) &&
            SAME_STR(dlq_subject) && SAME(replicas) && SAME(ledger) && SAME(publish_reserved) &&
            strv_equal0(a->publish_streams, b->publish_streams) && SAME(allow_loop) && SAME(floor_age_ms) && SAME(breaker) &&
            SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) &&

@@ -182,14 +182,19 @@ static void append_pairs(GPtrArray *to, const GPtrArray *from)
 
 /* The record's list: the host's Nats-Msg-Id first (nats-server 2.9.10 reads
  * the first occurrence of a name in the block, so nothing before it can
- * hide it), the original headers, the provenance, the dropped list. */
-static GPtrArray *assemble(const char *msg_id, const GPtrArray *orig, const GPtrArray *prov,
+ * hide it), its Nats-TTL when it has one (likewise), the original headers,
+ * the provenance, the dropped list. */
+static GPtrArray *assemble(const char *msg_id, guint64 ttl_s, const GPtrArray *orig, const GPtrArray *prov,
                            const GPtrArray *entries)
 {
     GPtrArray *hs = g_ptr_array_new_with_free_func(g_free);
     if (msg_id != NULL) {
         g_ptr_array_add(hs, g_strdup(MSG_ID_HDR));
         g_ptr_array_add(hs, g_strdup(msg_id));
+    }
+    if (ttl_s > 0) {
+        g_ptr_array_add(hs, g_strdup(JET_HDR_TTL));
+        g_ptr_array_add(hs, g_strdup_printf("%" G_GUINT64_FORMAT "s", ttl_s));
     }
     append_pairs(hs, orig);
     append_pairs(hs, prov);
@@ -246,7 +251,7 @@ GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const GArray 
         g_ptr_array_add(orig, g_strdup(value));
     }
 
-    g_autoptr(GPtrArray) hs = assemble(r->msg_id, orig, prov, entries);
+    g_autoptr(GPtrArray) hs = assemble(r->msg_id, f->ttl_s, orig, prov, entries);
     r->header_bytes = (gint64)jet_hdr_encoded_len(hs);
     r->total_bytes = r->header_bytes + len;
     if (!fits(r->header_bytes, r->total_bytes, max_payload) && orig->len > 0) {
@@ -268,7 +273,7 @@ GPtrArray *jet_capture_headers(int len, const GPtrArray *original, const GArray 
         r->headers_dropped = TRUE;
         g_ptr_array_set_size(orig, 0);
         g_ptr_array_unref(hs);
-        hs = assemble(r->msg_id, orig, prov, entries);
+        hs = assemble(r->msg_id, f->ttl_s, orig, prov, entries);
         r->header_bytes = (gint64)jet_hdr_encoded_len(hs);
         r->total_bytes = r->header_bytes + len;
     }

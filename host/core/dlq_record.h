@@ -46,6 +46,7 @@
  * Jethost-Orig-Jethost-<rest>.  Both prefixes are matched case-insensitively;
  * every other header is copied as it is. */
 #define JET_HDR_ORIG_PREFIX      JET_PROV_ORIG_PREFIX      /* "Jethost-Orig-" */
+#define JET_HDR_TTL              "Nats-TTL"                /* the server's; only with dlq_ttl */
 
 /* The DLQ stream jethost creates in managed mode (jet_dlq_stream_ensure). */
 #define JET_DLQ_DEFAULT_STREAM   "JETHOST_DLQ"
@@ -97,6 +98,8 @@ typedef struct {
     const char *kv_op;
     guint64 msg_id_after;          /* 0; else the DLQ seq of a record another message's capture
                                       holds under this id: the id becomes distinct (":after-N") */
+    guint64 ttl_s;                 /* 0; else the record's Nats-TTL in seconds (dlq_ttl): the
+                                      server removes it then (docs/dead-letters.md) */
 } JetCaptureFacts;
 
 /* What jet_capture_build did; clear with jet_capture_build_clear. */

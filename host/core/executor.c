@@ -492,6 +492,7 @@ void jet_executor_capture_malformed(JetExecutor *x, const JetDelivery *d, const 
         .plugin_version = desc->version,
         .host = x->host_name,
         .binding = x->b->name,
+        .ttl_s = x->b->dlq_ttl_ms / 1000,
     };
     JetLogField lf[3];
     xlog_fields(x, JET_LOG_ERROR, "malformed", lf, capture_fields(lf, &facts),
@@ -591,6 +592,7 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
         .plugin_version = desc->version,
         .host = x->host_name,
         .binding = x->b->name,
+        .ttl_s = x->b->dlq_ttl_ms / 1000,
         .kv_key = r->jm.kv_key,
         .kv_op = r->jm.kv_key != NULL ? jet_kv_op_name((jet_kv_op)r->jm.kv_op) : NULL,
     };

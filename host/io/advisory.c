@@ -405,7 +405,7 @@ static gboolean republish_after_ensure(gpointer data, const GError *error)
     (void)error;
     /* A deleted dead-letter stream is re-created (managed), then tried once more. */
     g_autoptr(GError) err = NULL;
-    return a->b->manage == JET_MANAGE_CREATE && jet_dlq_stream_ensure(jet_conn_js(a->conn), a->b, &err);
+    return a->b->manage == JET_MANAGE_CREATE && jet_dlq_stream_ensure(jet_conn_nats(a->conn), jet_conn_js(a->conn), a->b, &err);
 }
 
 typedef struct {
@@ -540,6 +540,7 @@ static gboolean handle(JetAdvisory *a, const char *data, gsize len, gboolean can
             .plugin_version = a->plugin_version,
             .host = a->host_name,
             .binding = b->name,
+            .ttl_s = b->dlq_ttl_ms / 1000,
         };
         HookData hd = { a, adv.stream_seq };
         JetCaptureHooks hooks = { publish_failed, on_collision, on_headers_dropped, &hd };

@@ -18,7 +18,11 @@ gint64 jet_capture_max_payload(natsConnection *nc, jsCtx *js, const char *dlq_st
  * (JET_DLQ_DUPLICATE_WINDOW_NS), subjects jethost.dlq.> when the DLQ subject
  * starts with jethost.dlq., else the subject itself.  An existing stream is
  * never reshaped, in either mode: one that does not cover the subject is an
- * error naming what to add. */
-gboolean jet_dlq_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error);
+ * error naming what to add.  With dlq_ttl, the stream must keep per-message
+ * TTLs (allow_msg_ttl, nats-server 2.11+; created so in managed mode): a
+ * stream or a server that does not is JET_ERROR_INVALID, a config error
+ * naming the stream.  nc is js's connection (the host reads that setting
+ * through the JetStream API itself). */
+gboolean jet_dlq_stream_ensure(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, GError **error);
 
 #endif

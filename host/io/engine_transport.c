@@ -247,7 +247,7 @@ static gboolean store_publish_failed(gpointer data, const GError *err)
     if (c->e->b->manage != JET_MANAGE_CREATE)
         return FALSE;
     g_autoptr(GError) ensure_err = NULL;
-    if (!jet_dlq_stream_ensure(jet_conn_js(c->e->conn), c->e->b, &ensure_err))
+    if (!jet_dlq_stream_ensure(jet_conn_nats(c->e->conn), jet_conn_js(c->e->conn), c->e->b, &ensure_err))
         return FALSE;
     capture_max_payload(c->e, TRUE);
     return TRUE;

@@ -1,6 +1,6 @@
 /* <API prefix>.STREAM.MSG.GET with the stored bytes kept: stream_msg.h. */
 #include "stream_msg.h"
-#include "msg_payload.h"
+#include "js_api.h"
 
 #include "conn.h"
 #include "errors.h"
@@ -55,40 +55,30 @@ JetStoredStatus jet_stream_msg_get(natsConnection *nc, const char *stream, guint
 {
     g_return_val_if_fail(nc != NULL && stream != NULL && out != NULL, JET_STORED_ERROR);
     *out = NULL;
-    g_autofree char *subject = g_strdup_printf("%s.STREAM.MSG.GET.%s", jet_conn_nats_api_prefix(nc), stream);
+    g_autofree char *api = g_strdup_printf("STREAM.MSG.GET.%s", stream);
     g_autofree char *body = g_strdup_printf("{\"seq\":%" G_GUINT64_FORMAT "}", seq);
-    natsMsg *reply = NULL;
-    natsStatus s = natsConnection_Request(&reply, nc, subject, body, (int)strlen(body),
-                                          timeout_ms > 0 ? timeout_ms : 5000);
+    natsStatus s = NATS_OK;
+    g_autoptr(JsonObject) o = jet_js_api_request(nc, api, body, timeout_ms, &s);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "reading %s:%" G_GUINT64_FORMAT ": %s%s", stream, seq, why,
                     s == NATS_NO_RESPONDERS ? " (no such stream?)" : "");
         return JET_STORED_ERROR;
     }
-    g_autoptr(JsonParser) p = json_parser_new();
-    gsize len = 0;
-    const char *data = jet_msg_payload(reply, &len);
-    gboolean parsed = json_parser_load_from_data(p, data, (gssize)len, NULL);
-    natsMsg_Destroy(reply);
-    JsonNode *root = parsed ? json_parser_get_root(p) : NULL;
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    if (o == NULL) {
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "reading %s:%" G_GUINT64_FORMAT ": the reply is not JSON",
                     stream, seq);
         return JET_STORED_ERROR;
     }
-    JsonObject *o = json_node_get_object(root);
-    if (json_object_has_member(o, "error")) {
-        JsonObject *e = json_object_get_object_member(o, "error");
-        gint64 code = e != NULL && json_object_has_member(e, "err_code") ? json_object_get_int_member(e, "err_code") : 0;
+    gint64 code = 0;
+    const char *refused = jet_js_api_error(o, &code);
+    if (refused != NULL) {
         /* Only "no message found" is absence: a missing stream is a 404
          * too (err 10059), and must not read as a deleted message. */
         if (code == ERR_NO_MESSAGE_FOUND)
             return JET_STORED_ABSENT;
-        const char *desc = e != NULL && json_object_has_member(e, "description")
-                               ? json_object_get_string_member(e, "description") : NULL;
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "reading %s:%" G_GUINT64_FORMAT ": %s [err %" G_GINT64_FORMAT "]",
-                    stream, seq, desc != NULL ? desc : "refused", code);
+                    stream, seq, refused, code);
         return JET_STORED_ERROR;
     }
     JsonObject *m = json_object_has_member(o, "message") ? json_object_get_object_member(o, "message") : NULL;

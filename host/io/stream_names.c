@@ -1,12 +1,11 @@
 /* Which stream captures a subject (stream_names.h). */
 #include "stream_names.h"
-#include "msg_payload.h"
 
 #include "errors.h"
+#include "js_api.h"
 #include "subject_overlap.h"
 
 #include <json-glib/json-glib.h>
-#include <string.h>
 
 char *jet_stream_capturing(JetConn *c, const char *subject, gint64 timeout_ms, GError **error)
 {
@@ -17,22 +16,14 @@ char *jet_stream_capturing(JetConn *c, const char *subject, gint64 timeout_ms, G
     json_builder_end_object(jb);
     g_autoptr(JsonNode) req = json_builder_get_root(jb);
     g_autofree char *body = json_to_string(req, FALSE);
-    natsMsg *reply = NULL;
-    g_autofree char *api = g_strdup_printf("%s.STREAM.NAMES", jet_conn_api_prefix(c));
-    natsStatus s = natsConnection_Request(&reply, jet_conn_nats(c), api, body, (int)strlen(body), timeout_ms);
+    natsStatus s = NATS_OK;
+    g_autoptr(JsonObject) o = jet_js_api_request(jet_conn_nats(c), "STREAM.NAMES", body, timeout_ms, &s);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "asking which stream captures %s: %s", subject, why);
         return NULL;
     }
-    g_autoptr(JsonParser) p = json_parser_new();
-    gsize len = 0;
-    const char *data = jet_msg_payload(reply, &len);
-    gboolean ok = json_parser_load_from_data(p, data, (gssize)len, NULL);
-    natsMsg_Destroy(reply);
-    JsonNode *root = ok ? json_parser_get_root(p) : NULL;
-    JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
-    if (o == NULL || json_object_has_member(o, "error")) {
+    if (o == NULL || jet_js_api_error(o, NULL) != NULL) {
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "asking which stream captures %s: the server %s", subject,
                     o == NULL ? "sent no JSON" : "refused");
         return NULL;

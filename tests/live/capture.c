@@ -53,7 +53,7 @@ static void dlq_managed(Fx *fx)
 {
     g_autoptr(JetBindingConfig) b = binding(JET_MANAGE_CREATE, "JETHOST_DLQ", "jethost.dlq.orders");
     g_autoptr(GError) err = NULL;
-    g_assert_true(jet_dlq_stream_ensure(fx->js, b, &err));
+    g_assert_true(jet_dlq_stream_ensure(fx->nc, fx->js, b, &err));
     g_assert_no_error(err);
 }
 
@@ -257,7 +257,7 @@ static void test_rollup_expected(Fx *fx, gconstpointer data)
     jsStreamInfo_Destroy(si);
     g_autoptr(JetBindingConfig) b = binding(JET_MANAGE_BIND, "JETHOST_DLQ", "jethost.dlq.orders");
     g_autoptr(GError) err = NULL;
-    g_assert_true(jet_dlq_stream_ensure(fx->js, b, &err));
+    g_assert_true(jet_dlq_stream_ensure(fx->nc, fx->js, b, &err));
 
     for (guint seq = 1; seq <= 2; seq++) {
         JetCaptureFacts f;
@@ -386,7 +386,7 @@ static void test_bind_mode(Fx *fx, gconstpointer data)
     (void)data;
     g_autoptr(JetBindingConfig) b = binding(JET_MANAGE_BIND, "JETHOST_DLQ", "jethost.dlq.orders");
     g_autoptr(GError) err = NULL;
-    g_assert_false(jet_dlq_stream_ensure(fx->js, b, &err));
+    g_assert_false(jet_dlq_stream_ensure(fx->nc, fx->js, b, &err));
     g_assert_error(err, JET_ERROR, JET_ERROR_SERVER);
     g_test_message("%s", err->message);
     g_assert_nonnull(strstr(err->message, "JETHOST_DLQ does not exist"));
@@ -397,24 +397,24 @@ static void test_bind_mode(Fx *fx, gconstpointer data)
     g_assert_cmpint(js_GetStreamInfo(&si, fx->js, "JETHOST_DLQ", NULL, NULL), !=, NATS_OK);
 
     jet_test_stream_create(fx->js, "JETHOST_DLQ", "other.dlq.*");
-    g_assert_false(jet_dlq_stream_ensure(fx->js, b, &err));
+    g_assert_false(jet_dlq_stream_ensure(fx->nc, fx->js, b, &err));
     g_test_message("%s", err->message);
     g_assert_nonnull(strstr(err->message, "does not capture"));
     g_assert_nonnull(strstr(err->message, "other.dlq.*"));
     g_clear_error(&err);
     /* Managed mode does not reshape an existing stream either. */
     b->manage = JET_MANAGE_CREATE;
-    g_assert_false(jet_dlq_stream_ensure(fx->js, b, &err));
+    g_assert_false(jet_dlq_stream_ensure(fx->nc, fx->js, b, &err));
     g_clear_error(&err);
 
     jet_test_stream_create(fx->js, "DLQ2", "team.*.dead");
     g_autoptr(JetBindingConfig) b2 = binding(JET_MANAGE_BIND, "DLQ2", "team.orders.dead");
-    g_assert_true(jet_dlq_stream_ensure(fx->js, b2, &err));
+    g_assert_true(jet_dlq_stream_ensure(fx->nc, fx->js, b2, &err));
     g_assert_no_error(err);
 
     /* Managed, a subject outside jethost.dlq.: the stream takes that subject. */
     g_autoptr(JetBindingConfig) b3 = binding(JET_MANAGE_CREATE, "DLQ3", "mine.dead");
-    g_assert_true(jet_dlq_stream_ensure(fx->js, b3, &err));
+    g_assert_true(jet_dlq_stream_ensure(fx->nc, fx->js, b3, &err));
     g_assert_no_error(err);
     si = stream_info(fx, "DLQ3");
     g_assert_cmpint(si->Config->SubjectsLen, ==, 1);
@@ -517,6 +517,62 @@ static void test_ack_confirmed(Fx *fx, gconstpointer data)
     natsMsg_Destroy(m);
 }
 
+/* dlq_ttl: a managed DLQ stream is made with allow_msg_ttl, each record
+ * carries Nats-TTL and the server removes it then (2.11 and later); a
+ * stream without the setting, or a server that does not know it, is a
+ * config error naming the stream, in both modes. */
+static gboolean stream_empty(gpointer data)
+{
+    Fx *fx = data;
+    return stream_msgs(fx, "TTL_DLQ") == 0;
+}
+
+static void test_dlq_ttl(Fx *fx, gconstpointer data)
+{
+    (void)data;
+    guint version = jet_test_server_version();
+    g_autoptr(JetBindingConfig) b = binding(JET_MANAGE_CREATE, "TTL_DLQ", "jethost.dlq.orders");
+    b->dlq_ttl_ms = 2000;
+    g_autoptr(GError) err = NULL;
+    if (version < 21100) {
+        g_assert_false(jet_dlq_stream_ensure(fx->nc, fx->js, b, &err));
+        g_assert_error(err, JET_ERROR, JET_ERROR_INVALID);
+        g_test_message("nats-server %u: %s", version, err->message);
+        g_assert_nonnull(strstr(err->message, "a server before 2.11"));
+        g_clear_error(&err);
+        /* And once made, it is refused as any stream without the setting. */
+    } else {
+        g_assert_true(jet_dlq_stream_ensure(fx->nc, fx->js, b, &err));
+        g_assert_no_error(err);
+        /* Found again: accepted. */
+        g_assert_true(jet_dlq_stream_ensure(fx->nc, fx->js, b, &err));
+        JetCaptureFacts f;
+        facts_init(&f, 7);
+        f.ttl_s = b->dlq_ttl_ms / 1000;
+        natsMsg *m = build_from("jethost.dlq.orders", "x", 1, NULL, &f, 0, NULL, &err);
+        g_assert_nonnull(m);
+        JetCapturePubAck ack;
+        g_assert_cmpint(jet_capture_publish(fx->js, m, 5000, &ack, &err), ==, JET_CAPTURE_CAPTURED);
+        natsMsg_Destroy(m);
+        natsMsg *rec = jet_test_stream_get(fx->js, "TTL_DLQ", ack.seq);
+        g_assert_cmpstr(jet_test_msg_header(rec, "Nats-TTL"), ==, "2s");
+        natsMsg_Destroy(rec);
+        gint64 t0 = g_get_monotonic_time();
+        g_assert_true(jet_test_wait_until(stream_empty, fx, 15000));
+        g_test_message("nats-server %u: the record was removed after %" G_GINT64_FORMAT " ms", version,
+                       (g_get_monotonic_time() - t0) / 1000);
+    }
+    /* A stream made without the setting: refused, in bind mode too. */
+    jet_test_stream_create(fx->js, "PLAIN_DLQ", "plain.dlq.>");
+    g_autoptr(JetBindingConfig) p = binding(JET_MANAGE_BIND, "PLAIN_DLQ", "plain.dlq.orders");
+    g_assert_true(jet_dlq_stream_ensure(fx->nc, fx->js, p, &err));
+    p->dlq_ttl_ms = 3600000;
+    g_assert_false(jet_dlq_stream_ensure(fx->nc, fx->js, p, &err));
+    g_assert_error(err, JET_ERROR, JET_ERROR_INVALID);
+    g_test_message("%s", err->message);
+    g_assert_nonnull(strstr(err->message, "dlq_ttl = 3600s needs DLQ stream PLAIN_DLQ"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -531,6 +587,7 @@ int main(int argc, char **argv)
     ADD("/capture/publish-missing-stream", test_publish_missing_stream);
     ADD("/capture/publish-refused", test_publish_refused);
     ADD("/capture/ack-confirmed", test_ack_confirmed);
+    ADD("/capture/dlq-ttl", test_dlq_ttl);
 #undef ADD
     int rc = g_test_run();
     nats_Close();

@@ -276,6 +276,12 @@ static const struct {
     { HOST BIND "breaker = enforce\nfloor_age = 0\n",
       "[binding orders] breaker: enforce needs the floor monitor (floor_age = 0 turns it off)" },
     { HOST BIND "ledger = yes\n", "[binding orders] ledger: 'yes' is not true or false" },
+    /* dead-letter records kept for whole seconds */
+    { HOST BIND "dlq_ttl = 1500ms\n",
+      "[binding orders] dlq_ttl: 1500 ms: the server keeps records for whole seconds, at least 1s" },
+    { HOST BIND "dlq_ttl = 500ms\n",
+      "[binding orders] dlq_ttl: 500 ms: the server keeps records for whole seconds, at least 1s" },
+    { HOST BIND "dlq_ttl = -1s\n", "[binding orders] dlq_ttl:" },
     /* accepting expiry only where it can happen: unlimited attempts */
     { HOST BIND "accept_expiry = true\n",
       "[binding orders] accept_expiry: true is only for max_attempts = 0 (unlimited), and "
@@ -1231,6 +1237,7 @@ static void test_binding_equal(void)
         { "max_ack_pending", "10" }, { "rungs", "1s, 5s" }, { "rungs", "1s, 5s, 30s, 2m, 11m" },
         { "max_attempts", "4" }, { "postpone_horizon", "2h" }, { "max_postpone_delay", "1m" },
         { "capture_reserve", "2" }, { "crash_limit", "4" }, { "max_time_to_dead_letter", "1d" },
+        { "max_hops", "3" }, { "dlq_ttl", "30d" },
         { "dlq_stream", "DLQ" }, { "dlq_subject", "dlq.x" }, { "ledger", "false" },
         { "publish_reserved", "true" }, { "publish_streams", "OUT" }, { "floor_age", "1m" },
         { "breaker", "off" }, { "min_deliveries", "3" }, { "exclusive", "true" },

@@ -1,0 +1,43 @@
+/* JetStream API requests read by the host (js_api.h). */
+#include "js_api.h"
+
+#include "conn.h"
+#include "msg_payload.h"
+
+#include <string.h>
+
+JsonObject *jet_js_api_request(natsConnection *nc, const char *api, const char *body, gint64 timeout_ms,
+                               natsStatus *status)
+{
+    g_autofree char *subject = g_strdup_printf("%s.%s", jet_conn_nats_api_prefix(nc), api);
+    natsMsg *reply = NULL;
+    natsStatus s = natsConnection_Request(&reply, nc, subject, body, (int)strlen(body),
+                                          timeout_ms > 0 ? timeout_ms : 5000);
+    if (status != NULL)
+        *status = s;
+    if (s != NATS_OK)
+        return NULL;
+    g_autoptr(JsonParser) p = json_parser_new();
+    gsize len = 0;
+    const char *data = jet_msg_payload(reply, &len);
+    gboolean parsed = json_parser_load_from_data(p, data, (gssize)len, NULL);
+    natsMsg_Destroy(reply);
+    JsonNode *root = parsed ? json_parser_get_root(p) : NULL;
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+        return NULL;
+    return json_object_ref(json_node_get_object(root));
+}
+
+const char *jet_js_api_error(JsonObject *o, gint64 *code)
+{
+    if (code != NULL)
+        *code = 0;
+    if (o == NULL || !json_object_has_member(o, "error"))
+        return NULL;
+    JsonObject *e = json_object_get_object_member(o, "error");
+    if (code != NULL && e != NULL && json_object_has_member(e, "err_code"))
+        *code = json_object_get_int_member(e, "err_code");
+    const char *desc = e != NULL && json_object_has_member(e, "description")
+                           ? json_object_get_string_member(e, "description") : NULL;
+    return desc != NULL ? desc : "refused";
+}
