@@ -9,7 +9,7 @@ set -u
 : "${JET_BUILDDIR:?run through make check}"
 : "${JET_SRCDIR:?run through make check}"
 
-echo "1..11"
+echo "1..12"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jethost-kit.XXXXXX") || { echo "Bail out! mktemp"; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/dest
@@ -18,7 +18,7 @@ log=$tmp/log
 show() { sed 's/^/# /' "$1"; }
 fail_rest() {   # $1: first test left, $2: why
     i=$1
-    while [ "$i" -le 11 ]; do echo "not ok $i - skipped: $2"; i=$((i + 1)); done
+    while [ "$i" -le 12 ]; do echo "not ok $i - skipped: $2"; i=$((i + 1)); done
     exit 0
 }
 
@@ -139,6 +139,35 @@ else
     show "$log"; echo "not ok 8 - a plugin calling mkstemp() does not build with Makefile.example"
 fi
 
+# 12 (run here, printed last): a plugin with a library of its own names it
+# once, in DEPS, and Makefile.example adds its pkg-config flags to the
+# plugin and links it.  The library is a stand-in installed beside the kit
+# (the staged pkg-config sees only that tree): a header, a define, libm.
+mkdir -p "$dest/kitdep/include"
+printf '#define KITDEP_SCALE 2.0\ndouble cos(double);\n' >"$dest/kitdep/include/kitdep.h"
+printf 'Name: kitdep\nDescription: a stand-in\nVersion: 1\nCflags: -I/kitdep/include -DKITDEP_ON=1\nLibs: -lm\n' \
+    >"$pcdir/kitdep.pc"
+cp "$src/template.c" "$src/withdeps.c"
+cat >>"$src/withdeps.c" <<'EOC'
+
+#include <kitdep.h>
+
+double kitdep_probe(double x);
+double kitdep_probe(double x)
+{
+    return KITDEP_ON * KITDEP_SCALE * cos(x);
+}
+EOC
+if (cd "$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make PLUGIN=withdeps DEPS=kitdep \
+        CFLAGS="-O1 -g ${JET_SAN_FLAGS:-}" LDFLAGS="-Wl,--no-as-needed ${JET_SAN_FLAGS:-}" withdeps.so) >"$log" 2>&1 &&
+   objdump -p "$src/withdeps.so" | grep -q 'NEEDED.*libm\.so'; then
+    ok12="ok 12 - DEPS = kitdep: the plugin builds with its flags and links its library"
+else
+    show "$log"; ok12="not ok 12 - a plugin with DEPS = kitdep does not build with its flags or link its library"
+fi
+rm -f "$pcdir/kitdep.pc"
+rm -rf "$dest/kitdep"
+
 # 9: the plugin directory holds the shipped plugins' .so files only: no
 # .la files and no template (its sources are installed as an example).
 plugdir=$(pkg-config --variable=plugindir jethost-plugin)
@@ -172,3 +201,5 @@ if [ -z "$missing" ]; then
 else
     echo "not ok 11 - no word of PKG_CONFIG_SYSROOT_DIR in:$missing"
 fi
+
+echo "$ok12"
