@@ -45,32 +45,59 @@ static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetSch
     }
 }
 
-/* The binding's publish_streams as the server has them, checked against
- * its schedule (docs/forwarding.md): missing streams, short duplicate
- * windows. */
-static void publish_streams_check(JetConn *conn, const JetBindingConfig *b, JetScheduleReport *report)
+/* The duplicate window of a stream that a binding of cfg creates
+ * (subjects set), as it would be made: its duplicate_window, else the
+ * server's default of 2 minutes.  FALSE when no binding creates it. */
+#define SERVER_DUPLICATE_WINDOW_MS G_GUINT64_CONSTANT(120000)
+static gboolean config_creates(const JetConfig *cfg, const char *stream, guint64 *window_ms)
+{
+    for (guint i = 0; i < cfg->bindings->len; i++) {
+        const JetBindingConfig *o = g_ptr_array_index(cfg->bindings, i);
+        if (o->subjects != NULL && strcmp(o->stream, stream) == 0) {
+            *window_ms = o->duplicate_window_ms > 0 ? o->duplicate_window_ms : SERVER_DUPLICATE_WINDOW_MS;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* The binding's publish_streams, checked against its schedule
+ * (docs/forwarding.md): missing streams, short duplicate windows.  A stream
+ * the server has is taken as it is; one it lacks, or any without --server,
+ * as a binding of the config would create it; without --server a stream
+ * the config does not create cannot be judged and is left out. */
+static void publish_streams_check(const JetConfig *cfg, JetConn *conn, const JetBindingConfig *b,
+                                  JetScheduleReport *report)
 {
     guint n = b->publish_streams != NULL ? g_strv_length(b->publish_streams) : 0;
     if (n == 0)
         return;
     g_autofree JetPublishStream *facts = g_new0(JetPublishStream, n);
     g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func(g_free);
+    guint known = 0;
     for (guint i = 0; i < n; i++) {
+        JetPublishStream *f = &facts[known];
+        memset(f, 0, sizeof *f);
+        f->name = b->publish_streams[i];
         jsStreamInfo *si = NULL;
         jsErrCode jerr = 0;
-        facts[i].name = b->publish_streams[i];
-        natsStatus st = js_GetStreamInfo(&si, jet_conn_js(conn), b->publish_streams[i], NULL, &jerr);
+        natsStatus st = conn != NULL ? js_GetStreamInfo(&si, jet_conn_js(conn), f->name, NULL, &jerr) : NATS_ERR;
         if (st == NATS_OK) {
-            facts[i].found = TRUE;
-            facts[i].duplicate_window_ms = (guint64)MAX(si->Config->Duplicates / 1000000, 0);
+            f->found = TRUE;
+            f->duplicate_window_ms = (guint64)MAX(si->Config->Duplicates / 1000000, 0);
             jsStreamInfo_Destroy(si);
+        } else if (config_creates(cfg, f->name, &f->duplicate_window_ms)) {
+            f->found = TRUE;
+        } else if (conn == NULL) {
+            continue;
         } else if (st != NATS_NOT_FOUND && jerr != JSStreamNotFoundErr) {
             char *why = g_strdup_printf("cannot be read: %s", natsStatus_GetText(st));
             g_ptr_array_add(errors, why);
-            facts[i].error = why;
+            f->error = why;
         }
+        known++;
     }
-    jet_schedule_check_publish_streams(report, facts, n);
+    jet_schedule_check_publish_streams(report, facts, known);
 }
 
 /* What the server says about a binding's consumer that no run could work
@@ -138,8 +165,7 @@ static gboolean check_binding(const JetConfig *cfg, const JetBindingConfig *b, J
     if (conn != NULL)
         schedule_live_facts(conn, b, &in, &backoff);
     jet_schedule_check(&in, &report);
-    if (conn != NULL)
-        publish_streams_check(conn, b, &report);
+    publish_streams_check(cfg, conn, b, &report);
     if (verbose || report.n_errors > 0 || report.n_warnings > 0) {
         g_autofree char *text = jet_schedule_report_format(&report);
         printf("binding %s: schedule\n%s", b->name, text);

@@ -178,6 +178,9 @@ static const KeyDef binding_keys[] = {
     { "subjects", K_SUBJECTS, NULL, NULL, FALSE, NOB, B(subjects),
       "comma-separated subjects of the stream, created or updated with it; only with "
       "`manage = create`" },
+    { "duplicate_window", K_DURATION, "0", NULL, FALSE, 0, DURATION_MAX_MS, B(duplicate_window_ms),
+      "the duplicate window of the stream jethost creates (`subjects`): how long the server drops a publish "
+      "whose Nats-Msg-Id it has stored, which publish-then-ack relies on; only with `subjects`" },
     { "filter_subject", K_SUBJECT, NULL, NULL, FALSE, NOB, B(filter_subject),
       "the consumer's filter subject; unset: the whole stream" },
     { "workers", K_UINT, "1", NULL, FALSE, 1, 64, B(workers),
@@ -1263,6 +1266,12 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
                   "(docs/exclusive.md)", hb, ttl);
         return NULL;
     }
+    if (b->duplicate_window_ms > 0 && b->subjects == NULL) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "duplicate_window"), sec->group, "duplicate_window",
+                  "only for a stream jethost creates (set subjects): an existing stream's window is the "
+                  "operator's to set");
+        return NULL;
+    }
     if (b->subjects != NULL && b->manage != JET_MANAGE_CREATE) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "subjects"), sec->group, "subjects",
                   "only with manage = create (a bound stream is not changed)");
@@ -1667,7 +1676,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
            SAME(ack_wait_ms) && SAME(max_deliver) && SAME(max_ack_pending) && SAME(n_rungs) &&
            (a->n_rungs == 0 || memcmp(a->rungs_ms, b->rungs_ms, a->n_rungs * sizeof *a->rungs_ms) == 0) &&
            SAME(max_attempts) && SAME(postpone_horizon_ms) && SAME(max_postpone_delay_ms) && SAME(capture_reserve) &&
-           SAME(crash_limit) && SAME(max_hops) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) && SAME(dlq_ttl_ms) &&
+           SAME(crash_limit) && SAME(max_hops) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) && SAME(dlq_ttl_ms) && SAME(duplicate_window_ms) &&
            SAME_STR(dlq_subject) && SAME(replicas) && SAME(ledger) && SAME(publish_reserved) &&
            strv_equal0(a->publish_streams, b->publish_streams) && SAME(allow_loop) && SAME(floor_age_ms) && SAME(breaker) &&
            SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) &&

@@ -137,6 +137,7 @@ typedef struct {
     guint max_hops;          /* 0 = no limit */
     guint64 max_time_to_dead_letter_ms;   /* a bound the schedule check enforces; 0 = none */
     gboolean accept_expiry;  /* max_attempts 0: a never-succeeding message may expire unrecorded */
+    guint64 duplicate_window_ms;   /* of the stream jethost creates (subjects); 0 = the server's */
     guint64 dlq_ttl_ms;      /* each record's Nats-TTL, whole seconds; 0 = kept until removed */
     char *dlq_stream;
     char *dlq_subject;

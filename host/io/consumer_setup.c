@@ -52,6 +52,8 @@ gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error)
     sc.SubjectsLen = (int)g_strv_length(b->subjects);
     sc.Storage = js_FileStorage;
     sc.Replicas = b->replicas > 0 ? (int64_t)b->replicas : 1;
+    if (b->duplicate_window_ms > 0)
+        sc.Duplicates = (int64_t)MIN(b->duplicate_window_ms, (guint64)(G_MAXINT64 / 1000000)) * 1000000;
     jerr = 0;
     s = js_AddStream(&si, js, &sc, NULL, &jerr);
     if (s != NATS_OK)

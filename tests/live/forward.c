@@ -482,19 +482,36 @@ static void test_ordered(Env *e, gconstpointer data)
 
 /* Runs `jethost check -c CONF --server URL` on the binding; its exit code
  * and stdout. */
-static int check_with(const char *url, const char *name, const char *publish_streams, char **out)
+static int check_with_more(const char *url, const char *name, const char *publish_streams, const char *more,
+                           char **out)
 {
     g_autofree char *plugin = jet_test_plugin_copy("forward");
     g_autofree char *text = g_strdup_printf(
         "[host]\nserver = %s\n\n[binding fwd]\nplugin = %s\nstream = ORDERS\nconsumer = fwd\n"
         "rungs = 1s\nmax_attempts = 2\npostpone_horizon = 0\nack_wait = 2s\nfloor_age = 0\n"
-        "option.subject = fwd.{token:2}\npublish_streams = %s\n", url, plugin, publish_streams);
+        "option.subject = fwd.{token:2}\npublish_streams = %s\n\n%s", url, plugin, publish_streams,
+        more != NULL ? more : "");
     g_autofree char *file = g_strdup_printf("%s.conf", name);
     g_autofree char *conf = jet_test_write_file(file, text);
     const char *args[] = { "check", "-c", conf, "--server", url, NULL };
     int rc = jet_test_jethost_run(args, out, NULL);
     g_test_message("check %s: exit %d\n%s", publish_streams, rc, *out);
     return rc;
+}
+
+static int check_with(const char *url, const char *name, const char *publish_streams, char **out)
+{
+    return check_with_more(url, name, publish_streams, NULL, out);
+}
+
+static gboolean stream_exists(gpointer data)
+{
+    JetTestStreamWait *w = data;
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, w->js, w->stream, NULL, NULL) != NATS_OK)
+        return FALSE;
+    jsStreamInfo_Destroy(si);
+    return TRUE;
 }
 
 /* The binding's worst case is 1s (ladder) + 3 x 2s (crash fallback) = 7s:
@@ -525,6 +542,27 @@ static void test_check(Env *e, gconstpointer data)
     g_assert_nonnull(strstr(out, "error   publish-stream-missing: publish_streams: not on the server: NOPE "
                                  "(does not exist);"));
     g_assert_nonnull(strstr(out, "FAILED: 1 of 1 binding: fwd (schedule: publish-stream-missing)"));
+
+    /* A stream another binding of the config creates, not on the server
+     * yet: judged by the duplicate_window it will be made with. */
+    g_autofree char *plugin = jet_test_plugin_copy("forward");
+    g_autofree char *sink = g_strdup_printf("[binding sink]\nplugin = %s\nstream = MADE\nconsumer = sink\n"
+                                            "subjects = made.>\nduplicate_window = 5s\nack_wait = 2s\n"
+                                            "floor_age = 0\noption.subject = elsewhere.{token:2}\n", plugin);
+    g_free(g_steal_pointer(&out));
+    g_assert_cmpint(check_with_more(url, "made", "FWD, MADE", sink, &out), ==, 0);
+    g_assert_nonnull(strstr(out, "warning publish-dedup-window: publish_streams: duplicate window of MADE (5s)"));
+    g_assert_null(strstr(out, "publish-stream-missing"));
+    /* And made so by run. */
+    g_autofree char *errlog = NULL;
+    g_autoptr(GSubprocess) host = spawn_host("made", url, sink, &errlog);
+    JetTestStreamWait sw = { js, "MADE", 0 };
+    g_assert_true(jet_test_wait_until(stream_exists, &sw, 20000));
+    jet_test_jethost_stop(host, errlog);
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, js, "MADE", NULL, NULL), ==, NATS_OK);
+    g_assert_cmpint(si->Config->Duplicates, ==, G_GINT64_CONSTANT(5000000000));
+    jsStreamInfo_Destroy(si);
 }
 
 /* Runs `jethost ARGS... -c` on [host] + binding, returns its exit code and

@@ -282,6 +282,8 @@ static const struct {
     { HOST BIND "dlq_ttl = 500ms\n",
       "[binding orders] dlq_ttl: 500 ms: the server keeps records for whole seconds, at least 1s" },
     { HOST BIND "dlq_ttl = -1s\n", "[binding orders] dlq_ttl:" },
+    { HOST BIND "duplicate_window = 1h\n",
+      "[binding orders] duplicate_window: only for a stream jethost creates (set subjects)" },
     /* accepting expiry only where it can happen: unlimited attempts */
     { HOST BIND "accept_expiry = true\n",
       "[binding orders] accept_expiry: true is only for max_attempts = 0 (unlimited), and "
