@@ -90,7 +90,7 @@ subjects = two.>
 option.subject = one.back
 CONF
 
-echo "1..43"
+echo "1..45"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -153,6 +153,9 @@ expect 2 "dlq rm with a reversed range says so" \
 expect 2 "kv without put, get or del is a usage error" "give put, get or del" -- kv -s "$nobody"
 expect 2 "kv put without a key is a usage error" "kv put: wrong number of arguments" -- kv -s "$nobody" put CFG
 expect 2 "kv get takes no value" "kv get: wrong number of arguments" -- kv -s "$nobody" get CFG app.theme dark
+expect 2 "kv --replicas is for put --create only" "--replicas is for put --create only" \
+    -- kv -s "$nobody" put --replicas 3 CFG app.theme dark
+expect 2 "kv --replicas out of range" "--replicas 9: give 1 to 5" -- kv -s "$nobody" put --create --replicas 9 CFG k v
 expect 2 "kv --create is for put only" "--create is for put only" -- kv -s "$nobody" del --create CFG app.theme
 expect 2 "kv refuses a key with a space" 'KEY "app theme" is not a KV key' -- kv -s "$nobody" put CFG 'app theme' x
 expect 2 "kv refuses a key with a control byte, shown escaped" 'KEY "app\\x01theme" is not a KV key' \

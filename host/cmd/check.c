@@ -115,6 +115,27 @@ static gboolean live_consumer_fits(JetConn *conn, const JetBindingConfig *b, GEr
     return ok;
 }
 
+/* [host] replicas against the servers the connection knows of (the one it
+ * reached and those its INFO names in the cluster): a stream or bucket
+ * made with more replicas than that is refused by the server
+ * (insufficient resources).  A warning, since servers it was not told of
+ * may exist. */
+static void replicas_check(const JetConfig *cfg, JetConn *conn)
+{
+    char **servers = NULL;
+    int n = 0;
+    if (cfg->host.replicas <= 1 || natsConnection_GetServers(jet_conn_nats(conn), &servers, &n) != NATS_OK)
+        return;
+    for (int i = 0; i < n; i++)
+        free(servers[i]);
+    free(servers);
+    if (n > 0 && (guint)n < cfg->host.replicas)
+        printf("host: warning replicas: [host] replicas = %u, but the server knows of %d server%s in its "
+               "cluster: every stream and bucket jethost creates would be refused (insufficient resources); "
+               "set replicas to at most %d or connect to the cluster\n",
+               cfg->host.replicas, n, n == 1 ? "" : "s", n);
+}
+
 /* Appends "NAME (why)" to the summary of failed bindings. */
 static void failed_add(GString *failed, const char *name, const char *why)
 {
@@ -216,6 +237,8 @@ int jet_check_run(const char *config_file, const char *dropin_dir, gboolean verb
     g_autoptr(GString) failed = g_string_new(NULL);
     guint n_failed = 0;
     /* Without --server only the streams the config creates are known. */
+    if (conn != NULL)
+        replicas_check(cfg, conn);
     g_autoptr(GPtrArray) loops = jet_publish_loops(cfg, conn != NULL ? jet_stream_subjects : NULL, conn);
     for (guint i = 0; i < cfg->bindings->len; i++)
         n_failed += !check_binding(cfg, g_ptr_array_index(cfg->bindings, i), conn, verbose,

@@ -22,7 +22,7 @@
  * control line, as the subjects the host builds from a config do. */
 #define KV_SUBJECT_MAX 1024
 
-#define USAGE "usage: jethost kv [-s URL | -c FILE [-d DIR]] put [--create] BUCKET KEY [VALUE] | " \
+#define USAGE "usage: jethost kv [-s URL | -c FILE [-d DIR]] put [--create [--replicas N]] BUCKET KEY [VALUE] | " \
               "get BUCKET KEY | del BUCKET KEY"
 
 typedef enum { KV_PUT, KV_GET, KV_DEL } KvOp;
@@ -79,9 +79,9 @@ static void report(natsStatus s, const char *fmt, ...)
 }
 
 /* Binds to the bucket; with create, makes it first when it does not exist
- * (history 1, file storage), and never touches one that does.
- * JET_EXIT_OK with *kv set, else the exit code after saying why. */
-static int bucket_open(jsCtx *js, const char *bucket, gboolean create, kvStore **kv)
+ * (history 1, file storage, `replicas` copies), and never touches one that
+ * does.  JET_EXIT_OK with *kv set, else the exit code after saying why. */
+static int bucket_open(jsCtx *js, const char *bucket, gboolean create, guint replicas, kvStore **kv)
 {
     natsStatus s = js_KeyValue(kv, js, bucket);
     if (s == NATS_NOT_FOUND && create) {
@@ -91,9 +91,11 @@ static int bucket_open(jsCtx *js, const char *bucket, gboolean create, kvStore *
         kc.Description = "created by jethost kv put --create";
         kc.History = 1;
         kc.StorageType = js_FileStorage;
+        kc.Replicas = (int)replicas;
         s = js_CreateKeyValue(kv, js, &kc);
         if (s == NATS_OK) {
-            fprintf(stderr, "jethost kv: created bucket %s (history 1, file storage)\n", bucket);
+            fprintf(stderr, "jethost kv: created bucket %s (history 1, file storage, %u replica%s)\n", bucket,
+                    replicas, replicas == 1 ? "" : "s");
             return JET_EXIT_OK;
         }
         /* Someone else may have made it since: theirs is used as it is. */
@@ -161,11 +163,13 @@ int jet_kv_cli_main(int argc, char **argv)
 {
     g_auto(JetCmdConnOptions) co = { 0 };
     gboolean create = FALSE;
+    gint replicas = 0;
     g_auto(GStrv) args = NULL;
     /* The words collected apart from the options, "--" dropped, so that
      * `put B K -- -1` stores "-1".  FILENAME: bytes as given, judged here. */
     GOptionEntry entries[] = {
         { "create", 0, 0, G_OPTION_ARG_NONE, &create, "put: create the bucket when it does not exist (history 1, file storage); one that exists is never changed", NULL },
+        { "replicas", 0, 0, G_OPTION_ARG_INT, &replicas, "put --create: the new bucket's copies, 1 to 5 (default: the config's [host] replicas with -c, else 1)", "N" },
         { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &args, NULL, NULL },
         { NULL },
     };
@@ -201,6 +205,14 @@ int jet_kv_cli_main(int argc, char **argv)
         fprintf(stderr, "jethost kv: --create is for put only (get and del never create a bucket)\n");
         return JET_EXIT_USAGE;
     }
+    if (replicas != 0 && !create) {
+        fprintf(stderr, "jethost kv: --replicas is for put --create only (a bucket that exists is never changed)\n");
+        return JET_EXIT_USAGE;
+    }
+    if (replicas < 0 || replicas > 5) {
+        fprintf(stderr, "jethost kv: --replicas %d: give 1 to 5 (the copies a JetStream cluster keeps)\n", replicas);
+        return JET_EXIT_USAGE;
+    }
     const char *bucket = args[1], *key = args[2];
     if (!arg_ok("BUCKET", bucket, bucket_refusal(bucket)) || !arg_ok("KEY", key, key_refusal(bucket, key)))
         return JET_EXIT_USAGE;
@@ -227,7 +239,8 @@ int jet_kv_cli_main(int argc, char **argv)
     if (conn == NULL)
         return rc;
     kvStore *kv = NULL;
-    rc = bucket_open(jet_conn_js(conn), bucket, create, &kv);
+    guint copies = replicas > 0 ? (guint)replicas : cfg != NULL && cfg->host.replicas > 0 ? cfg->host.replicas : 1;
+    rc = bucket_open(jet_conn_js(conn), bucket, create, copies, &kv);
     if (rc == JET_EXIT_OK) {
         if (op == KV_PUT)
             rc = kv_put(kv, bucket, key, data, len);

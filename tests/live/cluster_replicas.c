@@ -5,6 +5,8 @@
  * for it creates its binding's stream (`subjects`), the DLQ stream, the
  * ledger bucket and the advisory stream with three replicas: each one's
  * Config.Replicas is 3 and its cluster info places it on three servers.  The host handles what is published.
+ * `jethost kv put --create` makes a bucket with --replicas 3, and with the
+ * config's [host] replicas 3 when it is given none.
  *
  * /cluster-replicas/existing: streams an operator made with three replicas
  * (the ledger bucket, with another max_age; the DLQ stream; the advisory
@@ -112,6 +114,38 @@ static void test_created(void)
 
     g_autofree char *log = jet_test_read_text(errlog);
     g_assert_cmpuint(jet_test_count_lines(log, "event=replicas-differ"), ==, 0);
+
+    /* jethost kv put --create: --replicas, else the config's [host] replicas. */
+    const char *flag[] = { "kv", "-s", jet_test_cluster_url(c, 0), "put", "--create", "--replicas", "3", "KVA", "k", "v",
+                           NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    int krc = jet_test_jethost_run(flag, &out, &err);
+    g_test_message("kv put --create --replicas 3: exit %d: %s", krc, err);
+    g_assert_cmpint(krc, ==, 0);
+    g_assert_nonnull(strstr(err, "created bucket KVA (history 1, file storage, 3 replicas)"));
+    assert_replicas(js, "KV_KVA", 3);
+    g_autofree char *conf = jet_test_write_file("replicas-kv.conf", text);
+    const char *from_config[] = { "kv", "-c", conf, "put", "--create", "KVB", "k", "v", NULL };
+    g_free(g_steal_pointer(&out));
+    g_free(g_steal_pointer(&err));
+    g_assert_cmpint(jet_test_jethost_run(from_config, &out, &err), ==, 0);
+    assert_replicas(js, "KV_KVB", 3);
+
+    /* check --server: replicas = 3 fits a cluster of three; a lone server
+     * is warned about (a warning: check still passes). */
+    const char *check_cluster[] = { "check", "-c", conf, "--server", jet_test_cluster_url(c, 0), "--no-plugins", NULL };
+    g_free(g_steal_pointer(&out));
+    g_free(g_steal_pointer(&err));
+    g_assert_cmpint(jet_test_jethost_run(check_cluster, &out, &err), ==, 0);
+    g_assert_null(strstr(out, "warning replicas"));
+    g_autoptr(JetTestServer) lone = jet_test_server_start();
+    const char *check_lone[] = { "check", "-c", conf, "--server", jet_test_server_url(lone), "--no-plugins", NULL };
+    g_free(g_steal_pointer(&out));
+    g_free(g_steal_pointer(&err));
+    g_assert_cmpint(jet_test_jethost_run(check_lone, &out, &err), ==, 0);
+    g_test_message("%s", out);
+    g_assert_nonnull(strstr(out, "host: warning replicas: [host] replicas = 3, but the server knows of 1 server in "
+                                 "its cluster"));
     jet_test_js_close(nc, js);
 }
 
