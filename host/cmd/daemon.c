@@ -37,6 +37,7 @@ typedef struct {
     struct Daemon *d;
     gboolean failed;           /* refused at start-up: skipped by the later steps */
     gboolean changed;          /* a reload: replaces a binding of the same name */
+    gboolean clean_predecessor; /* ... whose engine drained cleanly (engine.h) */
 } Binding;
 
 typedef struct Daemon {
@@ -186,6 +187,8 @@ static JetEngine *engine_new(Binding *bd, JetConn *conn, JetLedger *ledger, Daem
 {
     JetEngine *e = jet_engine_new(conn, bd->b, bd->inst, &bd->facts);
     jet_engine_set_ledger(e, ledger, d->host_name);
+    if (bd->clean_predecessor)
+        jet_engine_set_clean_predecessor(e);
     jet_engine_set_hung_hook(e, engine_all_hung, d);
     return e;
 }
@@ -564,8 +567,16 @@ static gboolean reload_finish(gpointer data)
         return G_SOURCE_REMOVE;   /* the host's exit took it over */
     g_thread_join(d->retirer);
     d->retirer = NULL;
-    for (guint i = 0; i < d->retiring->len; i++)
-        binding_log_stopped(d, g_ptr_array_index(d->retiring, i));
+    for (guint i = 0; i < d->retiring->len; i++) {
+        Binding *old = g_ptr_array_index(d->retiring, i);
+        binding_log_stopped(d, old);
+        /* Its successor finds what it released unacked: no crash left it. */
+        for (guint j = 0; old->engine != NULL && !old->b->exclusive && j < d->pending->len; j++) {
+            Binding *next = g_ptr_array_index(d->pending, j);
+            if (strcmp(next->b->name, old->b->name) == 0)
+                next->clean_predecessor = jet_engine_drained_clean(old->engine);
+        }
+    }
     g_ptr_array_set_size(d->retiring, 0);   /* engines, then the plugins' fini() */
     guint failed = 0;
     if (d->signals == 0) {

@@ -1141,6 +1141,18 @@ void jet_engine_set_hung_hook(JetEngine *e, JetEngineHungHook fn, gpointer data)
     e->hung_hook_data = data;
 }
 
+void jet_engine_set_clean_predecessor(JetEngine *e)
+{
+    e->clean_predecessor = TRUE;
+}
+
+gboolean jet_engine_drained_clean(JetEngine *e)
+{
+    JetEngineStats st;
+    jet_engine_stats(e, &st);
+    return st.uncertain == 0 && st.stranded == 0;
+}
+
 void jet_engine_set_loss_hook(JetEngine *e, JetEngineLossHook fn, gpointer data)
 {
     e->loss_hook = fn;
@@ -1177,7 +1189,12 @@ void jet_engine_start(JetEngine *e)
     /* What a previous run held when it ended comes back within AckWait:
      * if that run died, some of it is a suspect.  Careful until it is all
      * settled (the floor passes what had been delivered) or AckWait x 2. */
-    if (e->facts.num_ack_pending > 0) {
+    if (e->facts.num_ack_pending > 0 && e->clean_predecessor) {
+        jet_log(JET_LOG_INFO, e->b->name, "restart-released",
+                "%" G_GINT64_FORMAT " message(s) held unacked at start, up to stream seq %" G_GUINT64_FORMAT
+                ": released by this binding's previous engine in this process (a reload), their releases "
+                "recorded; pulling as usual", e->facts.num_ack_pending, e->facts.delivered_stream);
+    } else if (e->facts.num_ack_pending > 0) {
         e->start_careful_until_us = now_us() + careful_span_us(e);
         e->start_careful_floor = e->facts.delivered_stream;
         jet_log(JET_LOG_INFO, e->b->name, "careful",

@@ -101,6 +101,15 @@ void jet_engine_set_fence(JetEngine *e, const gint64 *until_us);
 /* The floor monitor's counters and gauges (zero when floor_age is 0). */
 void jet_engine_floor_stats(JetEngine *e, JetFloorStats *out);
 
+/* A reload restarts a binding: once the old engine is joined,
+ * jet_engine_drained_clean() says whether it ended with every message it
+ * held settled or released, each release recorded (nothing uncertain or
+ * stranded).  The new engine is then told, before jet_engine_start():
+ * what it finds unacked at start was released by that engine, not left by
+ * a run that died, so it skips the careful start (docs/reload.md). */
+gboolean jet_engine_drained_clean(JetEngine *e);
+void jet_engine_set_clean_predecessor(JetEngine *e);
+
 /* Starts the workers and the lease keeper. */
 void jet_engine_start(JetEngine *e);
 

@@ -226,6 +226,7 @@ struct JetEngine {
      * may be near, one worker pulls one message at a time, so a death
      * burns a delivery of nothing but the message in hand. */
     gint64 careful_until_us;      /* atomic: after a suspect */
+    gboolean clean_predecessor;    /* the binding's previous engine in this process drained cleanly */
     gint64 start_careful_until_us; /* after start, while messages held at start may come back... */
     guint64 start_careful_floor;  /* ...until the ack floor reaches the last delivered at start */
     gint suspects_running;        /* atomic: suspects between take and settlement */
