@@ -6,6 +6,7 @@
 #include "log.h"
 #include "mock_cli.h"
 #include "pub.h"
+#include "sub.h"
 #include "check.h"
 #include "dlq_cli.h"
 #include "kv_cli.h"
@@ -109,6 +110,7 @@ static const struct {
     { "run", cmd_run, "run the bindings of a config until SIGTERM or SIGINT (SIGHUP reloads it)" },
     { "check", cmd_check, "validate a config and its plugins (-s URL: also against the server)" },
     { "pub", jet_pub_main, "publish a message to JetStream and print the pub-ack" },
+    { "sub", jet_sub_main, "print what a subject carries, or what a stream holds (--stream)" },
     { "dlq", jet_dlq_cli_main, "find, count, replay and remove dead-letter records" },
     { "kv", jet_kv_cli_main, "put, get or delete a KV entry (put --create makes the bucket)" },
     { "mock", jet_mock_cli_main, "run a plugin on the mock host: JSON lines in, settlements out" },

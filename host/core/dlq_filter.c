@@ -1,5 +1,6 @@
 /* The selection of dead-letter records (dlq_filter.h). */
 #include "dlq_filter.h"
+#include "subject_overlap.h"
 
 #include "dlq_record.h"
 #include "duration.h"
@@ -78,20 +79,6 @@ void jet_dlq_filter_free(JetDlqFilter *f)
 
 /* A pattern jet_subject_matches can match something with: non-empty
  * tokens, '*' and '>' only as whole tokens, '>' only last. */
-static gboolean pattern_valid(const char *p)
-{
-    g_auto(GStrv) tokens = g_strsplit(p, ".", -1);
-    for (char **t = tokens; *t != NULL; t++) {
-        if (**t == '\0')
-            return FALSE;
-        if ((strchr(*t, '*') != NULL || strchr(*t, '>') != NULL) && strlen(*t) != 1)
-            return FALSE;
-        if (strcmp(*t, ">") == 0 && t[1] != NULL)
-            return FALSE;
-    }
-    return TRUE;
-}
-
 static gboolean value_error(GError **error, const char *field, const char *value, const char *why)
 {
     g_autofree char *e = jet_text_escape(value, strlen(value), FALSE);
@@ -119,7 +106,7 @@ gboolean jet_dlq_filter_add(JetDlqFilter *f, const char *field, const char *valu
         g_autofree char *why = g_strdup_printf("not a cause (causes: %s)", known);
         return value_error(error, field, value, why);
     }
-    if (k == F_SUBJECT && !pattern_valid(value))
+    if (k == F_SUBJECT && !jet_subject_pattern_valid(value))
         return value_error(error, field, value,
                            "not a subject pattern (tokens separated by '.', '*' for one token, a final '>' for the rest)");
     if (f->values[k] == NULL)
