@@ -90,7 +90,7 @@ subjects = two.>
 option.subject = one.back
 CONF
 
-echo "1..45"
+echo "1..48"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -102,6 +102,10 @@ expect 0 "check -v shows plugin options" "option.log_every = 10" -- check -v -c 
 expect 3 "check names a plugin option typo" "option.log_evry: plugin template" -- check -c "$tmp/typo.conf"
 expect 3 "check refuses workers for a plugin that is not thread-safe" "not declare JET_PLUGIN_THREAD_SAFE" -- check -c "$tmp/workers.conf"
 expect 3 "check names a missing plugin" "missing.so: no such file" -- check -c "$tmp/missing.conf"
+{ sed -n '1,/^$/p' "$tmp/good.conf"; printf '[binding m]\nplugin = template\nstream = M\nconsumer = m\nworkes = 4\nbatch = zero\nack_wiat = 5s\n'; } > "$tmp/three.bad.conf"
+expect 3 "check reports every config error in one run: the first" "three.bad.conf: \[binding m\] workes: unknown key; did you mean workers?" -- check -c "$tmp/three.bad.conf"
+expect 3 "check reports every config error in one run: the last" "three.bad.conf: \[binding m\] ack_wiat: unknown key; did you mean ack_wait?" -- check -c "$tmp/three.bad.conf"
+expect 3 "check's summary counts them, on stderr, naming the file once" "three.bad.conf: FAILED: 3 errors in the config" -- check -c "$tmp/three.bad.conf"
 expect 3 "check names file, group and key of a bad value" "bad.conf: \[binding orders\] batch:" -- check -c "$tmp/bad.conf"
 # --no-plugins: keys and schedules only, for machines without the plugins.
 expect 3 "check opens the plugin path" "orders.so: no such file" -- check -c "$tmp/nopath.conf"

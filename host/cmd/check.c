@@ -218,9 +218,15 @@ int jet_check_run(const char *config_file, const char *dropin_dir, gboolean verb
     g_autoptr(GError) err = NULL;
     g_autoptr(JetConfig) cfg = jet_config_load(config_file, dropin_dir, &err);
     if (cfg == NULL) {
-        /* No bindings to report on: the reason is the report. */
-        printf("jethost: %s\n", err->message);
-        fprintf(stderr, "jethost check: %s: FAILED: %s\n", config_file, err->message);
+        /* No bindings to report on: the errors are the report, each once,
+         * in file order; the summary on stderr only counts them. */
+        g_auto(GStrv) lines = g_strsplit(err->message, "\n", -1);
+        for (char **line = lines; *line != NULL; line++)
+            printf("%s\n", *line);
+        fflush(stdout);
+        guint n = g_strv_length(lines);
+        fprintf(stderr, "jethost check: %s: FAILED: %u error%s in the config (listed on stdout)\n", config_file, n,
+                n == 1 ? "" : "s");
         return JET_EXIT_CONFIG;
     }
     JetConn *conn = NULL;

@@ -432,9 +432,18 @@ static gboolean on_signal(gpointer data)
 
 /* --- SIGHUP: reload (docs/reload.md) -------------------------------------- */
 
+/* One log line for each line of a config's errors (jet_config_load
+ * reports them all, one a line). */
+static void log_config_errors(const char *event, const char *errors, const char *after)
+{
+    g_auto(GStrv) lines = g_strsplit(errors, "\n", -1);
+    for (char **line = lines; *line != NULL; line++)
+        jet_log(JET_LOG_ERROR, NULL, event, "%s%s", *line, after);
+}
+
 static void reload_refused(const char *why)
 {
-    jet_log(JET_LOG_ERROR, NULL, "reload-refused", "%s; nothing changed, every binding runs as before", why);
+    log_config_errors("reload-refused", why, "; nothing changed, every binding runs as before");
     jet_notify_ready();   /* the reload is over, as systemd's reload protocol wants it said */
 }
 
@@ -763,7 +772,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     }
     d.cfg = jet_config_load(config_file, dropin_dir, &err);
     if (d.cfg == NULL) {
-        jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);
+        log_config_errors("config", err->message, "");
         return JET_EXIT_CONFIG;
     }
     d.configs = g_ptr_array_new_with_free_func((GDestroyNotify)jet_config_free);

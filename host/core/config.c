@@ -294,10 +294,27 @@ typedef struct {
 } Section;
 
 typedef struct {
+    char *message;        /* "FILE: [GROUP] KEY: why" */
+    guint file;           /* index in Loader.files; G_MAXUINT: none */
+    guint line;           /* 0: unknown (sorted after the known ones of its file) */
+    guint order;          /* when it was found: the tie-break */
+} ConfigError;
+
+typedef struct {
     GPtrArray *files;     /* char *, every file read */
     Section *host;
     GHashTable *bindings; /* name -> Section* */
+    GHashTable *lines;    /* "FILE\nGROUP\nKEY" -> its line (GUINT_TO_POINTER) */
+    GPtrArray *errors;    /* ConfigError*: every error found, reported together */
+    GHashTable *dropped;  /* "GROUP\nKEY": left out after an error, to find the next */
 } Loader;
+
+static void config_error_free(gpointer p)
+{
+    ConfigError *e = p;
+    g_free(e->message);
+    g_free(e);
+}
 
 static void setting_free(gpointer p)
 {
@@ -328,6 +345,9 @@ static void section_free(gpointer p)
 
 static void loader_clear(Loader *l)
 {
+    g_clear_pointer(&l->lines, g_hash_table_unref);
+    g_clear_pointer(&l->errors, g_ptr_array_unref);
+    g_clear_pointer(&l->dropped, g_hash_table_unref);
     g_clear_pointer(&l->files, g_ptr_array_unref);
     g_clear_pointer(&l->host, section_free);
     g_clear_pointer(&l->bindings, g_hash_table_unref);
@@ -349,6 +369,88 @@ static void key_error(GError **error, gint code, const char *file, const char *g
     g_autofree char *why = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     g_set_error(error, JET_ERROR, code, "%s: [%s] %s: %s", file, group, key, why);
+}
+
+/* Keeps an error (taking it) to report with the others: the line of
+ * FILE's GROUP KEY when the files had it. */
+static void note(Loader *l, const char *file, const char *group, const char *key, GError *e)
+{
+    ConfigError *ce = g_new0(ConfigError, 1);
+    ce->message = g_strdup(e->message);
+    ce->file = G_MAXUINT;
+    for (guint i = 0; file != NULL && i < l->files->len; i++)
+        if (strcmp(g_ptr_array_index(l->files, i), file) == 0)
+            ce->file = i;
+    if (file != NULL && group != NULL && key != NULL) {
+        g_autofree char *k = g_strconcat(file, "\n", group, "\n", key, NULL);
+        ce->line = GPOINTER_TO_UINT(g_hash_table_lookup(l->lines, k));
+    }
+    ce->order = l->errors->len;
+    g_ptr_array_add(l->errors, ce);
+    g_error_free(e);
+}
+
+/* The KEY of a "FILE: [GROUP] KEY: why" message (key_error's), or NULL. */
+static char *error_key(const char *message, const char *group)
+{
+    g_autofree char *tag = g_strdup_printf("[%s] ", group);
+    const char *at = strstr(message, tag);
+    if (at == NULL)
+        return NULL;
+    at += strlen(tag);
+    const char *end = strstr(at, ": ");
+    return end != NULL && memchr(at, ' ', (gsize)(end - at)) == NULL ? g_strndup(at, (gsize)(end - at)) : NULL;
+}
+
+static gint cmp_error(gconstpointer a, gconstpointer b)
+{
+    const ConfigError *x = *(const ConfigError *const *)a, *y = *(const ConfigError *const *)b;
+    if (x->file != y->file)
+        return x->file < y->file ? -1 : 1;
+    guint lx = x->line != 0 ? x->line : G_MAXUINT, ly = y->line != 0 ? y->line : G_MAXUINT;
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Every error kept, in file order (file, then line), one a line. */
+static void report_errors(Loader *l, GError **error)
+{
+    g_ptr_array_sort(l->errors, cmp_error);
+    g_autoptr(GString) all = g_string_new(NULL);
+    for (guint i = 0; i < l->errors->len; i++)
+        g_string_append_printf(all, "%s%s", i ? "\n" : "", ((ConfigError *)g_ptr_array_index(l->errors, i))->message);
+    g_set_error_literal(error, JET_ERROR, JET_ERROR_INVALID, all->str);
+}
+
+/* The closest key of table to an unknown one, when a typo explains it:
+ * at most one edit in four characters (at least one). */
+static const char *nearest_key(const char *const *keys, const char *key)
+{
+    const char *best = NULL;
+    gsize best_d = MAX(strlen(key) / 4, 1) + 1;
+    gsize n = strlen(key);
+    for (const char *const *k = keys; *k != NULL; k++) {
+        gsize m = strlen(*k);
+        g_autofree gsize *row = g_new(gsize, m + 1);
+        for (gsize j = 0; j <= m; j++)
+            row[j] = j;
+        for (gsize i = 1; i <= n; i++) {
+            gsize prev = row[0];
+            row[0] = i;
+            for (gsize j = 1; j <= m; j++) {
+                gsize cur = row[j];
+                gsize sub = prev + (key[i - 1] != (*k)[j - 1]);
+                row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), sub);
+                prev = cur;
+            }
+        }
+        if (row[m] < best_d) {
+            best_d = row[m];
+            best = *k;
+        }
+    }
+    return best;
 }
 
 /* --- value checks --------------------------------------------------------- */
@@ -1287,7 +1389,7 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
  * be ignored; and a group or a key written twice in one file, which it
  * merges, last one winning.  Drop-ins still override the main file key by
  * key: that is a second file, never a second line. */
-static gboolean scan_lines(const char *file, const char *data, GError **error)
+static gboolean scan_lines(const char *file, const char *data, GHashTable *lines_of, GError **error)
 {
     g_auto(GStrv) lines = g_strsplit(data, "\n", -1);
     g_autofree char *group = g_strdup("");
@@ -1333,6 +1435,7 @@ static gboolean scan_lines(const char *file, const char *data, GError **error)
             return FALSE;
         }
         g_hash_table_insert(seen, g_steal_pointer(&gk), GUINT_TO_POINTER(lineno));
+        g_hash_table_replace(lines_of, g_strconcat(file, "\n", group, "\n", key, NULL), GUINT_TO_POINTER(lineno));
     }
     return TRUE;
 }
@@ -1351,7 +1454,7 @@ static gboolean read_file(Loader *l, const char *path, GError **error)
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "%s: %s", path, local->message);
         return FALSE;
     }
-    if (!scan_lines(path, data, error))
+    if (!scan_lines(path, data, l->lines, error))
         return FALSE;
     g_ptr_array_add(l->files, g_strdup(path));
     const char *file = g_ptr_array_index(l->files, l->files->len - 1);
@@ -1395,22 +1498,31 @@ static gboolean read_file(Loader *l, const char *path, GError **error)
         g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
         for (gsize ki = 0; keys != NULL && keys[ki] != NULL; ki++) {
             const char *key = keys[ki];
+            /* A key that cannot be read is noted and left out, so that the
+             * rest of the files is still checked (one report of them all). */
+            GError *bad = NULL;
             if (table == binding_keys && g_str_has_prefix(key, OPTION_PREFIX)) {
-                if (!name_chars_ok(key + strlen(OPTION_PREFIX), TRUE)) {
-                    key_error(error, JET_ERROR_INVALID, file, group, key,
+                if (!name_chars_ok(key + strlen(OPTION_PREFIX), TRUE))
+                    key_error(&bad, JET_ERROR_INVALID, file, group, key,
                               "an option name is one or more of a-z 0-9 _ - "
                               "(write option.NAME)");
-                    return FALSE;
-                }
             } else if (find_key(table, n, key) == NULL) {
-                key_error(error, JET_ERROR_INVALID, file, group, key, "unknown key");
-                return FALSE;
+                g_autofree const char **names = g_new0(const char *, n + 1);
+                for (gsize i = 0; i < n; i++)
+                    names[i] = table[i].key;
+                const char *near = nearest_key(names, key);
+                if (near != NULL)
+                    key_error(&bad, JET_ERROR_INVALID, file, group, key, "unknown key; did you mean %s?", near);
+                else
+                    key_error(&bad, JET_ERROR_INVALID, file, group, key, "unknown key");
             }
             g_autoptr(GError) kerr = NULL;
-            g_autofree char *value = g_key_file_get_string(kf, group, key, &kerr);
-            if (value == NULL) {
-                key_error(error, JET_ERROR_INVALID, file, group, key, "%s", kerr->message);
-                return FALSE;
+            g_autofree char *value = bad == NULL ? g_key_file_get_string(kf, group, key, &kerr) : NULL;
+            if (bad == NULL && value == NULL)
+                key_error(&bad, JET_ERROR_INVALID, file, group, key, "%s", kerr->message);
+            if (bad != NULL) {
+                note(l, file, group, key, bad);
+                continue;
             }
             Setting *s = g_new0(Setting, 1);
             s->value = g_strstrip(g_steal_pointer(&value));
@@ -1459,6 +1571,65 @@ static gint cmp_section(gconstpointer a, gconstpointer b)
     return strcmp(x->name, y->name);
 }
 
+/* Whether key is one the group cannot do without (dropping it to look for
+ * more errors would only add "required key is missing"). */
+static gboolean key_required(const Section *sec, const char *key)
+{
+    const KeyDef *d = sec->name == NULL ? find_key(host_keys, G_N_ELEMENTS(host_keys), key)
+                                        : find_key(binding_keys, G_N_ELEMENTS(binding_keys), key);
+    return d != NULL && d->required;
+}
+
+/* Whether message names a key dropped from sec, as a whole word: an error
+ * that dropping it caused ("required key is missing", "tls_cert and
+ * tls_key go together"). */
+static gboolean caused_by_drop(const Loader *l, const Section *sec, const char *message)
+{
+    /* Past "FILE: [GROUP] ": a path may hold a key's name too. */
+    g_autofree char *tag = g_strdup_printf("[%s] ", sec->group);
+    const char *at_tag = strstr(message, tag);
+    if (at_tag != NULL)
+        message = at_tag + strlen(tag);
+    g_autofree char *prefix = g_strconcat(sec->group, "\n", NULL);
+    GHashTableIter it;
+    gpointer k;
+    g_hash_table_iter_init(&it, l->dropped);
+    while (g_hash_table_iter_next(&it, &k, NULL)) {
+        if (!g_str_has_prefix(k, prefix))
+            continue;
+        const char *key = (const char *)k + strlen(prefix);
+        gsize n = strlen(key);
+        for (const char *at = strstr(message, key); n > 0 && at != NULL; at = strstr(at + 1, key)) {
+            gboolean starts = at == message || !(g_ascii_isalnum(at[-1]) || at[-1] == '_' || at[-1] == '.');
+            gboolean ends = !(g_ascii_isalnum(at[n]) || at[n] == '_' || at[n] == '.');
+            if (starts && ends)
+                return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* After an error in sec: note it, and drop the key it names so that the
+ * next build finds the next error.  FALSE when there is no going on: the
+ * error names no key that is set, or a required one. */
+static gboolean note_and_drop(Loader *l, Section *sec, GError *e)
+{
+    g_autofree char *key = error_key(e->message, sec->group);
+    g_autofree char *gk = g_strconcat(sec->group, "\n", key != NULL ? key : "", NULL);
+    if (caused_by_drop(l, sec, e->message)) {
+        /* Only what dropping a key caused (one needed with another): the
+         * error that dropped it is reported already. */
+        g_error_free(e);
+        return FALSE;
+    }
+    g_hash_table_add(l->dropped, g_steal_pointer(&gk));
+    note(l, blame(sec, key != NULL ? key : ""), sec->group, key, e);
+    if (key == NULL || key_required(sec, key) || !g_hash_table_contains(sec->settings, key))
+        return FALSE;
+    g_hash_table_remove(sec->settings, key);
+    return TRUE;
+}
+
 JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError **error)
 {
     g_return_val_if_fail(main_file != NULL, NULL);
@@ -1467,11 +1638,19 @@ JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError
     g_auto(Loader) l = { 0 };
     l.files = g_ptr_array_new_with_free_func(g_free);
     l.bindings = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, section_free);
+    l.lines = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    l.errors = g_ptr_array_new_with_free_func(config_error_free);
+    l.dropped = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 
-    if (!read_file(&l, main_file, error))
+    /* A file that cannot be read as a whole ends the reading; every error
+     * of a key is noted and the rest still checked, then all are reported
+     * together, in file order (docs/configuration.md, "Errors"). */
+    GError *fatal = NULL;
+    if (!read_file(&l, main_file, &fatal) || (dropin_dir != NULL && !read_dropins(&l, dropin_dir, &fatal))) {
+        note(&l, NULL, NULL, NULL, fatal);
+        report_errors(&l, error);
         return NULL;
-    if (dropin_dir != NULL && !read_dropins(&l, dropin_dir, error))
-        return NULL;
+    }
 
     g_autoptr(JetConfig) cfg = g_new0(JetConfig, 1);
     cfg->main_file = g_strdup(main_file);
@@ -1482,21 +1661,33 @@ JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError
         l.host = section_new("host", NULL);
         l.host->file = main_file;
     }
-    if (!host_build(l.host, &cfg->host, error))
-        return NULL;
+    for (guint round = 0;; round++) {
+        GError *e = NULL;
+        if (host_build(l.host, &cfg->host, &e))
+            break;
+        host_clear(&cfg->host);
+        memset(&cfg->host, 0, sizeof cfg->host);
+        if (!note_and_drop(&l, l.host, e) || round >= 64) {
+            report_errors(&l, error);
+            return NULL;
+        }
+    }
 
     if (g_hash_table_size(l.bindings) == 0) {
+        GError *e = NULL;
         if (dropin_dir != NULL)
-            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+            g_set_error(&e, JET_ERROR, JET_ERROR_INVALID,
                         "%s: no [binding NAME] group (nor in %s/*.conf): at least one binding "
                         "is required", main_file, dropin_dir);
         else
-            g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+            g_set_error(&e, JET_ERROR, JET_ERROR_INVALID,
                         "%s: no [binding NAME] group: at least one binding is required",
                         main_file);
+        note(&l, NULL, NULL, NULL, e);
+        report_errors(&l, error);
         return NULL;
     }
-    /* In name order, so the first error is the same on every run. */
+    /* In name order, so that a run reports the same way every time. */
     g_autoptr(GPtrArray) sections = g_ptr_array_new();
     GHashTableIter it;
     gpointer v;
@@ -1505,11 +1696,22 @@ JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError
         g_ptr_array_add(sections, v);
     g_ptr_array_sort(sections, cmp_section);
     for (guint i = 0; i < sections->len; i++) {
-        JetBindingConfig *b = binding_build(g_ptr_array_index(sections, i), error);
-        if (b == NULL)
-            return NULL;
-        b->replicas = cfg->host.replicas;
-        g_ptr_array_add(cfg->bindings, b);
+        Section *sec = g_ptr_array_index(sections, i);
+        for (guint round = 0; round <= 64; round++) {
+            GError *e = NULL;
+            JetBindingConfig *b = binding_build(sec, &e);
+            if (b != NULL) {
+                b->replicas = cfg->host.replicas;
+                g_ptr_array_add(cfg->bindings, b);
+                break;
+            }
+            if (!note_and_drop(&l, sec, e))
+                break;
+        }
+    }
+    if (l.errors->len > 0) {
+        report_errors(&l, error);
+        return NULL;
     }
     return g_steal_pointer(&cfg);
 }

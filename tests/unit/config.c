@@ -1322,6 +1322,50 @@ static void test_host_restart_key(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(jet_host_config_restart_key(&a->host, &c->host), ==, "server");
 }
 
+/* Every error of the files in one load, each once, in file order (the
+ * main file, then the drop-ins by name; by line within a file), a typo'd
+ * key with the nearest key; an error that dropping a bad key would cause
+ * is not reported on top of it. */
+static void test_all_errors(Fixture *fx, gconstpointer data)
+{
+    (void)data;
+    write_main(fx, "[host]\nserver = nats://127.0.0.1:4222\nreplicas = 9\n\n"
+                   "[binding zeta]\nplugin = orders\nstream = ORDERS\nconsumer = z\nworkes = 4\n\n"
+                   "[binding alpha]\nplugin = orders\nstream = ORDERS\nconsumer = a\nbatch = zero\n"
+                   "ack_wiat = 5s\nkind = kv\nbucket = C.F\n");
+    g_free(write_file(fx->dropins, "10-more.conf", "[binding beta]\nplugin = orders\nstream = B.X\nconsumer = b\n"
+                                                   "breaker = enforced\n", 0644));
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetConfig) cfg = jet_config_load(fx->main, fx->dropins, &err);
+    g_assert_null(cfg);
+    g_test_message("%s", err->message);
+    g_auto(GStrv) lines = g_strsplit(err->message, "\n", -1);
+    g_autofree char *dropin = g_build_filename(fx->dropins, "10-more.conf", NULL);
+    const struct {
+        const char *file, *text;
+    } want[] = {
+        { fx->main, "[host] replicas:" },
+        { fx->main, "[binding zeta] workes: unknown key; did you mean workers?" },
+        { fx->main, "[binding alpha] consumer: not for kind" },
+        { fx->main, "[binding alpha] batch: 'zero' is not an integer" },
+        { fx->main, "[binding alpha] ack_wiat: unknown key; did you mean ack_wait?" },
+        { fx->main, "[binding alpha] bucket: 'C.F' must not contain '.'" },
+        { dropin, "[binding beta] stream:" },
+        { dropin, "[binding beta] breaker: unknown mode 'enforced'" },
+    };
+    g_assert_cmpuint(g_strv_length(lines), ==, G_N_ELEMENTS(want));
+    for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *prefix = g_strdup_printf("%s: %s", want[i].file, want[i].text);
+        if (!g_str_has_prefix(lines[i], prefix))
+            g_error("line %" G_GSIZE_FORMAT ": wanted '%s...', got '%s'", i + 1, prefix, lines[i]);
+    }
+    /* Far from every key: no guess. */
+    write_main(fx, HOST BIND "zzzzzzzz = 1\n");
+    g_clear_error(&err);
+    g_assert_null(jet_config_load(fx->main, NULL, &err));
+    g_assert_true(g_str_has_suffix(err->message, "[binding orders] zzzzzzzz: unknown key"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -1345,6 +1389,7 @@ int main(int argc, char **argv)
     g_test_add_func("/config/doc-matches-tables", test_doc_matches_tables);
     g_test_add_func("/config/examples-load", test_examples_load);
     g_test_add("/config/js-domain", Fixture, NULL, fx_setup, test_js_domain, fx_teardown);
+    g_test_add("/config/all-errors", Fixture, NULL, fx_setup, test_all_errors, fx_teardown);
     g_test_add("/config/length-limits", Fixture, NULL, fx_setup, test_length_limits, fx_teardown);
     g_test_add("/config/accept-expiry-one", Fixture, NULL, fx_setup, test_accept_expiry_one, fx_teardown);
     g_test_add("/config/secret-files-other-user", Fixture, NULL, fx_setup, test_secret_files_other_user,
