@@ -401,6 +401,9 @@ static void test_holder_loses_claim(void)
     stop_host(&b);
     g_assert_cmpuint(file_lines(b.errlog, "event=claim-released"), ==, 1);
     wait_lines(a.errlog, "event=claimed", 2, 20000, a.errlog);
+    /* B's record, released: said so, never "of this run". */
+    g_assert_cmpuint(file_lines(a.errlog, "taken from a released claim"), ==, 1);
+    g_assert_cmpuint(file_lines(a.errlog, "taken back from a record of this run"), ==, 0);
     publish_from(js, 30, 5);   /* 31..35 */
     wait_range(a.out, 31, 35, a.errlog);
     stop_host(&a);
@@ -808,6 +811,31 @@ static void test_paused_holder(gconstpointer data)
     jet_test_js_close(nc, js);
 }
 
+/* A lone holder paused past claim_ttl: on waking its claim has expired
+ * and it stops; no other host took the key, so it claims it again from
+ * its own record, and says so (not "taken from a released claim"). */
+static void test_own_record(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    Host a = { 0 };
+    host_start_kind(&a, jet_test_server_url(srv), "own-a", KIND_DURABLE, "0");
+    wait_lines(a.errlog, "event=claimed", 1, 20000, a.errlog);
+    g_subprocess_send_signal(a.proc, SIGSTOP);
+    g_usleep((TTL_MS + 1000) * 1000);
+    g_subprocess_send_signal(a.proc, SIGCONT);
+    wait_lines(a.errlog, "event=claimed", 2, 20000, a.errlog);
+    g_assert_cmpuint(file_lines(a.errlog, "event=claim-expired"), ==, 1);
+    g_assert_cmpuint(file_lines(a.errlog, "taken back from a record of this run"), ==, 1);
+    g_assert_cmpuint(file_lines(a.errlog, "taken from a released claim"), ==, 0);
+    publish(js, 3);
+    wait_lines(a.out, "\"stream_seq\"", 3, 20000, a.errlog);
+    stop_host(&a);
+    host_clear(&a);
+    jet_test_js_close(nc, js);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -815,6 +843,7 @@ int main(int argc, char **argv)
     g_test_add_func("/exclusive/kill-takeover", test_kill_takeover);
     g_test_add_func("/exclusive/term-handover", test_term_handover);
     g_test_add_func("/exclusive/holder-loses-claim", test_holder_loses_claim);
+    g_test_add_func("/exclusive/own-record", test_own_record);
     g_test_add_func("/exclusive/renew-conflict", test_renew_conflict);
     g_test_add_data_func("/exclusive/ordered", GINT_TO_POINTER(KIND_ORDERED), test_ordered_kind);
     g_test_add_data_func("/exclusive/kv", GINT_TO_POINTER(KIND_KV), test_ordered_kind);
