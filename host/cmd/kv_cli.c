@@ -94,7 +94,7 @@ static int bucket_open(jsCtx *js, const char *bucket, gboolean create, guint rep
         kc.Replicas = (int)replicas;
         s = js_CreateKeyValue(kv, js, &kc);
         if (s == NATS_OK) {
-            fprintf(stderr, "jethost kv: created bucket %s (history 1, file storage, %u replica%s)\n", bucket,
+            fprintf(stderr, "jethost kv: created bucket %s (history 1, file storage), %u replica%s\n", bucket,
                     replicas, replicas == 1 ? "" : "s");
             return JET_EXIT_OK;
         }

@@ -122,7 +122,7 @@ static void test_created(void)
     int krc = jet_test_jethost_run(flag, &out, &err);
     g_test_message("kv put --create --replicas 3: exit %d: %s", krc, err);
     g_assert_cmpint(krc, ==, 0);
-    g_assert_nonnull(strstr(err, "created bucket KVA (history 1, file storage, 3 replicas)"));
+    g_assert_nonnull(strstr(err, "created bucket KVA (history 1, file storage), 3 replicas"));
     assert_replicas(js, "KV_KVA", 3);
     g_autofree char *conf = jet_test_write_file("replicas-kv.conf", text);
     const char *from_config[] = { "kv", "-c", conf, "put", "--create", "KVB", "k", "v", NULL };
