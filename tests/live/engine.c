@@ -646,6 +646,69 @@ static void test_max_bytes(void)
     rig_free(&r);
 }
 
+/* Statuses newer servers send to a pull with a batch and max_bytes: a
+ * batch filled with bytes to spare ends with "409 Batch Completed"
+ * (2.10+), after its last message.  The engine has counted the pull over
+ * by then, so the status answers a pull already over: counted as stale,
+ * never ending the next pull, no warning, every message handled (the
+ * table's row, unit-tested, is for a status that comes first).  A spy on
+ * the inbox subjects counts what the server sent, so the test says which
+ * server did what. */
+typedef struct {
+    gint completed;   /* atomic */
+    gint statuses;    /* atomic */
+} StatusSpy;
+
+static void status_seen(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    StatusSpy *spy = closure;
+    const char *status = NULL, *desc = NULL;
+    if (natsMsg_GetReply(m) == NULL && natsMsgHeader_Get(m, "Status", &status) == NATS_OK) {
+        g_atomic_int_inc(&spy->statuses);
+        if (natsMsgHeader_Get(m, "Description", &desc) == NATS_OK && desc != NULL &&
+            g_ascii_strcasecmp(desc, "Batch Completed") == 0)
+            g_atomic_int_inc(&spy->completed);
+    }
+    natsMsg_Destroy(m);
+}
+
+static void test_batch_completed(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    guint version = jet_test_server_version();
+    const guint n = 40;
+    jet_test_publish_n(r.js, "orders.new", n);
+    StatusSpy spy = { 0 };
+    natsSubscription *sub = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&sub, r.nc, "_INBOX.>", status_seen, &spy), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
+    jet_test_stderr_begin("batch-completed.log");
+    rig_engine(&r, "batch = 4\nmax_bytes = 100000\n");
+    FloorWait fw = { &r, n };
+    gboolean done = jet_test_wait_until(floor_reached, &fw, 30000);
+    rig_stop(&r);
+    g_autofree char *log = jet_test_stderr_end();
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    g_assert_true(done);
+    gint completed = g_atomic_int_get(&spy.completed);
+    g_test_message("nats-server %u: %d statuses, %d of them 409 Batch Completed", version,
+                   g_atomic_int_get(&spy.statuses), completed);
+    if (version >= 21000)
+        g_assert_cmpint(completed, >=, 1);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.stale_statuses, >=, (guint64)completed);
+    g_assert_null(strstr(log, "a status not in the table"));
+    g_assert_cmpuint(jet_test_count_lines(log, "event=pull-ended"), ==, 0);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    g_assert_cmpuint(seqs->len, ==, n);
+    rig_free(&r);
+}
+
 /* Acks that wait for company go out before the next pull: every message
  * handled when a pull is sent has its ack on the wire ahead of that pull.
  * With an early re-pull (threshold 4, fast handlers, a backlog), pull k+1
@@ -933,6 +996,7 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/hung-handler", test_hung_handler);
     g_test_add_func("/engine/hung-any", test_hung_any);
     g_test_add_func("/engine/max-bytes", test_max_bytes);
+    g_test_add_func("/engine/batch-completed", test_batch_completed);
     g_test_add_func("/engine/acks-grouped", test_acks_grouped);
     g_test_add_func("/engine/acks-behind-slow-handler", test_acks_behind_slow_handler);
     g_test_add_func("/engine/acks-before-pull", test_acks_before_pull);
