@@ -238,9 +238,19 @@ for i in "${!m_file[@]}"; do
     fi
     changed=$(diff "$saved" "$mutant" | grep -c '^[<>]')
     if [ "$changed" -ne 2 ] || [ "$(wc -l <"$saved")" -ne "$(wc -l <"$mutant")" ]; then
-        echo "STALE     $what (line $ln is not what the mutant expects: $(sed -n "${ln}p" "$saved" | sed 's/^[[:space:]]*//'))"
-        bad=$((bad + 1))
-        [ $keep_going -eq 1 ] && continue; exit 2
+        # Lines above it moved: when the expression changes exactly one
+        # line of the file, that line is the mutant's, and it is said.
+        moved=$(sed -e "$sx" "$saved" 2>/dev/null | diff "$saved" - | sed -n 's/^\([0-9][0-9]*\)c[0-9][0-9]*$/\1/p')
+        if [ -n "$moved" ] && [ "$(printf '%s\n' "$moved" | wc -l)" -eq 1 ] &&
+           sed -e "${moved}{" -e "$sx" -e '}' "$saved" >"$mutant" 2>/dev/null; then
+            echo "MOVED     $what: now line $moved (update the mutant's line)"
+            ln=$moved
+            what="$f:$ln  $sx  [$t]"
+        else
+            echo "STALE     $what (line $ln is not what the mutant expects: $(sed -n "${ln}p" "$saved" | sed 's/^[[:space:]]*//'))"
+            bad=$((bad + 1))
+            [ $keep_going -eq 1 ] && continue; exit 2
+        fi
     fi
 
     if [ $check_only -eq 1 ]; then
