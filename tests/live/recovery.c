@@ -378,9 +378,25 @@ static void test_stale_status(void)
     g_assert_true(jet_test_wait_until(two_pulls, &spy, 20000));
     FloorWait fw = { &r, 1 };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 10000));
+    /* The older pull: the lower pull number (the reply's last token).  The
+     * spy's two subscriptions call back on threads of their own, so the
+     * order it recorded them in is not the order they were sent in (seen
+     * reversed on 2.15.1). */
     g_mutex_lock(&spy.lock);
-    g_autofree char *old = g_strdup(g_ptr_array_index(spy.replies, 0));
+    const char *oldest = NULL;
+    guint64 oldest_id = G_MAXUINT64;
+    for (guint i = 0; i < spy.replies->len; i++) {
+        const char *reply = g_ptr_array_index(spy.replies, i);
+        const char *dot = strrchr(reply, '.');
+        guint64 id = dot != NULL ? g_ascii_strtoull(dot + 1, NULL, 10) : G_MAXUINT64;
+        if (oldest == NULL || id < oldest_id) {
+            oldest = reply;
+            oldest_id = id;
+        }
+    }
+    g_autofree char *old = g_strdup(oldest);
     g_mutex_unlock(&spy.lock);
+    g_test_message("the pull answered late: %s (of %u seen)", old, spy.replies->len);
     JetEngineStats st0;
     jet_engine_stats(r.eng, &st0);
 
