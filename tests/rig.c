@@ -54,7 +54,7 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
     if (r->ordered || r->kv_bucket != NULL)
         g_assert_true(jet_stream_ensure(jet_conn_js(r->conn), b, &err));
     else
-        g_assert_true(jet_consumer_ensure(jet_conn_js(r->conn), b, 0, &r->facts, &err));
+        g_assert_true(jet_consumer_ensure(jet_conn_nats(r->conn), jet_conn_js(r->conn), b, 0, &r->facts, &err));
     g_assert_no_error(err);
     if (b->manage == JET_MANAGE_CREATE)
         g_assert_true(jet_dlq_stream_ensure(jet_conn_nats(r->conn), jet_conn_js(r->conn), b, &err));

@@ -537,7 +537,8 @@ static gboolean reload_start_binding(Daemon *d, Binding *bd)
     } else if (JET_KIND_IS_ORDERED(bd->b->kind)) {
         if (bd->b->subjects != NULL)
             jet_stream_ensure(js, bd->b, NULL);
-    } else if (!jet_consumer_ensure_retrying(js, bd->b, 0, 5, NULL, &bd->facts, &local)) {
+    } else if (!jet_consumer_ensure_retrying(jet_conn_nats(d->conn), js, bd->b, 0, 5, NULL, &bd->facts,
+                                             &local)) {
         start_failed(&f, bd, bd->b->name, g_error_matches(local, JET_ERROR, JET_ERROR_INVALID), "cannot bind",
                      local->message);
     }
@@ -852,7 +853,8 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
                 jet_stream_ensure(jet_conn_js(conn), bd->b, NULL);
             continue;
         }
-        if (!jet_consumer_ensure_retrying(jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts, &local)) {
+        if (!jet_consumer_ensure_retrying(jet_conn_nats(conn), jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts,
+                                          &local)) {
             gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
             start_failed(&fails, bd, bd->b->name, config,
                          config ? "consumer does not fit" : "cannot bind", local->message);

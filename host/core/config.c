@@ -270,6 +270,10 @@ static const KeyDef binding_keys[] = {
     { "claim_ttl", K_DURATION, "5s", NULL, FALSE, 200, DURATION_MAX_MS, B(claim_ttl_ms),
       "`exclusive = true`: a standby takes over a claim it has seen unrenewed for this long (by its "
       "own clock); at least twice `claim_heartbeat`" },
+    { "pin", K_BOOL, "true", NULL, FALSE, NOB, B(pin),
+      "`exclusive = true`, a durable binding the host manages, nats-server 2.11 or later: the consumer is a "
+      "pinned priority group, so the server delivers only to the holder's pulls and a paused holder gets "
+      "nothing once a standby took over (docs/exclusive.md); `false`: the claim alone" },
     { "key", K_LANE_KEY, NULL, NULL, FALSE, NOB, B(lane_key),
       "per-key lanes (durable only): `header:NAME` or `subject:N` (the Nth token, from 1); messages "
       "with one key are handled one at a time in stream order, different keys in parallel; implies "
@@ -1260,7 +1264,7 @@ static gboolean kind_keys_fit(const Section *sec, JetBindingConfig *b, GError **
     }
     static const char *const durable_only[] = {
         "consumer", "workers", "threshold", "ack_wait", "max_deliver", "max_ack_pending", "capture_reserve",
-        "floor_age", "breaker", "min_deliveries", "key", "max_lane_held",
+        "floor_age", "breaker", "min_deliveries", "key", "max_lane_held", "pin",
     };
     for (gsize i = 0; i < G_N_ELEMENTS(durable_only); i++) {
         if (is_set(sec, durable_only[i])) {
@@ -1881,7 +1885,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
            SAME(crash_limit) && SAME(max_hops) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) && SAME(dlq_ttl_ms) && SAME(duplicate_window_ms) &&
            SAME_STR(dlq_subject) && SAME(replicas) && SAME(ledger) && SAME(publish_reserved) &&
            strv_equal0(a->publish_streams, b->publish_streams) && SAME(allow_loop) && SAME(floor_age_ms) && SAME(breaker) &&
-           SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) &&
+           SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) && SAME(pin) &&
            SAME(lane_key.kind) && strcmp(a->lane_key.header, b->lane_key.header) == 0 &&
            SAME(lane_key.token) && SAME(max_lane_held) && options_equal(a->options, b->options) &&
            identity_equal(&a->plugin_id, &b->plugin_id);

@@ -157,6 +157,7 @@ typedef struct {
     gboolean exclusive;      /* claim the binding in the host's KV bucket before pulling */
     guint64 claim_heartbeat_ms;   /* the holder renews the claim this often */
     guint64 claim_ttl_ms;    /* a standby takes a claim not renewed for this long */
+    gboolean pin;            /* on nats-server 2.11+, a pinned priority group fences the holder too */
 
     /* Per-key lanes (docs/lanes.md) */
     JetLaneKeySpec lane_key; /* `key`; kind OFF: no lanes */

@@ -58,6 +58,8 @@ typedef struct {
     guint64 lane_gaps;         /* lanes: deliveries lost on the way (delivery-sequence gaps) */
     guint64 lane_reads;        /* lanes: unknown sequences whose key was read from the stream */
     guint64 lane_bound;        /* lanes: times pulls stopped at max_lane_held */
+    guint64 pins_learned;      /* pinned group: pin ids the server gave this host's pulls */
+    guint64 pins_refused;      /* pinned group: pulls refused with 423 (the pin expired or moved) */
     /* Captures acked, by JetCaptureCause (settle.h); dead_lettered is their sum. */
     guint64 dead_lettered_cause[JET_STATS_CAUSES];
     /* Histograms for /metrics: non-cumulative bucket counts against

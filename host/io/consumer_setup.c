@@ -1,6 +1,7 @@
 #include "consumer_setup.h"
 #include "conn.h"
 #include "errors.h"
+#include "js_api.h"
 #include "log.h"
 #include "stream_names.h"
 #include "subject_overlap.h"
@@ -74,6 +75,8 @@ static void fill_facts(const jsConsumerInfo *ci, JetConsumerFacts *facts)
     facts->ack_floor_stream = ci->AckFloor.Stream;
     facts->num_ack_pending = ci->NumAckPending;
     facts->delivered_stream = ci->Delivered.Stream;
+    facts->pin_group[0] = '\0';
+    facts->pinned = FALSE;
 }
 
 gboolean jet_consumer_check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error)
@@ -159,7 +162,111 @@ int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor
     return -1;
 }
 
-gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
+gboolean jet_consumer_priority(natsConnection *nc, const char *stream, const char *consumer,
+                               char group[JET_PIN_GROUP_MAX + 1], gboolean *pinned)
+{
+    g_autofree char *api = g_strdup_printf("CONSUMER.INFO.%s.%s", stream, consumer);
+    JsonObject *o = jet_js_api_request(nc, api, "", 5000, NULL);
+    if (o == NULL || jet_js_api_error(o, NULL) != NULL) {
+        if (o != NULL)
+            json_object_unref(o);
+        return FALSE;
+    }
+    JsonObject *c = json_object_has_member(o, "config") ? json_object_get_object_member(o, "config") : NULL;
+    const char *policy = c != NULL && json_object_has_member(c, "priority_policy")
+                             ? json_object_get_string_member(c, "priority_policy") : NULL;
+    JsonArray *groups = c != NULL && json_object_has_member(c, "priority_groups")
+                            ? json_object_get_array_member(c, "priority_groups") : NULL;
+    const char *first = groups != NULL && json_array_get_length(groups) > 0
+                            ? json_array_get_string_element(groups, 0) : NULL;
+    gboolean any = policy != NULL && *policy && strcmp(policy, "none") != 0 && first != NULL;
+    g_strlcpy(group, any ? first : "", JET_PIN_GROUP_MAX + 1);
+    *pinned = any && strcmp(policy, "pinned_client") == 0;
+    json_object_unref(o);
+    return TRUE;
+}
+
+/* Whether this binding's consumer is made a pinned priority group: an
+ * exclusive durable binding that wants it, on a server that has them
+ * (API level 1: nats-server 2.11). */
+static gboolean wants_pin(natsConnection *nc, const JetBindingConfig *b)
+{
+    return b->exclusive && b->pin && b->kind == JET_KIND_DURABLE && jet_js_api_level(nc) >= 1;
+}
+
+/* Creates or updates the consumer as below, as a pinned priority group: a
+ * request of the host's own, since nats.c 3.4 knows no priority fields (and
+ * its update would remove them).  The server gives the pin up after
+ * expires + claim_ttl without a pull of the holder's: an idle holder, whose
+ * pull waits out `expires`, keeps it; a new holder does not wait for that,
+ * it takes the pin when it starts (engine_pin.c). */
+static gboolean pinned_create(natsConnection *nc, const JetBindingConfig *b, gboolean exists, guint64 start_seq,
+                              GError **error)
+{
+    g_autoptr(JsonBuilder) j = json_builder_new();
+    json_builder_begin_object(j);
+    json_builder_set_member_name(j, "stream_name");
+    json_builder_add_string_value(j, b->stream);
+    json_builder_set_member_name(j, "config");
+    json_builder_begin_object(j);
+    json_builder_set_member_name(j, "durable_name");
+    json_builder_add_string_value(j, b->consumer);
+    json_builder_set_member_name(j, "deliver_policy");
+    gboolean from_seq = !exists && start_seq > 1;
+    json_builder_add_string_value(j, from_seq ? "by_start_sequence" : "all");
+    if (from_seq) {
+        json_builder_set_member_name(j, "opt_start_seq");
+        json_builder_add_int_value(j, (gint64)start_seq);
+    }
+    json_builder_set_member_name(j, "ack_policy");
+    json_builder_add_string_value(j, "explicit");
+    json_builder_set_member_name(j, "ack_wait");
+    json_builder_add_int_value(j, (gint64)b->ack_wait_ms * 1000000);
+    json_builder_set_member_name(j, "max_deliver");
+    json_builder_add_int_value(j, b->max_deliver);
+    json_builder_set_member_name(j, "max_ack_pending");
+    json_builder_add_int_value(j, b->max_ack_pending);
+    if (b->filter_subject != NULL) {
+        json_builder_set_member_name(j, "filter_subject");
+        json_builder_add_string_value(j, b->filter_subject);
+    }
+    json_builder_set_member_name(j, "replay_policy");
+    json_builder_add_string_value(j, "instant");
+    json_builder_set_member_name(j, "priority_groups");
+    json_builder_begin_array(j);
+    json_builder_add_string_value(j, JET_PIN_GROUP);
+    json_builder_end_array(j);
+    json_builder_set_member_name(j, "priority_policy");
+    json_builder_add_string_value(j, "pinned_client");
+    json_builder_set_member_name(j, "priority_timeout");
+    guint64 pin_ttl_ms = MIN(b->expires_ms + b->claim_ttl_ms, (guint64)(G_MAXINT64 / 1000000));
+    json_builder_add_int_value(j, (gint64)pin_ttl_ms * 1000000);
+    json_builder_end_object(j);
+    json_builder_end_object(j);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(j);
+    json_generator_set_root(gen, root);
+    g_autofree char *body = json_generator_to_data(gen, NULL);
+    g_autofree char *api = g_strdup_printf("CONSUMER.CREATE.%s.%s", b->stream, b->consumer);
+    natsStatus s = NATS_OK;
+    JsonObject *o = jet_js_api_request(nc, api, body, 5000, &s);
+    if (o == NULL)
+        return fail(error, b, exists ? "update consumer (pinned)" : "create consumer (pinned)",
+                    s != NATS_OK ? s : NATS_ERR, 0);
+    gint64 code = 0;
+    const char *why = jet_js_api_error(o, &code);
+    if (why != NULL) {
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: %s consumer %s/%s as a pinned priority group: "
+                    "%s [err %" G_GINT64_FORMAT "]", b->name, exists ? "update" : "create", b->stream, b->consumer,
+                    why, code);
+        json_object_unref(o);
+        return FALSE;
+    }
+    json_object_unref(o);
+    return TRUE;
+}
+
+gboolean jet_consumer_ensure(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
                              JetConsumerFacts *facts, GError **error)
 {
     jsConsumerInfo *ci = NULL;
@@ -189,6 +296,9 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start
         if (ok)
             fill_facts(ci, facts);
         jsConsumerInfo_Destroy(ci);
+        /* An operator's consumer may name a priority group: pulls must too. */
+        if (ok && facts != NULL)
+            jet_consumer_priority(nc, b->stream, b->consumer, facts->pin_group, &facts->pinned);
         return ok;
     }
 
@@ -198,6 +308,24 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start
     }
     jsConsumerInfo_Destroy(ci);
     ci = NULL;
+
+    if (wants_pin(nc, b)) {
+        if (!pinned_create(nc, b, exists, start_seq, error))
+            return FALSE;
+        if (!exists)
+            jet_log(JET_LOG_INFO, b->name, "consumer-created",
+                    "created durable pull consumer %s/%s starting at stream seq %" G_GUINT64_FORMAT
+                    ", a pinned priority group", b->stream, b->consumer, MAX(start_seq, 1));
+        jerr = 0;
+        s = js_GetConsumerInfo(&ci, js, b->stream, b->consumer, NULL, &jerr);
+        if (s != NATS_OK)
+            return fail(error, b, "consumer info", s, jerr);
+        fill_facts(ci, facts);
+        jsConsumerInfo_Destroy(ci);
+        if (facts != NULL)
+            jet_consumer_priority(nc, b->stream, b->consumer, facts->pin_group, &facts->pinned);
+        return TRUE;
+    }
 
     jsConsumerConfig cc;
     jsConsumerConfig_Init(&cc);
@@ -226,17 +354,19 @@ gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start
                 b->stream, b->consumer, MAX(start_seq, 1));
     fill_facts(ci, facts);
     jsConsumerInfo_Destroy(ci);
+    /* Without a pin the consumer has no priority group: an update by nats.c
+     * removes the ones an earlier run (or pin = true) set. */
     return TRUE;
 }
 
-gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
+gboolean jet_consumer_ensure_retrying(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
                                       guint attempts, const gint *stop, JetConsumerFacts *facts,
                                       GError **error)
 {
     guint64 wait_ms = 100;
     for (guint i = 1;; i++) {
         g_autoptr(GError) local = NULL;
-        if (jet_consumer_ensure(js, b, start_seq, facts, &local))
+        if (jet_consumer_ensure(nc, js, b, start_seq, facts, &local))
             return TRUE;
         /* At start-up a consumer that does not fit is a config error, and
          * waiting cannot fix it; recovery (attempts 0) waits for an operator. */

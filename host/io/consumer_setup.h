@@ -7,6 +7,11 @@
 #include <nats/nats.h>
 #include "config.h"
 
+/* The longest priority group name the server accepts. */
+#define JET_PIN_GROUP_MAX 16
+/* The group of the consumers jethost pins for its exclusive bindings. */
+#define JET_PIN_GROUP "jethost"
+
 /* What the engine needs to know about the consumer it pulls from. */
 typedef struct {
     gint64 ack_wait_ms;
@@ -16,13 +21,25 @@ typedef struct {
     gint64 num_ack_pending;    /* delivered, not acked, at setup: held by a run that may have died */
     guint64 delivered_stream;  /* the last stream seq delivered, at setup */
     gint64 stream_max_age_ms;  /* 0 = unlimited */
+    /* The consumer's priority group (nats-server 2.11+; "" when it names
+     * none): every pull carries it.  pinned: its policy is pinned_client,
+     * so the server delivers only to the pull that carries the pin it gave
+     * (docs/exclusive.md, "The server's fence"). */
+    char pin_group[JET_PIN_GROUP_MAX + 1];
+    gboolean pinned;
 } JetConsumerFacts;
 
 /* One attempt.  On success fills facts (may be NULL).  A consumer that has
  * to be created starts at start_seq (0 or 1: the whole stream); recovery
  * passes the last ack floor observed + 1, never the start of the stream. */
-gboolean jet_consumer_ensure(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
+gboolean jet_consumer_ensure(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
                              JetConsumerFacts *facts, GError **error);
+
+/* The consumer's priority group and whether it is pinned, read from the
+ * server (nats.c does not carry them): FALSE when no answer came (group
+ * and pinned untouched). */
+gboolean jet_consumer_priority(natsConnection *nc, const char *stream, const char *consumer,
+                               char group[JET_PIN_GROUP_MAX + 1], gboolean *pinned);
 
 /* The binding's stream exists; with subjects set (manage = create) it is
  * created when missing.  An existing stream is never reshaped. */
@@ -50,7 +67,7 @@ gboolean jet_filter_check(const JetBindingConfig *b, const jsStreamInfo *si, GEr
 /* Retries jet_consumer_ensure with backoff from 100 ms doubling to 5 s:
  * `attempts` times (0 = until *stop becomes non-zero); with attempts > 0, a
  * consumer that does not fit (JET_ERROR_INVALID) is not retried. */
-gboolean jet_consumer_ensure_retrying(jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
+gboolean jet_consumer_ensure_retrying(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
                                       guint attempts, const gint *stop, JetConsumerFacts *facts,
                                       GError **error);
 

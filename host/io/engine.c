@@ -379,16 +379,22 @@ static Pull *find_pull(Worker *w, guint id)
 
 static void end_all_pulls(Worker *w)
 {
-    for (guint i = 0; i < MAX_PULLS; i++)
+    for (guint i = 0; i < MAX_PULLS; i++) {
+        if (w->pulls[i].active)
+            jet__pin_pull_over(w->eng, &w->pulls[i]);
         w->pulls[i].active = FALSE;
+    }
 }
 
 /* The pull request's body: batch messages (alone: one, with no byte
- * budget), the binding's expiry and heartbeat. */
-static void pull_body(JetEngine *e, guint batch, gboolean alone, char *body, gsize size)
+ * budget), an expiry and the binding's heartbeat (none when the expiry is
+ * shorter than two: the server would refuse it). */
+static void pull_body(JetEngine *e, guint batch, gboolean alone, guint64 expires_ms, const char *pin_id, char *body,
+                      gsize size)
 {
-    guint64 expires_ns = e->b->expires_ms * G_GUINT64_CONSTANT(1000000);
-    guint64 hb_ns = e->b->idle_heartbeat_ms * G_GUINT64_CONSTANT(1000000);
+    guint64 expires_ns = expires_ms * G_GUINT64_CONSTANT(1000000);
+    guint64 hb_ns = 2 * e->b->idle_heartbeat_ms <= expires_ms
+                        ? e->b->idle_heartbeat_ms * G_GUINT64_CONSTANT(1000000) : 0;
     if (e->b->max_bytes > 0 && !alone)
         snprintf(body, size,
                  "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT
@@ -398,6 +404,14 @@ static void pull_body(JetEngine *e, guint batch, gboolean alone, char *body, gsi
         snprintf(body, size,
                  "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT "}",
                  batch, expires_ns, hb_ns);
+    if (jet__pin_grouped(e)) {
+        /* A consumer with a priority group wants it in every pull. */
+        char pin[160];
+        jet__pin_fields(e, pin_id, pin, sizeof pin);
+        gsize n = strlen(body);
+        if (n > 0 && n < size)
+            snprintf(body + n - 1, size - (n - 1), "%s}", pin);
+    }
 }
 
 static Pull *free_pull_slot(Worker *w)
@@ -409,17 +423,19 @@ static Pull *free_pull_slot(Worker *w)
 }
 
 /* A pull was sent: it owes batch messages until it ends. */
-static void pull_sent(Worker *w, Pull *slot, guint id, guint batch, gboolean with_ack)
+static void pull_sent(Worker *w, Pull *slot, guint id, guint batch, guint64 expires_ms, gboolean with_ack,
+                      gboolean pin_probe)
 {
     JetEngine *e = w->eng;
     gint64 now = now_us();
     slot->id = id;
+    slot->pin_probe = pin_probe;
     slot->batch = batch;
     slot->received = 0;
     slot->issued_us = now;
     /* The server answers 408 at expiry; this local deadline is the fallback
      * for a pull whose answer never comes. */
-    slot->deadline_us = now + (gint64)(e->b->expires_ms + 2 * e->b->idle_heartbeat_ms) * 1000;
+    slot->deadline_us = now + (gint64)(expires_ms + 2 * e->b->idle_heartbeat_ms) * 1000;
     slot->active = TRUE;
     /* A fresh pull starts its own heartbeat clock. */
     __atomic_store_n(&w->last_heard_us, now, __ATOMIC_RELAXED);
@@ -436,15 +452,20 @@ static gboolean issue_pull(Worker *w, guint batch)
     Pull *slot = free_pull_slot(w);
     if (slot == NULL || batch == 0)
         return FALSE;
+    gboolean pin_probe = FALSE;
+    char pin_id[JET_PIN_ID_MAX + 1];
+    if (!jet__pin_may_pull(w, &pin_probe, pin_id))
+        return FALSE;   /* another worker's pull is being pinned: ours would only wait */
 
     /* Settled means sent: the acks of the last pull go before the next. */
     acks_flush(w);
-    gboolean alone = w->alone_next;
+    gboolean alone = w->alone_next || pin_probe;
     w->alone_next = FALSE;
     if (alone)
         batch = 1;
-    char body[192];
-    pull_body(e, batch, alone, body, sizeof body);
+    guint64 expires_ms = pin_probe ? jet__pin_probe_expires_ms(e) : e->b->expires_ms;
+    char body[384];
+    pull_body(e, batch, alone, expires_ms, pin_id, body, sizeof body);
     char reply[128];
     guint id = ++w->next_pull_id;
     snprintf(reply, sizeof reply, "%s.%u", w->inbox, id);
@@ -452,9 +473,11 @@ static gboolean issue_pull(Worker *w, guint batch)
     if (s != NATS_OK) {
         jet_log(JET_LOG_WARNING, e->b->name, "pull-failed", "worker %u: pull not sent: %s", w->index,
                 natsStatus_GetText(s));
+        Pull none = { .pin_probe = pin_probe };
+        jet__pin_pull_over(e, &none);
         return FALSE;
     }
-    pull_sent(w, slot, id, batch, FALSE);
+    pull_sent(w, slot, id, batch, expires_ms, FALSE, pin_probe);
     return TRUE;
 }
 
@@ -466,7 +489,8 @@ static gboolean issue_pull(Worker *w, guint batch)
 static gboolean ack_with_next_pull(Worker *w, const char *reply)
 {
     JetEngine *e = w->eng;
-    if (w->sub == NULL || w->ordered != NULL || jet__lanes_on(e) || engine_stopping(e) || w->alone_next ||
+    if (w->sub == NULL || w->ordered != NULL || jet__lanes_on(e) || jet__pin_grouped(e) ||
+        engine_stopping(e) || w->alone_next ||
         active_pulls(w) > 0 || waiting_msgs(w) > 0 || w->idle_windows > 0 ||
         jet_conn_generation(e->conn) != w->generation || careful(e))
         return FALSE;
@@ -474,13 +498,13 @@ static gboolean ack_with_next_pull(Worker *w, const char *reply)
     if (slot == NULL)
         return FALSE;
     char body[200] = "+NXT ";
-    pull_body(e, e->b->batch, FALSE, body + 5, sizeof body - 5);
+    pull_body(e, e->b->batch, FALSE, e->b->expires_ms, NULL, body + 5, sizeof body - 5);
     char inbox[128];
     guint id = ++w->next_pull_id;
     snprintf(inbox, sizeof inbox, "%s.%u", w->inbox, id);
     if (natsConnection_PublishRequestString(jet_conn_nats(e->conn), reply, inbox, body) != NATS_OK)
         return FALSE;   /* nothing went: the plain ack is tried, and the loop pulls */
-    pull_sent(w, slot, id, e->b->batch, TRUE);
+    pull_sent(w, slot, id, e->b->batch, e->b->expires_ms, TRUE, FALSE);
     return TRUE;
 }
 
@@ -488,6 +512,7 @@ static gboolean ack_with_next_pull(Worker *w, const char *reply)
 static void pull_over(Worker *w, Pull *p)
 {
     p->active = FALSE;
+    jet__pin_pull_over(w->eng, p);
     if (p->received == 0)
         w->idle_windows++;
     else
@@ -539,10 +564,13 @@ static void recover_consumer(Worker *w, const char *why)
         g_mutex_unlock(&e->lanes_lock);
     }
     g_autoptr(GError) err = NULL;
-    if (!jet_consumer_ensure_retrying(jet_conn_js(e->conn), e->b, start, 0, &e->stopping, NULL, &err))
+    if (!jet_consumer_ensure_retrying(jet_conn_nats(e->conn), jet_conn_js(e->conn), e->b, start, 0, &e->stopping,
+                                      NULL, &err)) {
         jet_log(JET_LOG_WARNING, e->b->name, "resubscribing", "stopped while recovering: %s", err->message);
-    else
+    } else {
         jet_log(JET_LOG_INFO, e->b->name, "subscribed", "consumer %s/%s is back", e->b->stream, e->b->consumer);
+        jet__pin_reread(e);   /* a consumer put back by someone else may name another group, or none */
+    }
     g_atomic_int_set(&e->consumer_missing, 0);
     g_atomic_int_set(&e->recovering, 0);
     g_mutex_unlock(&e->recover_lock);
@@ -585,6 +613,13 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
     }
     JetPullStatusKind kind = jet_pull_status_classify(code, desc, p->received);
     gboolean early = now_us() - p->issued_us < (gint64)e->b->expires_ms * 500;
+    if (code == 423 && jet__pin_grouped(e)) {
+        /* The pin we sent is not the server's: the next pull asks for one
+         * at once (only a pull with a wrong id gets this: no loop). */
+        pull_over(w, p);
+        jet__pin_refused(w, code, desc);
+        return;
+    }
     if (kind != JET_PULL_INVALID)
         w->invalid_backoff_ms = 0;
     switch (kind) {
@@ -619,6 +654,10 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
          * cannot heal by itself, so the binding says so loudly and re-tries
          * only slowly, never in a hot loop, never taking others down. */
         pull_over(w, p);
+        /* The consumer's priority group changed under us (an operator, or
+         * a host of another version, updated it): pulls follow it. */
+        if (code == 400 && desc != NULL && (strstr(desc, "Priority") != NULL || strstr(desc, "Pinned") != NULL))
+            jet__pin_reread(e);
         w->invalid_backoff_ms = w->invalid_backoff_ms == 0 ? 1000 : MIN(w->invalid_backoff_ms * 2, 30000);
         JET_STAT_ADD(&w->stats, refused_pulls, 1);
         jet_log(JET_LOG_ERROR, e->b->name, "failed",
@@ -701,6 +740,7 @@ static void take_one(Worker *w, Item *it)
         g_free(it);
         return;
     }
+    jet__pin_learn(e, m, meta.stream_seq);
     /* Count it against the oldest pull still owed messages. */
     Pull *p = NULL;
     for (guint i = 0; i < MAX_PULLS; i++) {
@@ -1075,6 +1115,8 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         e->next_subject = g_strdup_printf("%s.CONSUMER.MSG.NEXT.%s.%s", jet_conn_api_prefix(conn), b->stream,
                                           b->consumer);
     g_mutex_init(&e->floor_lock);
+    g_mutex_init(&e->pin_lock);
+    jet__pin_set(e, e->facts.pin_group, e->facts.pinned);
     g_mutex_init(&e->lease_lock);
     g_mutex_init(&e->recover_lock);
     jet_isolation_init(&e->isolation);
@@ -1203,6 +1245,8 @@ void jet_engine_start(JetEngine *e)
                 "passed, as some may come back as suspects", e->facts.num_ack_pending, e->facts.delivered_stream,
                 careful_span_us(e) / 1000);
     }
+    if (!ordered)
+        jet__pin_take(e);
     natsConnection *nc = jet_conn_nats(e->conn);
     for (guint i = 0; i < e->n_workers; i++) {
         Worker *w = &e->workers[i];
@@ -1320,6 +1364,7 @@ void jet_engine_free(JetEngine *e)
     }
     g_hash_table_unref(e->held);
     g_mutex_clear(&e->floor_lock);
+    g_mutex_clear(&e->pin_lock);
     jet_executor_free(e->executor);
     g_mutex_clear(&e->lease_lock);
     g_mutex_clear(&e->recover_lock);

@@ -125,6 +125,9 @@ static inline void jet_isolation_leave(JetIsolation *iso, gboolean alone)
     g_mutex_unlock(&iso->lock);
 }
 
+/* The longest pin id the host keeps (the server's are 22 characters). */
+#define JET_PIN_ID_MAX 63
+
 typedef struct {
     guint id;
     guint batch;
@@ -132,6 +135,7 @@ typedef struct {
     gint64 issued_us;
     gint64 deadline_us;
     gboolean active;
+    gboolean pin_probe;        /* sent without a pin id, to be given one (engine_pin.c) */
 } Pull;
 
 typedef struct {
@@ -210,6 +214,15 @@ struct JetEngine {
     gint64 progress_us;           /* atomic: when the last handling ended (or the start) */
     gboolean idle_logged;         /* the lease keeper's: binding-idle was logged */
     gint fence_logged;            /* atomic: the closed fence was logged */
+    /* The server's pin (engine_pin.c), on a consumer that is a pinned
+     * priority group: the id its deliveries carry, "" while unknown, and
+     * whether a pull without one is out (one at a time: the server pins
+     * the first such pull and keeps every other one waiting). */
+    gint pin_mode;                /* atomic: PIN_NONE, PIN_GROUP or PIN_PINNED (engine_pin.c) */
+    GMutex pin_lock;              /* the three below */
+    char pin_group[JET_PIN_GROUP_MAX + 1];
+    char pin_id[JET_PIN_ID_MAX + 1];
+    gboolean pin_probe_out;
 
     /* Settlement: the ledger (NULL: none or not configured), crash
      * isolation (a suspect takes it alone: no other message of the
@@ -310,6 +323,35 @@ void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta);
 /* The delivery's header block as the server sent it, parsed by the host's
  * rules (docs/headers.md): NULL, or why it cannot be trusted (caller frees). */
 char *jet__read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrParse *out);
+/* engine_pin.c: pulls on a pinned priority group (docs/exclusive.md, "The
+ * server's fence").  Each is a no-op on a consumer without a group. */
+/* Whether this worker may pull now: FALSE while another worker's pull
+ * without a pin id is out.  *probe: the pull goes without one; else id
+ * gets the pin it carries ("" on a consumer that is not pinned). */
+gboolean jet__pin_may_pull(Worker *w, gboolean *probe, char id[JET_PIN_ID_MAX + 1]);
+/* The pull request's priority fields (",\"group\":...") for buf, with id
+ * when it is not empty. */
+void jet__pin_fields(JetEngine *e, const char *id, char *buf, gsize size);
+/* The expiry of a pull sent without a pin id (of one message: the pin
+ * comes with it).  Short, so that one left waiting by a host that then
+ * paused has expired before a standby can take the claim. */
+guint64 jet__pin_probe_expires_ms(const JetEngine *e);
+/* A delivery: the pin it carries, when none is known yet. */
+void jet__pin_learn(JetEngine *e, natsMsg *m, guint64 stream_seq);
+/* A pull is over: a probe that brought no pin lets the next one go. */
+void jet__pin_pull_over(JetEngine *e, const Pull *p);
+/* 423: the pin this host sent is not the server's (it expired, or another
+ * holder's pull took it): forgotten; the next pull asks for one. */
+void jet__pin_refused(Worker *w, int code, const char *desc);
+/* The holder's start: the server's pin is taken from whoever held it, so
+ * that a paused holder's waiting pulls get nothing more. */
+void jet__pin_take(JetEngine *e);
+/* The consumer's group as the engine starts (facts), or as read again from
+ * the server after it refused a pull for its group, or re-created it. */
+void jet__pin_set(JetEngine *e, const char *group, gboolean pinned);
+void jet__pin_reread(JetEngine *e);
+/* Whether pulls name a group (and must not be merged with an ack). */
+gboolean jet__pin_grouped(JetEngine *e);
 /* ordered.c: the one worker of an ordered binding (docs/ordered.md), and
  * its transport (the engine's, but nothing is acked and a retry waits in
  * place). */

@@ -41,3 +41,17 @@ const char *jet_js_api_error(JsonObject *o, gint64 *code)
                            ? json_object_get_string_member(e, "description") : NULL;
     return desc != NULL ? desc : "refused";
 }
+
+gint64 jet_js_api_level(natsConnection *nc)
+{
+    JsonObject *o = jet_js_api_request(nc, "INFO", "", 5000, NULL);
+    if (o == NULL || jet_js_api_error(o, NULL) != NULL) {
+        if (o != NULL)
+            json_object_unref(o);
+        return -1;
+    }
+    JsonObject *api = json_object_has_member(o, "api") ? json_object_get_object_member(o, "api") : NULL;
+    gint64 level = api != NULL && json_object_has_member(api, "level") ? json_object_get_int_member(api, "level") : 0;
+    json_object_unref(o);
+    return level;
+}

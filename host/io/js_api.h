@@ -21,4 +21,9 @@ JsonObject *jet_js_api_request(natsConnection *nc, const char *api, const char *
  * no error.  Borrowed from o. */
 const char *jet_js_api_error(JsonObject *o, gint64 *code);
 
+/* The server's JetStream API level ($JS.API.INFO's api.level): 0 before
+ * nats-server 2.11 (which has none), 1 or more since; -1 when no answer
+ * came or JetStream refused (nothing known). */
+gint64 jet_js_api_level(natsConnection *nc);
+
 #endif
