@@ -37,9 +37,11 @@ static int read_port(JetTestServer *s, const char *member)
     if (!g_file_get_contents(file, &text, NULL, NULL))
         return -1;
     g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_data(p, text, -1, NULL))
+    /* Empty while the node writes it: no root yet. */
+    JsonNode *root = json_parser_load_from_data(p, text, -1, NULL) ? json_parser_get_root(p) : NULL;
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
         return -1;
-    JsonObject *o = json_node_get_object(json_parser_get_root(p));
+    JsonObject *o = json_node_get_object(root);
     if (o == NULL || !json_object_has_member(o, member))
         return -1;
     JsonArray *a = json_object_get_array_member(o, member);
@@ -188,9 +190,11 @@ static gboolean node_meta_complete(JetTestServer *s)
     if (body == NULL)
         return FALSE;
     g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_data(p, body + 4, -1, NULL))
+    /* An empty body (a node still starting) parses to no root. */
+    JsonNode *root = json_parser_load_from_data(p, body + 4, -1, NULL) ? json_parser_get_root(p) : NULL;
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
         return FALSE;
-    JsonObject *o = json_node_get_object(json_parser_get_root(p));
+    JsonObject *o = json_node_get_object(root);
     if (o == NULL || !json_object_has_member(o, "meta_cluster"))
         return FALSE;
     JsonObject *m = json_object_get_object_member(o, "meta_cluster");
