@@ -554,6 +554,18 @@ static void test_replay(Fx *fx, gconstpointer data)
     g_assert_cmpuint(count_lines(mixed.err), ==, 3);
     g_assert_nonnull(strstr(mixed.out, DLQ ":1 -> orders.new"));
     g_assert_cmpuint(stream_msgs(fx, "ORDERS"), ==, 7);
+
+    /* --limit counts what it replays: a record no longer there is not one
+     * of the N (record 1 removed; the given ones are taken in order). */
+    g_auto(CliRun) rm = cli((const char *const[]){ "-s", url, "rm", "--yes", "1", NULL });
+    g_assert_cmpint(rm.rc, ==, 0);
+    g_auto(CliRun) lim = cli((const char *const[]){ "-s", url, "--again", "replay", "--limit", "2", "3", "1", "2",
+                                                    NULL });
+    g_test_message("replay --limit 2 3 1 2:\n%s%s", lim.out, lim.err);
+    g_assert_nonnull(strstr(lim.err, "no record " DLQ ":1\n"));
+    g_assert_nonnull(strstr(lim.out, DLQ ":2 -> "));
+    g_assert_nonnull(strstr(lim.out, DLQ ":3 -> "));
+    g_assert_cmpuint(stream_msgs(fx, "ORDERS"), ==, 9);
 }
 
 /* Records that aim elsewhere than their origin stream captures: refused

@@ -748,10 +748,10 @@ static GArray *read_spans(const char *dir)
     if (!g_file_get_contents(path, &text, NULL, NULL))
         return a;
     /* A last line without its newline is still being written: left out. */
-    char *end = strrchr(text, '\n');
-    if (end == NULL)
+    char *last_nl = strrchr(text, '\n');
+    if (last_nl == NULL)
         return a;
-    end[1] = '\0';
+    last_nl[1] = '\0';
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
     for (char **l = lines; *l != NULL && **l; l++) {
         unsigned long long seq = 0, thread = 0;

@@ -532,6 +532,31 @@ static void test_refusals(void)
     g_assert_cmpstr(a.body, ==, "ok\n");
     answer_clear(&a);
     close(fd);
+
+    /* HEAD of /healthz and /readyz: the GET's status and length, no body
+     * (the GET pipelined after each must come right after its fields). */
+    static const char *const probes[] = { "/healthz", "/readyz" };
+    for (gsize i = 0; i < G_N_ELEMENTS(probes); i++) {
+        fd = tcp_open(h.port, TRUE);
+        g_autofree char *req = g_strdup_printf("HEAD %s HTTP/1.1\r\nHost: t\r\n\r\nGET %s HTTP/1.1\r\nHost: t\r\n\r\n",
+                                               probes[i], probes[i]);
+        send_all(fd, req, strlen(req));
+        g_string_truncate(in, 0);
+        Answer ha = { 0 }, ga = { 0 };
+        g_assert_true(read_answer_in(fd, TRUE, &ha, in));
+        g_assert_true(read_answer_in(fd, FALSE, &ga, in));
+        g_test_message("HEAD %s -> %.*s; GET -> %u, %zu bytes", probes[i], (int)strcspn(ha.head, "\r"), ha.head,
+                       ga.status, strlen(ga.body));
+        g_assert_cmpuint(ha.status, ==, ga.status);
+        g_assert_cmpuint(ha.status, !=, 405);
+        g_autofree char *len = g_strdup_printf("\r\nContent-Length: %zu\r\n", strlen(ga.body));
+        g_assert_nonnull(strstr(ha.head, len));
+        g_assert_cmpuint(strlen(ga.body), >, 0);
+        g_assert_true(g_str_has_prefix(ga.head, "HTTP/1.1 "));
+        answer_clear(&ha);
+        answer_clear(&ga);
+        close(fd);
+    }
     g_string_free(long_line, TRUE);
     g_string_free(big_field, TRUE);
     g_string_free(many, TRUE);

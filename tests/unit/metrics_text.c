@@ -46,6 +46,11 @@ static void test_family_and_samples(void)
     jet_metrics_sample_double(s, "g", NULL, 0, 1.0 / 0.0);
     jet_metrics_sample_double(s, "g", NULL, 0, 2.5e-7);
     jet_metrics_sample_double(s, "g", NULL, 0, 1234567.0);
+    /* The shortest text that reads back as the same double: 17 digits
+     * where 15 would print another number, 16 where 16 are enough. */
+    volatile double tenth = 0.1, fifth = 0.2, one = 1.0, three = 3.0;
+    jet_metrics_sample_double(s, "g", NULL, 0, tenth + fifth);
+    jet_metrics_sample_double(s, "g", NULL, 0, one / three);
     g_assert_cmpstr(s->str, ==,
                     "# HELP x_total Help with \\\\ and\\nnewline.\n"
                     "# TYPE x_total counter\n"
@@ -54,7 +59,9 @@ static void test_family_and_samples(void)
                     "g{binding=\"b\\\"1\"} 0.1\n"
                     "g +Inf\n"
                     "g 2.5e-07\n"
-                    "g 1234567\n");
+                    "g 1234567\n"
+                    "g 0.30000000000000004\n"
+                    "g 0.3333333333333333\n");
 }
 
 static void test_locale(void)
