@@ -625,6 +625,18 @@ char *jet_test_read_text(const char *path)
     return text;
 }
 
+gboolean jet_test_read_lines(const char *path, char **text)
+{
+    if (!g_file_get_contents(path, text, NULL, NULL))
+        return FALSE;
+    char *last_nl = strrchr(*text, '\n');
+    if (last_nl != NULL)
+        last_nl[1] = '\0';
+    else
+        (*text)[0] = '\0';
+    return TRUE;
+}
+
 GSubprocess *jet_test_jethost_spawn_config(const char *name, const char *text, char **errlog)
 {
     g_autofree char *file = g_strdup_printf("%s.conf", name);

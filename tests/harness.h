@@ -148,6 +148,10 @@ char *jet_test_write_file(const char *name, const char *text);
 
 /* A file's whole text, asserted readable (caller frees). */
 char *jet_test_read_text(const char *path);
+/* A log that another process appends to, as g_file_get_contents reads it
+ * (FALSE when it cannot be read), but only up to its last newline: a line
+ * still being written is left out. */
+gboolean jet_test_read_lines(const char *path, char **text);
 
 /* Writes the config text to NAME.conf in the private directory and spawns
  * `jethost run -c` on it, stderr to NAME.stderr (its path in *errlog,

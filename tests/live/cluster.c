@@ -329,7 +329,7 @@ static guint handled_lines(const char *dir)
     for (int h = 0; h < 2; h++) {
         g_autofree char *path = g_strdup_printf("%s/h%d/handled.log", dir, h);
         g_autofree char *text = NULL;
-        if (g_file_get_contents(path, &text, NULL, NULL))
+        if (jet_test_read_lines(path, &text))
             for (const char *q = text; *q; q++)
                 n += *q == '\n';
     }
@@ -573,7 +573,7 @@ static void read_logs(const char *dir, SeqSeen *seen, guint n)
     for (int h = 0; h < 2; h++) {
         g_autofree char *path = g_strdup_printf("%s/h%d/handled.log", dir, h);
         g_autofree char *text = NULL;
-        if (!g_file_get_contents(path, &text, NULL, NULL))
+        if (!jet_test_read_lines(path, &text))
             continue;
         g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
         for (char **l = lines; *l != NULL && **l; l++) {
@@ -1116,7 +1116,7 @@ static void read_handlings(const char *dir, GArray *out)
     for (int h = 0; h < 2; h++) {
         g_autofree char *path = g_strdup_printf("%s/h%d/handled.log", dir, h);
         g_autofree char *text = NULL;
-        if (!g_file_get_contents(path, &text, NULL, NULL))
+        if (!jet_test_read_lines(path, &text))
             continue;
         g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
         for (char **l = lines; *l != NULL && **l; l++) {

@@ -131,7 +131,7 @@ static GArray *handled_full(const char *dir, guint host, GArray *into)
     GArray *a = into != NULL ? into : g_array_new(FALSE, TRUE, sizeof(Handled));
     g_autofree char *path = g_build_filename(dir, "handled.log", NULL);
     g_autofree char *text = NULL;
-    if (!g_file_get_contents(path, &text, NULL, NULL))
+    if (!jet_test_read_lines(path, &text))
         return a;
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
     for (char **l = lines; *l != NULL; l++) {

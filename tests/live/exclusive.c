@@ -745,13 +745,8 @@ static GArray *read_spans(const char *dir)
     g_autofree char *path = g_build_filename(dir, "handled.log", NULL);
     g_autofree char *text = NULL;
     GArray *a = g_array_new(FALSE, TRUE, sizeof(Span));
-    if (!g_file_get_contents(path, &text, NULL, NULL))
+    if (!jet_test_read_lines(path, &text))
         return a;
-    /* A last line without its newline is still being written: left out. */
-    char *last_nl = strrchr(text, '\n');
-    if (last_nl == NULL)
-        return a;
-    last_nl[1] = '\0';
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
     for (char **l = lines; *l != NULL && **l; l++) {
         unsigned long long seq = 0, thread = 0;

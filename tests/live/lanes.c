@@ -26,7 +26,7 @@ static GArray *read_handled(const char *dir)
     g_autofree char *path = g_build_filename(dir, "handled.log", NULL);
     g_autofree char *text = NULL;
     GArray *a = g_array_new(FALSE, TRUE, sizeof(Handling));
-    if (!g_file_get_contents(path, &text, NULL, NULL))
+    if (!jet_test_read_lines(path, &text))
         return a;
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
     for (char **l = lines; *l != NULL && **l; l++) {

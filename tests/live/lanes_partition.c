@@ -137,7 +137,7 @@ static void read_handled(GArray *into, const char *dir, char host, guint part)
 {
     g_autofree char *path = g_build_filename(dir, "handled.log", NULL);
     g_autofree char *text = NULL;
-    if (!g_file_get_contents(path, &text, NULL, NULL))
+    if (!jet_test_read_lines(path, &text))
         return;
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
     for (char **l = lines; *l != NULL && **l; l++) {
