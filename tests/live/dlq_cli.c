@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #define DLQ "JETHOST_DLQ"
 #define DLQ_SUBJECT "jethost.dlq.orders"
@@ -780,6 +781,55 @@ static void test_pub(Fx *fx, gconstpointer data)
     g_assert_cmpuint(stream_msgs(fx, "ORDERS"), ==, 3);
 }
 
+/* Sends SIGINT to this process once `want` replays have reached ORDERS. */
+typedef struct {
+    Fx *fx;
+    guint64 want;
+} Interrupter;
+
+static gpointer interrupt_after(gpointer data)
+{
+    Interrupter *in = data;
+    while (stream_msgs(in->fx, "ORDERS") < in->want)
+        g_usleep(20000);
+    kill(getpid(), SIGINT);
+    return NULL;
+}
+
+/* A record that failed early in a run the operator then interrupts: the
+ * resume hint names that record, not the one the run stopped at, or a
+ * resumed run would never try it again. */
+static void test_resume_after_failure(Fx *fx, gconstpointer data)
+{
+    (void)data;
+    streams_setup(fx);   /* ORDERS holds 2 */
+    /* FULL takes one message and refuses the next (discard new). */
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = "FULL";
+    const char *subjects[] = { "full.>" };
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.MaxMsgs = 1;
+    sc.Discard = js_DiscardNew;
+    g_assert_cmpint(js_AddStream(NULL, fx->js, &sc, NULL, NULL), ==, NATS_OK);
+    jet_test_publish_n(fx->js, "full.x", 1);
+    record(fx, "ORDERS", "orders.new", 1, "r", NULL, "m", 1);   /* 1 */
+    record(fx, "FULL", "full.x", 1, "r", NULL, "m", 1);         /* 2: its replay fails */
+    for (guint i = 3; i <= 40; i++)
+        record(fx, "ORDERS", "orders.new", i, "r", NULL, "m", 1);
+    /* 10 a second: interrupted after records 1, 3, 4 and 5 are in. */
+    Interrupter in = { fx, 2 + 4 };
+    GThread *t = g_thread_new("interrupter", interrupt_after, &in);
+    g_auto(CliRun) r = cli((const char *const[]){ "-s", fx->url, "replay", "--rate", "10", "--from", "1", NULL });
+    g_thread_join(t);
+    g_test_message("interrupted replay:\n%s", r.err);
+    g_assert_cmpint(r.rc, ==, 130);
+    g_assert_nonnull(strstr(r.err, DLQ ":2: replay to full.x: "));
+    g_assert_nonnull(strstr(r.err, "failed 1 (the first: 2)"));
+    g_assert_nonnull(strstr(r.err, "; to go on, run the same command with --from 2\n"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -791,6 +841,7 @@ int main(int argc, char **argv)
     ADD("/dlq-cli/replay-refused", test_replay_refused);
     ADD("/dlq-cli/replay-to", test_replay_to);
     ADD("/dlq-cli/pub", test_pub);
+    ADD("/dlq-cli/resume-after-failure", test_resume_after_failure);
 #undef ADD
     int rc = g_test_run();
     nats_Close();
