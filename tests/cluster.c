@@ -311,12 +311,24 @@ void jet_test_cluster_stream_create(jsCtx *js, const char *name, const char *sub
     sc.Storage = js_FileStorage;
     sc.Replicas = replicas;
     sc.Duplicates = duplicate_window_ms * G_GINT64_CONSTANT(1000000);
-    jsStreamInfo *si = NULL;
-    jsErrCode jerr = 0;
-    natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);
-    if (s != NATS_OK)
-        g_error("create stream %s (R%d): %s (err %d)", name, replicas, natsStatus_GetText(s), (int)jerr);
-    jsStreamInfo_Destroy(si);
+    /* A node that has just joined may not count as a peer for placement
+     * yet (10005, no suitable peers), on a loaded machine for seconds: asked
+     * again for up to 30 s.  An attempt that timed out may have made the
+     * stream: 10058 (the name is in use) after one is success. */
+    gint64 until = g_get_monotonic_time() + 30 * G_TIME_SPAN_SECOND;
+    for (guint attempt = 1;; attempt++) {
+        jsStreamInfo *si = NULL;
+        jsErrCode jerr = 0;
+        natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);
+        jsStreamInfo_Destroy(si);
+        if (s == NATS_OK || (attempt > 1 && jerr == 10058))
+            return;
+        gboolean again = jerr == 10005 || s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS;
+        if (!again || g_get_monotonic_time() > until)
+            g_error("create stream %s (R%d), attempt %u: %s (err %d)", name, replicas, attempt, natsStatus_GetText(s),
+                    (int)jerr);
+        g_usleep(500 * 1000);
+    }
 }
 
 jsCtx *jet_test_cluster_js_open(const JetTestCluster *c, natsConnection **nc)
