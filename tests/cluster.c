@@ -95,8 +95,10 @@ JetTestCluster *jet_test_cluster_start(void)
         g_auto(GStrv) args = node_args(c, i);
         jet_test_server_set_args(c->node[i], (const char *const *)args);
     }
-    if (!jet_test_cluster_wait_ready(c, 30000))
-        g_error("the cluster %s elected no JetStream meta leader within 30 s", c->urls);
+    /* 60 s: three clusters of three and a build at low priority share two
+     * cores in ./quickstart test; 2.10 once took more than 30 s there. */
+    if (!jet_test_cluster_wait_ready(c, 60000))
+        g_error("the cluster %s elected no JetStream meta leader within 60 s", c->urls);
     g_test_message("cluster %s: cluster ports %d, %d, %d", c->urls, c->cluster_port[0], c->cluster_port[1],
                    c->cluster_port[2]);
     return c;

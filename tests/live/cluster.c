@@ -113,7 +113,7 @@ static void test_fixture(void)
     g_autofree char *url_before = g_strdup(jet_test_cluster_url(c, sl));
     jet_test_cluster_restart(c, sl);
     g_assert_cmpstr(jet_test_cluster_url(c, sl), ==, url_before);
-    g_assert_true(jet_test_cluster_wait_ready(c, 30000));
+    g_assert_true(jet_test_cluster_wait_ready(c, 60000));
 
     /* A paused node does not answer, and does again once resumed. */
     int p = (jet_test_cluster_stream_leader(c, js, "FX") + 1) % JET_TEST_CLUSTER_NODES;
@@ -140,7 +140,7 @@ static void test_fixture(void)
     g_assert_cmpint(js_Publish(NULL, js, "fx.a", "q", 1, &po, NULL), !=, NATS_OK);
     jet_test_cluster_restart(c, a);
     jet_test_cluster_restart(c, b);
-    g_assert_true(jet_test_cluster_wait_ready(c, 30000));
+    g_assert_true(jet_test_cluster_wait_ready(c, 60000));
     w.not = -1;
     g_assert_true(jet_test_wait_until(stream_leader_moved, &w, 30000));
     po.MaxWait = 10000;
