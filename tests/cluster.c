@@ -25,6 +25,10 @@ struct JetTestCluster {
     gboolean paused[JET_TEST_CLUSTER_NODES];
     gboolean down[JET_TEST_CLUSTER_NODES];
     char *urls;
+    /* Of this cluster alone: test programs run side by side, and a node of
+     * another cluster can get a port that a stopped node of this one had;
+     * a route to it is then refused for its name, never merged. */
+    char *cluster_name;
 };
 
 /* A port a node wrote to its ports file ("cluster", "monitoring"); -1
@@ -59,7 +63,7 @@ static char **node_args(JetTestCluster *c, int i)
     g_ptr_array_add(a, g_strdup("-n"));
     g_ptr_array_add(a, g_strdup(c->name[i]));
     g_ptr_array_add(a, g_strdup("--cluster_name"));
-    g_ptr_array_add(a, g_strdup("jettest"));
+    g_ptr_array_add(a, g_strdup(c->cluster_name));
     g_ptr_array_add(a, g_strdup("--cluster"));
     g_ptr_array_add(a, g_strdup_printf("nats://127.0.0.1:%d", c->cluster_port[i] > 0 ? c->cluster_port[i] : -1));
     GString *routes = g_string_new(NULL);
@@ -80,6 +84,8 @@ static char **node_args(JetTestCluster *c, int i)
 JetTestCluster *jet_test_cluster_start(void)
 {
     JetTestCluster *c = g_new0(JetTestCluster, 1);
+    static gint started;
+    c->cluster_name = g_strdup_printf("jettest-%d-%d", (int)getpid(), g_atomic_int_add(&started, 1));
     GString *urls = g_string_new(NULL);
     for (int i = 0; i < JET_TEST_CLUSTER_NODES; i++) {
         c->name[i] = g_strdup_printf("n%d", i);
@@ -113,6 +119,7 @@ void jet_test_cluster_free(JetTestCluster *c)
         g_free(c->name[i]);
     }
     g_free(c->urls);
+    g_free(c->cluster_name);
     g_free(c);
 }
 
