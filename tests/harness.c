@@ -812,3 +812,23 @@ int jet_test_mock_cli(const char *input, char **out, char **err, ...)
     g_test_message("stdout: %s\nstderr: %s", *out, *err);
     return g_subprocess_get_exit_status(p);
 }
+
+gboolean jet_test_read_handlings(const char *path, guint host, GArray *out)
+{
+    g_autofree char *text = NULL;
+    if (!jet_test_read_lines(path, &text))
+        return FALSE;
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l != NULL && **l; l++) {
+        unsigned long long seq = 0;
+        long long end = 0, start = 0;
+        JetTestHandling x = { .host = host };
+        g_assert_cmpint(sscanf(*l, "%llu %u %*s %lld %*u %*u %c %lld", &seq, &x.deliveries, &end, &x.verdict, &start),
+                        ==, 5);
+        x.seq = seq;
+        x.start_ns = start;
+        x.end_ns = end;
+        g_array_append_val(out, x);
+    }
+    return TRUE;
+}

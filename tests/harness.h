@@ -183,6 +183,18 @@ char *jet_test_stderr_end(void);
  * (caller frees).  Returns its exit status. */
 int jet_test_mock_cli(const char *input, char **out, char **err, ...) G_GNUC_NULL_TERMINATED;
 
+/* One line of fx_gate's handled.log (tests/fixtures/fx_gate.c): a handling. */
+typedef struct {
+    guint64 seq;
+    guint deliveries;
+    gint64 start_ns, end_ns;   /* the monotonic clock */
+    char verdict;              /* a(ck), r(etry), p(ostpone), (re)j(ect) */
+    guint host;                /* the caller's tag for the log it came from */
+} JetTestHandling;
+/* Appends every whole line of the handled.log at path to out (an array of
+ * JetTestHandling), tagged host; FALSE when the file cannot be read. */
+gboolean jet_test_read_handlings(const char *path, guint host, GArray *out);
+
 /* Lines of text containing needle (e.g. "event=ledger-fallback"). */
 guint jet_test_count_lines(const char *text, const char *needle);
 

@@ -32,6 +32,7 @@
 #include "log.h"
 #include "position.h"
 #include "start_time.h"
+#include "stream_msg.h"
 #include "nats_raw.h"
 #include "pull_status.h"
 
@@ -715,6 +716,39 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
     }
 }
 
+/* Whether the consumer jumped over a message it should have delivered:
+ * seq comes after position + 1 while the stream still holds a message of
+ * the filter in between (nats-server 2.9's last-per-subject consumers do
+ * this; docs/ordered.md, "Never past a message").  Asked of the server on
+ * a jump only, and only where every message of the filter is due: past a
+ * KV watch's current values, and on an ordered binding without a filter
+ * (with one, other subjects' messages make every delivery a jump). */
+static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 seq)
+{
+    const JetBindingConfig *b = e->b;
+    if (o->position == 0 || seq <= o->position + 1 || o->initial_open ||
+        (b->kind != JET_KIND_KV && b->filter_subject != NULL))
+        return FALSE;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetStoredMsg) next = NULL;
+    JetStoredStatus st = jet_stream_msg_next(jet_conn_nats(e->conn), b->stream, o->position + 1, b->filter_subject,
+                                             2000, &next, &err);
+    if (st == JET_STORED_ERROR) {
+        jet_log(JET_LOG_WARNING, b->name, "ordered-jump-unchecked",
+                "stream seq %" G_GUINT64_FORMAT " follows %" G_GUINT64_FORMAT " and what lies between cannot be read "
+                "(%s): going on", seq, o->position, err->message);
+        return FALSE;
+    }
+    if (st != JET_STORED_FOUND || next->seq >= seq)
+        return FALSE;   /* what lay between was removed: a jump the stream made */
+    JET_STAT_ADD(&e->workers[0].stats, gaps, 1);
+    jet_log(JET_LOG_WARNING, b->name, "ordered-skip",
+            "consumer %s delivered stream seq %" G_GUINT64_FORMAT " where seq %" G_GUINT64_FORMAT
+            " was due (the stream holds it); re-creating it from stream seq %" G_GUINT64_FORMAT, o->name, seq,
+            next->seq, o->position + 1);
+    return TRUE;
+}
+
 /* A delivery of the consumer in use.  FALSE when the sequence broke (the
  * consumer must be re-created at position + 1). */
 static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
@@ -743,6 +777,8 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
         o->pull.active = FALSE;
     if (meta.stream_seq <= o->position)
         return TRUE;   /* handled already (a re-created consumer never starts before position + 1) */
+    if (skipped_over(e, o, meta.stream_seq))
+        return FALSE;
     if (jet_start_time_before(o->skip_before_ns, meta.timestamp_ns)) {
         o->position = meta.stream_seq;   /* before the start time: passed over, as the server would have */
         return TRUE;

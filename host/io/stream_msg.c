@@ -50,13 +50,17 @@ static gint64 parse_time(const char *s)
     return ns + frac;
 }
 
-JetStoredStatus jet_stream_msg_get(natsConnection *nc, const char *stream, guint64 seq, gint64 timeout_ms,
-                                   JetStoredMsg **out, GError **error)
+static JetStoredStatus msg_get(natsConnection *nc, const char *stream, guint64 seq, const char *next_by_subject,
+                               gint64 timeout_ms, JetStoredMsg **out, GError **error)
 {
     g_return_val_if_fail(nc != NULL && stream != NULL && out != NULL, JET_STORED_ERROR);
     *out = NULL;
     g_autofree char *api = g_strdup_printf("STREAM.MSG.GET.%s", stream);
-    g_autofree char *body = g_strdup_printf("{\"seq\":%" G_GUINT64_FORMAT "}", seq);
+    /* A subject has no quote or backslash (config.c checks it). */
+    g_autofree char *body = next_by_subject != NULL
+                                ? g_strdup_printf("{\"seq\":%" G_GUINT64_FORMAT ",\"next_by_subj\":\"%s\"}", seq,
+                                                  next_by_subject)
+                                : g_strdup_printf("{\"seq\":%" G_GUINT64_FORMAT "}", seq);
     natsStatus s = NATS_OK;
     g_autoptr(JsonObject) o = jet_js_api_request(nc, api, body, timeout_ms, &s);
     if (s != NATS_OK) {
@@ -97,4 +101,16 @@ JetStoredStatus jet_stream_msg_get(natsConnection *nc, const char *stream, guint
         r->data = g_bytes_new(NULL, 0);
     *out = r;
     return JET_STORED_FOUND;
+}
+
+JetStoredStatus jet_stream_msg_get(natsConnection *nc, const char *stream, guint64 seq, gint64 timeout_ms,
+                                   JetStoredMsg **out, GError **error)
+{
+    return msg_get(nc, stream, seq, NULL, timeout_ms, out, error);
+}
+
+JetStoredStatus jet_stream_msg_next(natsConnection *nc, const char *stream, guint64 seq, const char *subject,
+                                    gint64 timeout_ms, JetStoredMsg **out, GError **error)
+{
+    return msg_get(nc, stream, seq, subject != NULL ? subject : ">", timeout_ms, out, error);
 }

@@ -31,4 +31,10 @@ typedef enum {
 JetStoredStatus jet_stream_msg_get(natsConnection *nc, const char *stream, guint64 seq, gint64 timeout_ms,
                                    JetStoredMsg **out, GError **error);
 
+/* The first message of stream at or after seq whose subject matches
+ * subject (a filter; NULL: any), as jet_stream_msg_get; ABSENT when there
+ * is none. */
+JetStoredStatus jet_stream_msg_next(natsConnection *nc, const char *stream, guint64 seq, const char *subject,
+                                    gint64 timeout_ms, JetStoredMsg **out, GError **error);
+
 #endif

@@ -1,0 +1,1073 @@
+/* The fault matrix (docs/reliability.md, "Every binding kind under every
+ * fault"): each workload (a binding kind and its traffic) runs under each
+ * fault on a real nats-server, as separate `jethost run` processes, and
+ * checkers read the whole history afterwards:
+ *
+ * - lost: every message published is handled with an ack, or in the DLQ;
+ * - false dead letters: the DLQ holds only what the plugin rejected or
+ *   exhausted, and the one message the fault made poison;
+ * - order: per key (lanes, exclusive, ordered, KV), the first handlings
+ *   follow stream order;
+ * - overlaps: two processes of an exclusive binding never run handlers at
+ *   once, but for a handler a pause froze;
+ * - KV: the last revision of each key is handled;
+ * - forwards: each message not dead-lettered is in the target stream once;
+ * - recovery: from the fault's end to the first handling after it, within
+ *   the fault's bound;
+ * - exits: a host ends only as documented (SIGTERM: 0; all workers hung:
+ *   5; a plugin's abort()), and gives back its descriptors.
+ *
+ * fx_gate records each handling (stream seq, verdict, start and end on the
+ * monotonic clock) in a directory per host process.  Every random choice
+ * comes from the cell's seed, printed with the command that replays the
+ * cell alone.  `make check` runs each cell once; `make faults` runs them
+ * JET_FAULTS_SEEDS times with more messages (JET_FAULTS_LONG=1). */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <dirent.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#define STREAM "ORDERS"
+#define BUCKET "faults"
+#define CONSUMER "c"
+
+typedef enum { K_DURABLE, K_LANES, K_ORDERED, K_KV } Kind;
+
+typedef struct {
+    const char *name;
+    const char *group;  /* the make check program that runs it (faults_<group>.test) */
+    Kind kind;
+    guint hosts;        /* started at once: the second stands by (exclusive) or shares */
+    guint keys;         /* distinct keys of the traffic */
+    guint hot_percent;  /* share of the traffic on key k0 */
+    gboolean exclusive; /* one process at a time may handle */
+    const char *binding;
+    gboolean forward;   /* publishes each acked message to FWD (publish-then-ack) */
+} Workload;
+
+typedef enum {
+    F_KILL,
+    F_KILL_IN_HANDLER,
+    F_PAUSE_HOST,
+    F_RELOAD,
+    F_SECOND_HOST,
+    F_SERVER_RESTART,
+    F_SERVER_PAUSE,
+    F_CONSUMER_DELETED,
+    F_HUNG,
+    F_CRASHING_PLUGIN,
+} FaultKind;
+
+typedef struct {
+    const char *name;
+    FaultKind kind;
+    guint recovery_ms;  /* fault end to the first handling after it */
+} Fault;
+
+#define COMMON "ack_wait = 2s\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\n" \
+               "option.sleep = 2ms\noption.reject_percent = 2\noption.flaky_percent = 5\n"
+#define CLAIM "claim_ttl = 2s\nclaim_heartbeat = 500ms\n"
+
+static const Workload workloads[] = {
+    { "durable-1", "durable", K_DURABLE, 1, 20, 0, FALSE, "workers = 1\nexclusive = false\n" COMMON, FALSE },
+    { "durable-4", "durable", K_DURABLE, 1, 20, 0, FALSE, "workers = 4\nexclusive = false\n" COMMON, FALSE },
+    { "lanes-uniform", "lanes", K_LANES, 1, 50, 0, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
+    { "lanes-hot", "lanes", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
+    { "exclusive-2", "exclusive", K_LANES, 2, 20, 0, TRUE, "key = subject:2\nworkers = 2\n" CLAIM COMMON, FALSE },
+    { "ordered", "ordered", K_ORDERED, 1, 20, 0, FALSE,
+      "kind = ordered\ncheckpoint = kv\nrungs = 100ms\nmax_attempts = 3\noption.sleep = 2ms\n"
+      "option.reject_percent = 2\noption.flaky_percent = 5\n", FALSE },
+    { "kv", "ordered", K_KV, 1, 30, 0, FALSE,
+      "kind = kv\nrungs = 100ms\nmax_attempts = 3\noption.sleep = 2ms\noption.flaky_percent = 5\n", FALSE },
+    { "forward", "durable", K_DURABLE, 1, 20, 0, FALSE,
+      "workers = 2\nexclusive = false\noption.forward_prefix = fwd\npublish_streams = FWD\n" COMMON, TRUE },
+    { "retry-heavy", "durable", K_DURABLE, 1, 20, 0, FALSE,
+      "workers = 2\nexclusive = false\noption.random_percent = 20\noption.postpone_delay = 200ms\n"
+      "option.fail_percent = 3\n" COMMON, FALSE },
+};
+
+static const Fault faults[] = {
+    { "kill", F_KILL, 8000 },
+    { "kill-in-handler", F_KILL_IN_HANDLER, 8000 },
+    { "pause-host", F_PAUSE_HOST, 8000 },
+    { "reload", F_RELOAD, 5000 },
+    { "second-host", F_SECOND_HOST, 5000 },
+    { "server-restart", F_SERVER_RESTART, 10000 },
+    { "server-pause", F_SERVER_PAUSE, 8000 },
+    { "consumer-deleted", F_CONSUMER_DELETED, 8000 },
+    { "hung-handler", F_HUNG, 0 },
+    { "crashing-plugin", F_CRASHING_PLUGIN, 0 },
+};
+
+/* --- one process of jethost ------------------------------------------------ */
+
+typedef struct {
+    guint id;            /* its directory: h<id> */
+    guint slot;          /* the workload's host it plays (0: the first, the holder) */
+    char *name, *dir, *errlog, *extra;
+    GSubprocess *proc;
+    gboolean supervised; /* started again when it ends on its own */
+    gboolean done;       /* exited and accounted for */
+    int status;          /* 128 + signal, or the exit code */
+    gint64 paused_us;    /* when a pause of it began (0: never) */
+    int fds;             /* open descriptors at the fault's start (-1: not measured) */
+    gboolean faster;     /* reloaded with a faster handler (option.sleep 1ms) */
+} Host;
+
+typedef struct {
+    const Workload *w;
+    const Fault *f;
+    guint64 seed;
+    GRand *rng;
+    char *id;            /* workload/fault */
+    JetTestServer *srv;
+    natsConnection *nc;
+    jsCtx *js;
+    kvStore *kv;
+    char *dir, *plugin;
+    guint n;             /* published before the fault */
+    guint after;         /* published after it */
+    GPtrArray *keys;     /* key of stream seq i at i - 1 */
+    GHashTable *last_rev;/* KV: key -> last revision (guint64 *) */
+    guint64 special;     /* the seq held, aborted on or hung */
+    GPtrArray *hosts;    /* Host *, every process started */
+    gint64 fault_start_us, fault_end_us;
+    GString *problems;
+    guint unexpected_exits, restarts;
+    gboolean released;   /* the special seq's gate is open for every process from now */
+} Cell;
+
+static void host_free(gpointer p)
+{
+    Host *h = p;
+    g_clear_object(&h->proc);
+    g_free(h->name);
+    g_free(h->dir);
+    g_free(h->errlog);
+    g_free(h->extra);
+    g_free(h);
+}
+
+static char *host_config(Cell *c, Host *h)
+{
+    const Workload *w = c->w;
+    g_autoptr(GString) t = g_string_new(NULL);
+    g_string_append_printf(t, "[host]\nserver = %s\nname = %s\ndrain_timeout = 5s\n\n[binding b]\nplugin = %s\n",
+                           jet_test_server_url(c->srv), h->name, c->plugin);
+    if (w->kind == K_KV)
+        g_string_append_printf(t, "bucket = %s\n", BUCKET);
+    else
+        g_string_append(t, "stream = " STREAM "\n");
+    if (w->kind == K_DURABLE || w->kind == K_LANES)
+        g_string_append(t, "consumer = " CONSUMER "\n");
+    g_autofree char *binding = g_strdup(w->binding);
+    char *sleep = strstr(binding, "option.sleep = 2ms");
+    if (h->faster && sleep != NULL)
+        sleep[strlen("option.sleep = ")] = '1';
+    g_string_append_printf(t, "option.dir = %s\n%s%s", h->dir, binding, h->extra != NULL ? h->extra : "");
+    return g_string_free(g_steal_pointer(&t), FALSE);
+}
+
+/* Starts a process playing the workload's host slot, with extra binding lines. */
+static Host *host_start(Cell *c, guint slot, const char *extra)
+{
+    Host *h = g_new0(Host, 1);
+    h->id = c->hosts->len;
+    h->slot = slot;
+    h->name = g_strdup_printf("%s-%s-h%u", c->w->name, c->f->name, h->id);
+    h->dir = g_strdup_printf("%s/h%u", c->dir, h->id);
+    h->extra = g_strdup(extra);
+    h->fds = -1;
+    g_assert_cmpint(g_mkdir_with_parents(h->dir, 0700), ==, 0);
+    if (c->released) {
+        g_autofree char *go = g_strdup_printf("%s/go-%" G_GUINT64_FORMAT, h->dir, c->special);
+        g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    }
+    g_autofree char *text = host_config(c, h);
+    h->proc = jet_test_jethost_spawn_config(h->name, text, &h->errlog);
+    g_ptr_array_add(c->hosts, h);
+    return h;
+}
+
+static gboolean host_running(Host *h)
+{
+    return !h->done && g_subprocess_get_identifier(h->proc) != NULL;
+}
+
+static const char *host_pid(Host *h)
+{
+    return g_subprocess_get_identifier(h->proc);
+}
+
+static int host_fds(Host *h)
+{
+    const char *pid = host_pid(h);
+    if (pid == NULL)
+        return -1;
+    g_autofree char *path = g_strdup_printf("/proc/%s/fd", pid);
+    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    while (g_dir_read_name(d) != NULL)
+        n++;
+    return n;
+}
+
+static void problem(Cell *c, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static void problem(Cell *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *text = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_test_message("%s: %s", c->id, text);
+    g_string_append_printf(c->problems, "%s%s", c->problems->len > 0 ? "; " : "", text);
+}
+
+static gboolean log_has(const char *path, const char *needle)
+{
+    g_autofree char *text = NULL;
+    return g_file_get_contents(path, &text, NULL, NULL) && strstr(text, needle) != NULL;
+}
+
+/* Waits for the host's log to show needle; FALSE after timeout_ms. */
+static gboolean host_logged(Host *h, const char *needle, guint timeout_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    while (!log_has(h->errlog, needle)) {
+        if (g_get_monotonic_time() > deadline || !host_running(h))
+            return FALSE;
+        g_usleep(10 * 1000);
+    }
+    return TRUE;
+}
+
+/* The exits the fault documents: a plugin's abort() and, with every worker
+ * hung, code 5; the supervisor (this test, as systemd would) starts the
+ * host again. */
+static gboolean exit_expected(Cell *c, int status)
+{
+    if (c->f->kind == F_CRASHING_PLUGIN)
+        return status == 128 + SIGABRT;
+    if (c->f->kind == F_HUNG)
+        return status == 5;
+    return FALSE;
+}
+
+/* Accounts for hosts that ended on their own, and starts supervised ones again. */
+static void supervise(Cell *c)
+{
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        if (h->done || host_running(h))
+            continue;
+        h->status = jet_test_jethost_wait(h->proc, 1000);
+        h->done = TRUE;
+        if (!exit_expected(c, h->status)) {
+            c->unexpected_exits++;
+            g_autofree char *log = NULL;
+            g_file_get_contents(h->errlog, &log, NULL, NULL);
+            problem(c, "host h%u exited with %d", h->id, h->status);
+            g_test_message("%s", log != NULL ? log : "");
+        }
+        if (h->supervised) {
+            c->restarts++;
+            Host *again = host_start(c, h->slot, h->extra);
+            again->supervised = TRUE;
+        }
+    }
+}
+
+/* The live process playing slot (NULL when none). */
+static Host *host_of_slot(Cell *c, guint slot)
+{
+    for (guint i = c->hosts->len; i-- > 0;) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        if (h->slot == slot && host_running(h))
+            return h;
+    }
+    return NULL;
+}
+
+/* Kills slot's process (SIGKILL) and starts another in its place. */
+static void host_kill_restart(Cell *c, guint slot)
+{
+    Host *h = host_of_slot(c, slot);
+    g_assert_nonnull(h);
+    g_subprocess_force_exit(h->proc);
+    h->status = jet_test_jethost_wait(h->proc, 10000);
+    h->done = TRUE;
+    g_assert_cmpint(h->status, ==, 128 + SIGKILL);
+    Host *again = host_start(c, slot, NULL);
+    again->supervised = h->supervised;
+}
+
+/* --- traffic ------------------------------------------------------------ */
+
+static const char *pick_key(Cell *c)
+{
+    static char buf[32];
+    guint k = (guint)g_rand_int_range(c->rng, 0, 100) < c->w->hot_percent
+                  ? 0
+                  : (guint)g_rand_int_range(c->rng, 0, (gint32)c->w->keys);
+    snprintf(buf, sizeof buf, "k%u", k);
+    return buf;
+}
+
+/* Publishes count messages (or KV writes, purges only when allowed: a
+ * purge removes what the watch may not have read), remembering each one's key. */
+static void publish(Cell *c, guint count, gboolean purges)
+{
+    for (guint i = 0; i < count; i++) {
+        const char *key = pick_key(c);
+        if (c->w->kind == K_KV) {
+            guint64 rev = 0;
+            int op = g_rand_int_range(c->rng, 0, 100);
+            natsStatus s;
+            if (op < 8) {
+                s = kvStore_Delete(c->kv, key);
+                rev = 0;
+            } else if (op < 10 && purges) {
+                s = kvStore_Purge(c->kv, key, NULL);
+            } else {
+                char val[32];
+                snprintf(val, sizeof val, "v%u", c->keys->len + 1);
+                s = kvStore_PutString(&rev, c->kv, key, val);
+            }
+            g_assert_cmpint(s, ==, NATS_OK);
+            g_ptr_array_add(c->keys, g_strdup(key));
+            guint64 *last = g_new(guint64, 1);
+            *last = c->keys->len;   /* the bucket's stream holds only these writes: revision = count */
+            g_hash_table_replace(c->last_rev, g_strdup(key), last);
+            continue;
+        }
+        g_autofree char *subject = g_strdup_printf("orders.%s", key);
+        char data[32];
+        int len = snprintf(data, sizeof data, "msg-%u", c->keys->len + 1);
+        g_assert_cmpint(js_PublishAsync(c->js, subject, data, len, NULL), ==, NATS_OK);
+        g_ptr_array_add(c->keys, g_strdup(key));
+    }
+    if (c->w->kind != K_KV)
+        jet_test_publish_wait(c->js);
+}
+
+/* --- the history --------------------------------------------------------- */
+
+typedef JetTestHandling Handling;
+
+static gint by_start(gconstpointer a, gconstpointer b)
+{
+    const Handling *x = a, *y = b;
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* Every host's handlings, ordered by start. */
+static GArray *read_history(Cell *c)
+{
+    GArray *a = g_array_new(FALSE, TRUE, sizeof(Handling));
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        g_autofree char *path = g_build_filename(h->dir, "handled.log", NULL);
+        jet_test_read_handlings(path, h->id, a);
+    }
+    g_array_sort(a, by_start);
+    return a;
+}
+
+typedef struct {
+    guint records, other;
+    GHashTable *causes;   /* seq -> first cause (char *) */
+} Dlq;
+
+static void read_dlq(Cell *c, Dlq *d)
+{
+    d->causes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, c->js, "JETHOST_DLQ", NULL, NULL) != NATS_OK)
+        return;
+    guint64 first = si->State.FirstSeq, last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    for (guint64 s = first; s >= 1 && s <= last; s++) {
+        natsMsg *m = NULL;
+        if (js_GetMsg(&m, c->js, "JETHOST_DLQ", s, NULL, NULL) != NATS_OK)
+            continue;
+        const char *seq = jet_test_msg_header(m, "Jethost-Origin-Seq");
+        const char *cause = jet_test_msg_header(m, "Jethost-Cause");
+        d->records++;
+        gint64 *k = g_new(gint64, 1);
+        *k = seq != NULL ? (gint64)g_ascii_strtoull(seq, NULL, 10) : 0;
+        if (!g_hash_table_contains(d->causes, k))
+            g_hash_table_insert(d->causes, k, g_strdup(cause != NULL ? cause : "(none)"));
+        else
+            g_free(k);
+        natsMsg_Destroy(m);
+    }
+}
+
+/* Each seq's handlings: acks, rejects, retries (and whether it was seen). */
+typedef struct {
+    guint handled, acks, rejects, retries;
+} Seen;
+
+static Seen *tally(Cell *c, GArray *hist)
+{
+    Seen *seen = g_new0(Seen, c->keys->len + 1);
+    for (guint i = 0; i < hist->len; i++) {
+        Handling *x = &g_array_index(hist, Handling, i);
+        if (x->seq < 1 || x->seq > c->keys->len)
+            continue;
+        Seen *s = &seen[x->seq];
+        s->handled++;
+        s->acks += x->verdict == 'a';
+        s->rejects += x->verdict == 'j';
+        s->retries += x->verdict == 'r';
+    }
+    return seen;
+}
+
+/* --- done? ---------------------------------------------------------------- */
+
+static gboolean all_accounted(Cell *c)
+{
+    g_autoptr(GArray) hist = read_history(c);
+    g_autofree Seen *seen = tally(c, hist);
+    guint64 total = c->keys->len;
+    if (c->w->kind == K_KV) {
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, c->last_rev);
+        while (g_hash_table_iter_next(&it, &k, &v))
+            if (seen[*(guint64 *)v].handled == 0 && *(guint64 *)v != c->special)
+                return FALSE;
+        return TRUE;
+    }
+    guint missing = 0;
+    for (guint64 s = 1; s <= total; s++)
+        missing += seen[s].acks == 0;
+    if (missing > 0) {
+        /* What the DLQ holds may account for the rest. */
+        if (missing > jet_test_stream_msgs(c->js, "JETHOST_DLQ"))
+            return FALSE;
+    }
+    if (c->w->kind == K_DURABLE || c->w->kind == K_LANES) {
+        JetTestFloorWait fw = { c->js, STREAM, CONSUMER, total };
+        return jet_test_floor_reached(&fw);
+    }
+    return TRUE;
+}
+
+/* Waits, supervising the hosts, until every message is accounted for. */
+static gboolean wait_done(Cell *c, guint timeout_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    for (;;) {
+        supervise(c);
+        if (all_accounted(c))
+            return TRUE;
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50 * 1000);
+    }
+}
+
+static guint handled_lines(Cell *c)
+{
+    g_autoptr(GArray) hist = read_history(c);
+    return hist->len;
+}
+
+/* Waits until the hosts have handled at least `lines` deliveries. */
+static void wait_handled(Cell *c, guint lines)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while (handled_lines(c) < lines) {
+        supervise(c);
+        if (g_get_monotonic_time() > deadline)
+            g_error("%s: fewer than %u handlings after 60 s", c->id, lines);
+        g_usleep(10 * 1000);
+    }
+}
+
+/* --- the faults ------------------------------------------------------------ */
+
+static void reconnect(Cell *c)
+{
+    if (c->kv != NULL)
+        kvStore_Destroy(c->kv);
+    c->kv = NULL;
+    jet_test_js_close(c->nc, c->js);
+    c->js = jet_test_js_open(jet_test_server_url(c->srv), &c->nc);
+    if (c->w->kind == K_KV)
+        g_assert_cmpint(js_KeyValue(&c->kv, c->js, BUCKET), ==, NATS_OK);
+}
+
+static void delete_consumers(Cell *c)
+{
+    const char *stream = c->w->kind == K_KV ? "KV_" BUCKET : STREAM;
+    jsConsumerNamesList *names = NULL;
+    if (js_ConsumerNames(&names, c->js, stream, NULL, NULL) != NATS_OK)
+        return;
+    for (int i = 0; i < names->Count; i++)
+        js_DeleteConsumer(c->js, stream, names->List[i], NULL, NULL);
+    jsConsumerNamesList_Destroy(names);
+}
+
+static char *gate_file(Host *h, const char *what, guint64 seq)
+{
+    return g_strdup_printf("%s/%s-%" G_GUINT64_FORMAT, h->dir, what, seq);
+}
+
+/* Every process's handler held at the special seq goes on, and every
+ * process started from now finds the gate open. */
+static void release_all(Cell *c)
+{
+    if (c->special == 0)
+        return;
+    c->released = TRUE;
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        g_autofree char *go = gate_file(h, "go", c->special);
+        g_file_set_contents(go, "", 0, NULL);
+    }
+}
+
+static gboolean any_inflight(Cell *c, Host **which)
+{
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        g_autofree char *f = gate_file(h, "inflight", c->special);
+        if (host_running(h) && g_file_test(f, G_FILE_TEST_EXISTS)) {
+            *which = h;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+static gboolean any_logged(Cell *c, const char *needle)
+{
+    for (guint i = 0; i < c->hosts->len; i++)
+        if (log_has(((Host *)g_ptr_array_index(c->hosts, i))->errlog, needle))
+            return TRUE;
+    return FALSE;
+}
+
+/* The baseline of each process that runs its binding (a standby, or one
+ * still connecting, opens more once it does). */
+static void measure_fds(Cell *c)
+{
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        if (host_running(h) && log_has(h->errlog, "event=subscribed"))
+            h->fds = host_fds(h);
+    }
+}
+
+static void apply_fault(Cell *c)
+{
+    const Workload *w = c->w;
+    c->fault_start_us = g_get_monotonic_time();
+    measure_fds(c);
+    Host *h0 = host_of_slot(c, 0);
+    switch (c->f->kind) {
+    case F_KILL:
+        host_kill_restart(c, 0);
+        break;
+    case F_KILL_IN_HANDLER: {
+        Host *in = NULL;
+        gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+        while (!any_inflight(c, &in)) {
+            supervise(c);
+            if (g_get_monotonic_time() > deadline)
+                g_error("%s: seq %" G_GUINT64_FORMAT " never in a handler", c->id, c->special);
+            g_usleep(5 * 1000);
+        }
+        c->fault_start_us = g_get_monotonic_time();
+        guint slot = in->slot;
+        g_subprocess_force_exit(in->proc);
+        in->status = jet_test_jethost_wait(in->proc, 10000);
+        in->done = TRUE;
+        /* The next process finds the gate open: only the first handling is held. */
+        release_all(c);
+        Host *again = host_start(c, slot, NULL);
+        again->supervised = TRUE;
+        break;
+    }
+    case F_PAUSE_HOST: {
+        /* Past ack_wait and claim_ttl (2 s each) and a claim round. */
+        h0->paused_us = g_get_monotonic_time();
+        g_subprocess_send_signal(h0->proc, SIGSTOP);
+        g_usleep(4500 * 1000);
+        g_subprocess_send_signal(h0->proc, SIGCONT);
+        break;
+    }
+    case F_RELOAD: {
+        h0->faster = TRUE;
+        g_autofree char *text = host_config(c, h0);
+        g_autofree char *file = g_strdup_printf("%s.conf", h0->name);
+        g_free(jet_test_write_file(file, text));
+        g_subprocess_send_signal(h0->proc, SIGHUP);
+        if (!host_logged(h0, "event=reloaded", 10000))
+            problem(c, "no event=reloaded within 10 s");
+        break;
+    }
+    case F_SECOND_HOST: {
+        Host *h = host_start(c, 2, NULL);
+        /* It takes part, or stands by, for a while. */
+        if (!host_logged(h, w->exclusive ? "event=standing-by" : "event=subscribed", 10000))
+            problem(c, "the second host neither ran its binding nor stood by within 10 s");
+        g_usleep(1500 * 1000);
+        g_subprocess_send_signal(h->proc, SIGTERM);
+        h->status = jet_test_jethost_wait(h->proc, 20000);
+        h->done = TRUE;
+        if (h->status != 0)
+            problem(c, "the second host exited %d on SIGTERM", h->status);
+        break;
+    }
+    case F_SERVER_RESTART:
+        jet_test_server_kill(c->srv);
+        g_usleep(500 * 1000);
+        jet_test_server_restart(c->srv);
+        reconnect(c);
+        break;
+    case F_SERVER_PAUSE:
+        jet_test_server_pause(c->srv);
+        g_usleep(3000 * 1000);
+        jet_test_server_resume(c->srv);
+        break;
+    case F_CONSUMER_DELETED:
+        delete_consumers(c);
+        break;
+    case F_HUNG:
+    case F_CRASHING_PLUGIN: {
+        /* The fault is in the plugin from the start: it begins when the
+         * host sees it (a death, or a handler reported hung). */
+        gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+        while (c->restarts == 0 && !(c->f->kind == F_HUNG && any_logged(c, "event=handler-hung"))) {
+            supervise(c);
+            if (g_get_monotonic_time() > deadline)
+                g_error("%s: the plugin's fault never showed", c->id);
+            g_usleep(10 * 1000);
+        }
+        c->fault_start_us = g_get_monotonic_time();
+        measure_fds(c);   /* the processes now running have connected */
+        if (c->f->kind == F_HUNG) {
+            /* A hang that ends: the handler returns 2 s after it was
+             * reported (a worker's hang costs the worker until then). */
+            g_usleep(2000 * 1000);
+            release_all(c);
+        }
+        break;
+    }
+    }
+    c->fault_end_us = g_get_monotonic_time();
+}
+
+/* --- the checkers ---------------------------------------------------------- */
+
+static void check_lost_and_dlq(Cell *c, GArray *hist, Dlq *d, guint *lost, guint *false_dlq)
+{
+    g_autofree Seen *seen = tally(c, hist);
+    *lost = *false_dlq = 0;
+    if (c->w->kind == K_KV) {
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, c->last_rev);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+            guint64 rev = *(guint64 *)v;
+            gint64 key = (gint64)rev;
+            if (seen[rev].handled == 0 && !g_hash_table_contains(d->causes, &key)) {
+                (*lost)++;
+                problem(c, "key %s: its last revision %" G_GUINT64_FORMAT " was never handled", (char *)k, rev);
+            }
+        }
+    } else {
+        for (guint64 s = 1; s <= c->keys->len; s++) {
+            gint64 key = (gint64)s;
+            if (seen[s].acks == 0 && !g_hash_table_contains(d->causes, &key)) {
+                (*lost)++;
+                if (*lost <= 5)
+                    problem(c, "seq %" G_GUINT64_FORMAT " neither acked nor dead-lettered (%u handlings)", s,
+                            seen[s].handled);
+            }
+        }
+    }
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, d->causes);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        guint64 s = (guint64)*(gint64 *)k;
+        const char *cause = v;
+        gboolean ok = s >= 1 && s <= c->keys->len &&
+                      ((strcmp(cause, "rejected") == 0 && seen[s].rejects > 0) ||
+                       (strcmp(cause, "exhausted") == 0 && seen[s].retries > 0) ||
+                       (strcmp(cause, "poison") == 0 && s == c->special &&
+                        (c->f->kind == F_CRASHING_PLUGIN || c->f->kind == F_HUNG)));
+        if (!ok) {
+            (*false_dlq)++;
+            problem(c, "false dead letter: seq %" G_GUINT64_FORMAT " as %s", s, cause);
+        }
+    }
+}
+
+/* A forwarding workload: every message not dead-lettered is in FWD once
+ * (its Nats-Msg-Id keeps a redelivery's publish out, within the
+ * duplicate window), and none that was. */
+static void check_forwards(Cell *c, Dlq *d, guint *lost, guint *dups)
+{
+    *dups = 0;
+    if (!c->w->forward)
+        return;
+    g_autofree guint *copies = g_new0(guint, c->keys->len + 1);
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, c->js, "FWD", NULL, NULL), ==, NATS_OK);
+    guint64 first = si->State.FirstSeq, last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    for (guint64 s = first; s >= 1 && s <= last; s++) {
+        natsMsg *m = NULL;
+        if (js_GetMsg(&m, c->js, "FWD", s, NULL, NULL) != NATS_OK)
+            continue;
+        guint64 seq = g_ascii_strtoull(natsMsg_GetSubject(m) + strlen("fwd."), NULL, 10);
+        if (seq >= 1 && seq <= c->keys->len)
+            copies[seq]++;
+        natsMsg_Destroy(m);
+    }
+    for (guint64 s = 1; s <= c->keys->len; s++) {
+        gint64 key = (gint64)s;
+        gboolean dead = g_hash_table_contains(d->causes, &key);
+        if (copies[s] > 1 && ++*dups <= 5)
+            problem(c, "seq %" G_GUINT64_FORMAT " forwarded %u times", s, copies[s]);
+        if (!dead && copies[s] == 0 && ++*lost <= 5)
+            problem(c, "seq %" G_GUINT64_FORMAT " acked but never forwarded", s);
+        if (dead && copies[s] > 0)
+            problem(c, "seq %" G_GUINT64_FORMAT " dead-lettered and forwarded", s);
+    }
+}
+
+/* Per key, first handlings in stream order. */
+static guint check_order(Cell *c, GArray *hist)
+{
+    if (c->w->kind == K_DURABLE)
+        return 0;
+    g_autoptr(GHashTable) first = g_hash_table_new(g_int64_hash, g_int64_equal);
+    g_autoptr(GHashTable) last_of_key = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    guint breaks = 0;
+    for (guint i = 0; i < hist->len; i++) {
+        Handling *x = &g_array_index(hist, Handling, i);
+        if (x->seq < 1 || x->seq > c->keys->len || g_hash_table_contains(first, &x->seq))
+            continue;
+        g_hash_table_add(first, &x->seq);
+        const char *k = c->w->kind == K_ORDERED ? "" : g_ptr_array_index(c->keys, x->seq - 1);
+        guint64 *last = g_hash_table_lookup(last_of_key, k);
+        if (last != NULL && *last > x->seq) {
+            if (++breaks <= 5)
+                problem(c, "key %s: seq %" G_GUINT64_FORMAT " first handled after seq %" G_GUINT64_FORMAT, k, x->seq,
+                        *last);
+            continue;
+        }
+        if (last == NULL) {
+            last = g_new(guint64, 1);
+            g_hash_table_insert(last_of_key, (gpointer)k, last);
+        }
+        *last = x->seq;
+    }
+    return breaks;
+}
+
+static Host *host_by_id(Cell *c, guint id)
+{
+    return g_ptr_array_index(c->hosts, id);
+}
+
+/* Handlings of two processes of an exclusive binding at once, but for one
+ * its process's pause froze. */
+static guint check_overlaps(Cell *c, GArray *hist)
+{
+    if (!c->w->exclusive)
+        return 0;
+    guint overlaps = 0;
+    for (guint i = 0; i < hist->len; i++) {
+        Handling *x = &g_array_index(hist, Handling, i);
+        Host *hx = host_by_id(c, x->host);
+        if (hx->paused_us != 0 && x->start_ns / 1000 <= hx->paused_us && x->end_ns / 1000 >= hx->paused_us)
+            continue;
+        for (guint j = i + 1; j < hist->len; j++) {
+            Handling *y = &g_array_index(hist, Handling, j);
+            if (y->start_ns >= x->end_ns)
+                break;
+            if (y->host == x->host)
+                continue;
+            Host *hy = host_by_id(c, y->host);
+            if (hy->paused_us != 0 && y->start_ns / 1000 <= hy->paused_us && y->end_ns / 1000 >= hy->paused_us)
+                continue;
+            if (++overlaps <= 5)
+                problem(c, "h%u handled seq %" G_GUINT64_FORMAT " while h%u handled seq %" G_GUINT64_FORMAT, y->host,
+                        y->seq, x->host, x->seq);
+        }
+    }
+    return overlaps;
+}
+
+/* Milliseconds from the fault's end to the first handling that started
+ * after it; -1 when none did (nothing was left). */
+static gint64 recovery_ms(Cell *c, GArray *hist)
+{
+    for (guint i = 0; i < hist->len; i++) {
+        Handling *x = &g_array_index(hist, Handling, i);
+        if (x->start_ns / 1000 >= c->fault_end_us)
+            return (x->start_ns / 1000 - c->fault_end_us) / 1000;
+    }
+    return -1;
+}
+
+/* Descriptors of a process that lived through the fault, back where they were. */
+static void check_fds(Cell *c)
+{
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        if (h->fds < 0 || !host_running(h))
+            continue;
+        int now = host_fds(h);
+        for (int tries = 0; now > h->fds + 2 && tries < 50; tries++) {
+            g_usleep(100 * 1000);
+            now = host_fds(h);
+        }
+        if (now > h->fds + 2)
+            problem(c, "h%u holds %d descriptors, %d before the fault", h->id, now, h->fds);
+    }
+}
+
+/* --- a cell ---------------------------------------------------------------- */
+
+typedef struct {
+    const Workload *w;
+    const Fault *f;
+} CellSpec;
+
+static guint64 cell_seed(guint run)
+{
+    const char *env = g_getenv("JET_FAULTS_SEED");
+    if (env != NULL)
+        return g_ascii_strtoull(env, NULL, 10) + run;
+    return (guint64)g_get_real_time();
+}
+
+static void write_report(Cell *c, guint published, guint handled, guint lost, guint false_dlq, guint breaks,
+                         guint overlaps, guint dups, gint64 rec, guint dead)
+{
+    g_autofree char *rec_text = rec >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, rec) : g_strdup("-");
+    g_autofree char *row = g_strdup_printf(
+        "| %s | %s | %u | %u | %u | %u | %u | %u | %u | %u | %s | %u | %u | %" G_GUINT64_FORMAT " |\n", c->w->name,
+        c->f->name, published, handled, lost, dead, false_dlq, breaks, overlaps, dups, rec_text, c->restarts,
+        c->unexpected_exits, c->seed);
+    g_test_message("%s", row);
+    const char *report = g_getenv("JET_FAULTS_REPORT");
+    if (report != NULL) {
+        FILE *f = fopen(report, "a");
+        if (f != NULL) {
+            fputs(row, f);
+            fclose(f);
+        }
+    }
+}
+
+/* The end of each process's log, for a cell that failed (all of it with
+ * JET_FAULTS_SHOW=1). */
+static void show_logs(Cell *c)
+{
+    gboolean all = g_getenv("JET_FAULTS_SHOW") != NULL;
+    const char *stream = c->w->kind == K_KV ? "KV_" BUCKET : STREAM;
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, c->js, stream, NULL, NULL) == NATS_OK) {
+        g_test_message("stream %s: first seq %" G_GUINT64_FORMAT ", last %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+                       " messages", stream, si->State.FirstSeq, si->State.LastSeq, si->State.Msgs);
+        jsStreamInfo_Destroy(si);
+    }
+    jsConsumerNamesList *names = NULL;
+    if (js_ConsumerNames(&names, c->js, stream, NULL, NULL) == NATS_OK) {
+        for (int i = 0; i < names->Count; i++) {
+            jsConsumerInfo *ci = NULL;
+            if (js_GetConsumerInfo(&ci, c->js, stream, names->List[i], NULL, NULL) != NATS_OK)
+                continue;
+            g_test_message("consumer %s: delivered %" G_GUINT64_FORMAT ", ack floor %" G_GUINT64_FORMAT
+                           ", pending %" G_GUINT64_FORMAT ", ack pending %" G_GINT64_FORMAT ", waiting %" G_GINT64_FORMAT,
+                           ci->Name, ci->Delivered.Stream, ci->AckFloor.Stream, ci->NumPending, ci->NumAckPending,
+                           ci->NumWaiting);
+            jsConsumerInfo_Destroy(ci);
+        }
+        jsConsumerNamesList_Destroy(names);
+    }
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        g_autofree char *text = NULL;
+        if (!g_file_get_contents(h->errlog, &text, NULL, NULL))
+            continue;
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+        guint n = g_strv_length(lines), from = all || n < 25 ? 0 : n - 25;
+        g_autofree char *tail = g_strjoinv("\n", lines + from);
+        g_test_message("--- h%u (%s), from line %u:\n%s", h->id, h->name, from + 1, tail);
+    }
+}
+
+static void run_cell(const CellSpec *spec, guint run)
+{
+    gboolean longer = g_getenv("JET_FAULTS_LONG") != NULL;
+    Cell cell = { .w = spec->w, .f = spec->f }, *c = &cell;
+    c->seed = cell_seed(run);
+    c->rng = g_rand_new_with_seed((guint32)(c->seed ^ (c->seed >> 32)));
+    c->id = g_strdup_printf("%s/%s", c->w->name, c->f->name);
+    g_test_message("%s: seed %" G_GUINT64_FORMAT "; alone: JET_FAULTS_SEED=%" G_GUINT64_FORMAT
+                   " tests/live/faults.test -p /faults/%s", c->id, c->seed, c->seed, c->id);
+    c->problems = g_string_new(NULL);
+    c->hosts = g_ptr_array_new_with_free_func(host_free);
+    c->keys = g_ptr_array_new_with_free_func(g_free);
+    c->last_rev = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    c->n = longer ? 2000 : 300;
+    c->after = c->n / 3;
+    c->srv = jet_test_server_start();
+    c->js = jet_test_js_open(jet_test_server_url(c->srv), &c->nc);
+    c->dir = g_strdup_printf("%s/%s-%s-%u", jet_test_private_dir(), c->w->name, c->f->name, run);
+    g_assert_cmpint(g_mkdir_with_parents(c->dir, 0700), ==, 0);
+    c->plugin = jet_test_plugin_copy("fx_gate");
+    if (c->w->kind == K_KV) {
+        kvConfig kc;
+        kvConfig_Init(&kc);
+        kc.Bucket = BUCKET;
+        kc.History = 5;
+        g_assert_cmpint(js_CreateKeyValue(&c->kv, c->js, &kc), ==, NATS_OK);
+    } else {
+        jet_test_stream_create(c->js, STREAM, "orders.>");
+    }
+    if (c->w->forward)
+        jet_test_stream_create(c->js, "FWD", "fwd.>");
+    publish(c, c->n, FALSE);
+    /* The message the fault acts on, in the first half of the backlog; on a
+     * KV watch, a key's value (the watch begins with the last of each). */
+    c->special = (guint64)g_rand_int_range(c->rng, (gint32)c->n / 4, (gint32)c->n / 2);
+    if (c->w->kind == K_KV)
+        c->special = *(guint64 *)g_hash_table_lookup(c->last_rev, g_ptr_array_index(c->keys, c->special - 1));
+    g_autofree char *plugin_fault = NULL;
+    switch (c->f->kind) {
+    case F_KILL_IN_HANDLER:
+        plugin_fault = g_strdup_printf("option.block_seq = %" G_GUINT64_FORMAT "\n", c->special);
+        break;
+    case F_HUNG:
+        plugin_fault = g_strdup_printf("option.block_seq = %" G_GUINT64_FORMAT "\nhandler_timeout = 1s\n%s",
+                                       c->special, c->w->kind == K_ORDERED || c->w->kind == K_KV
+                                                       ? "exit_on_any_hung = true\n" : "");
+        break;
+    case F_CRASHING_PLUGIN:
+        plugin_fault = g_strdup_printf("option.abort_seq = %" G_GUINT64_FORMAT "\n", c->special);
+        break;
+    default:
+        c->special = 0;
+        break;
+    }
+    for (guint slot = 0; slot < c->w->hosts; slot++) {
+        Host *h = host_start(c, slot, plugin_fault);
+        h->supervised = TRUE;
+        /* The first holds the claim before the second starts. */
+        if (slot == 0 && c->w->hosts > 1)
+            g_assert_true(host_logged(h, "event=subscribed", 20000));
+    }
+    if (c->f->kind != F_HUNG && c->f->kind != F_CRASHING_PLUGIN && c->f->kind != F_KILL_IN_HANDLER)
+    {
+        /* A KV watch begins with one value per key. */
+        guint first = c->w->kind == K_KV ? g_hash_table_size(c->last_rev) : c->n;
+        wait_handled(c, (guint)g_rand_int_range(c->rng, (gint32)first / 5, (gint32)first / 2));
+    }
+    apply_fault(c);
+    publish(c, c->after, TRUE);
+    gboolean done = wait_done(c, longer ? 300000 : 90000);
+    release_all(c);
+    if (!done) {
+        problem(c, "not every message accounted for after the fault");
+        show_logs(c);
+    }
+    check_fds(c);
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        if (!host_running(h))
+            continue;
+        g_subprocess_send_signal(h->proc, SIGTERM);
+        h->status = jet_test_jethost_wait(h->proc, 20000);
+        h->done = TRUE;
+        if (h->status != 0)
+            problem(c, "h%u exited %d on SIGTERM", h->id, h->status);
+    }
+    if (c->nc == NULL || natsConnection_IsClosed(c->nc))
+        reconnect(c);
+    g_autoptr(GArray) hist = read_history(c);
+    Dlq d = { 0 };
+    read_dlq(c, &d);
+    guint lost, false_dlq;
+    check_lost_and_dlq(c, hist, &d, &lost, &false_dlq);
+    guint dups = 0;
+    check_forwards(c, &d, &lost, &dups);
+    guint breaks = check_order(c, hist);
+    guint overlaps = check_overlaps(c, hist);
+    gint64 rec = recovery_ms(c, hist);
+    if (c->f->recovery_ms > 0 && rec > (gint64)c->f->recovery_ms)
+        problem(c, "recovery took %" G_GINT64_FORMAT " ms, more than %u", rec, c->f->recovery_ms);
+    g_autofree Seen *seen = tally(c, hist);
+    guint handled = 0;
+    for (guint s = 1; s <= c->keys->len; s++)
+        handled += seen[s].handled > 0;
+    write_report(c, c->keys->len, handled, lost, false_dlq, breaks, overlaps, dups, rec, g_hash_table_size(d.causes));
+    if (c->problems->len > 0)
+        show_logs(c);
+    if (c->problems->len > 0)
+        g_test_fail_printf("%s (seed %" G_GUINT64_FORMAT "): %s; alone: JET_FAULTS_SEED=%" G_GUINT64_FORMAT
+                           " tests/live/faults.test -p /faults/%s", c->id, c->seed, c->problems->str, c->seed, c->id);
+    g_hash_table_destroy(d.causes);
+    if (c->kv != NULL)
+        kvStore_Destroy(c->kv);
+    jet_test_js_close(c->nc, c->js);
+    jet_test_server_free(c->srv);
+    g_ptr_array_unref(c->hosts);
+    g_ptr_array_unref(c->keys);
+    g_hash_table_destroy(c->last_rev);
+    g_string_free(c->problems, TRUE);
+    g_rand_free(c->rng);
+    g_free(c->dir);
+    g_free(c->plugin);
+    g_free(c->id);
+}
+
+static void test_cell(gconstpointer data)
+{
+    const char *env = g_getenv("JET_FAULTS_SEEDS");
+    guint runs = env != NULL ? (guint)g_ascii_strtoull(env, NULL, 10) : 1;
+    for (guint run = 0; run < MAX(runs, 1); run++)
+        run_cell(data, run);
+}
+
+int main(int argc, char **argv)
+{
+    /* One cell's failure does not hide the others': the whole matrix runs. */
+    char **args = g_new0(char *, argc + 2);
+    for (int i = 0; i < argc; i++)
+        args[i] = argv[i];
+    args[argc++] = (char *)"--keep-going";
+    argv = args;
+    g_test_init(&argc, &argv, NULL);
+    static CellSpec specs[G_N_ELEMENTS(workloads) * G_N_ELEMENTS(faults)];
+    guint n = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(workloads); i++)
+        for (guint j = 0; j < G_N_ELEMENTS(faults); j++) {
+#ifdef FAULTS_GROUP
+            if (strcmp(workloads[i].group, FAULTS_GROUP) != 0)
+                continue;
+#endif
+            specs[n] = (CellSpec){ &workloads[i], &faults[j] };
+            g_autofree char *path = g_strdup_printf("/faults/%s/%s", workloads[i].name, faults[j].name);
+            g_test_add_data_func(path, &specs[n], test_cell);
+            n++;
+        }
+    return g_test_run();
+}
