@@ -280,6 +280,7 @@ typedef struct {
     gint64 fault_at;        /* 0 until the fault */
     gint64 first_after;     /* first fall after the fault, 0 until then */
     gint64 remaining;
+    gint64 remaining_at_fault;   /* the last sample before the fault (-1: none yet) */
     GThread *thread;
 } Progress;
 
@@ -319,6 +320,7 @@ static void progress_fault(Progress *p)
 {
     g_mutex_lock(&p->lock);
     p->fault_at = g_get_monotonic_time();
+    p->remaining_at_fault = p->remaining;
     g_mutex_unlock(&p->lock);
 }
 
@@ -622,7 +624,7 @@ static void run_fault(World *w, Fault f, Row *row)
     jet_test_cluster_stream_create(w->js, r.stream, subject, 3, 0);
     jet_test_publish_n(w->js, pubsubj, n);
 
-    Progress prog = { .js = w->js, .stream = r.stream };
+    Progress prog = { .js = w->js, .stream = r.stream, .remaining = -1 };
     g_mutex_init(&prog.lock);
     host_spawn(&r, 0);
     host_spawn(&r, 1);
@@ -715,7 +717,13 @@ static void run_fault(World *w, Fault f, Row *row)
     g_assert_cmpuint(row->other_causes, ==, 0);
     g_assert_cmpuint(row->stranded, ==, 0);
     g_assert_cmpuint(row->terms, ==, 0);
-    g_assert_cmpint(row->recovery_ms, >=, 0);
+    /* Progress came back after the fault, unless the hosts had finished
+     * before it began: on a loaded machine, finding the leader to pause
+     * can take longer than the last four fifths of the short batch. */
+    if (prog.remaining_at_fault == 0)
+        g_test_message("%s: the batch was done before the fault began: no recovery to measure", fault_names[f]);
+    else
+        g_assert_cmpint(row->recovery_ms, >=, 0);
 
     g_ptr_array_unref(r.logs);
     g_free(r.stream);

@@ -534,6 +534,11 @@ static void test_pinned(void)
     /* A's next pull waits on the server (10 s) while A is stopped. */
     g_subprocess_send_signal(a.proc, SIGSTOP);
     wait_lines(b.errlog, "event=taken-over", 1, 20000, b.errlog);
+    /* The fence stands once B has taken the pin, as its binding starts
+     * after the claim: a message published between the two still goes to
+     * A's waiting pull (seen once under load) and comes back after AckWait. */
+    if (pins)
+        wait_lines(b.errlog, "event=pin-taken", 1, 20000, b.errlog);
     publish_from(js, 5, 20);   /* 6..25 */
     wait_range(b.out, 6, 25, b.errlog);
     guint again = redelivered_in(b.out, 6, 25);

@@ -24,11 +24,12 @@
  * JET_FAULTS_SEEDS times with more messages (JET_FAULTS_LONG=1). */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "dlq_record.h"
 
-#include <dirent.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define STREAM "ORDERS"
@@ -58,6 +59,7 @@ typedef enum {
     F_SERVER_RESTART,
     F_SERVER_PAUSE,
     F_CONSUMER_DELETED,
+    F_DLQ_RECREATED,
     F_HUNG,
     F_CRASHING_PLUGIN,
 } FaultKind;
@@ -99,6 +101,7 @@ static const Fault faults[] = {
     { "server-restart", F_SERVER_RESTART, 10000 },
     { "server-pause", F_SERVER_PAUSE, 8000 },
     { "consumer-deleted", F_CONSUMER_DELETED, 8000 },
+    { "dlq-recreated", F_DLQ_RECREATED, 8000 },
     { "hung-handler", F_HUNG, 0 },
     { "crashing-plugin", F_CRASHING_PLUGIN, 0 },
 };
@@ -115,6 +118,7 @@ typedef struct {
     int status;          /* 128 + signal, or the exit code */
     gint64 paused_us;    /* when a pause of it began (0: never) */
     int fds;             /* open descriptors at the fault's start (-1: not measured) */
+    long rss_kib;        /* its resident set then */
     gboolean faster;     /* reloaded with a faster handler (option.sleep 1ms) */
 } Host;
 
@@ -139,6 +143,13 @@ typedef struct {
     GString *problems;
     guint unexpected_exits, restarts;
     gboolean released;   /* the special seq's gate is open for every process from now */
+    /* dlq-recreated: what the DLQ stream held when it was deleted, as a
+     * subscriber on its subjects saw the captures (seq -> cause). */
+    natsSubscription *dlq_spy;
+    GMutex spy_lock;
+    GHashTable *spied;
+    gboolean spy_open;   /* captures seen count until the stream is deleted */
+    gint64 spy_done;     /* callbacks finished */
 } Cell;
 
 static void host_free(gpointer p)
@@ -216,6 +227,20 @@ static int host_fds(Host *h)
     while (g_dir_read_name(d) != NULL)
         n++;
     return n;
+}
+
+/* VmRSS of a running process in KiB; -1 when it cannot be read. */
+static long host_rss_kib(Host *h)
+{
+    const char *pid = host_pid(h);
+    if (pid == NULL)
+        return -1;
+    g_autofree char *path = g_strdup_printf("/proc/%s/status", pid);
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return -1;
+    const char *line = strstr(text, "VmRSS:");
+    return line != NULL ? strtol(line + strlen("VmRSS:"), NULL, 10) : -1;
 }
 
 static void problem(Cell *c, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -451,7 +476,13 @@ static gboolean all_accounted(Cell *c)
         missing += seen[s].acks == 0;
     if (missing > 0) {
         /* What the DLQ holds may account for the rest. */
-        if (missing > jet_test_stream_msgs(c->js, "JETHOST_DLQ"))
+        guint64 dead = jet_test_stream_msgs(c->js, "JETHOST_DLQ");
+        if (c->spied != NULL) {
+            g_mutex_lock(&c->spy_lock);
+            dead += g_hash_table_size(c->spied);
+            g_mutex_unlock(&c->spy_lock);
+        }
+        if (missing > dead)
             return FALSE;
     }
     if (c->w->kind == K_DURABLE || c->w->kind == K_LANES) {
@@ -504,6 +535,75 @@ static void reconnect(Cell *c)
     c->js = jet_test_js_open(jet_test_server_url(c->srv), &c->nc);
     if (c->w->kind == K_KV)
         g_assert_cmpint(js_KeyValue(&c->kv, c->js, BUCKET), ==, NATS_OK);
+}
+
+static void on_capture(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    Cell *c = closure;
+    (void)nc;
+    (void)sub;
+    const char *seq = NULL, *cause = NULL;
+    natsMsgHeader_Get(m, "Jethost-Origin-Seq", &seq);
+    natsMsgHeader_Get(m, "Jethost-Cause", &cause);
+    g_mutex_lock(&c->spy_lock);
+    if (c->spy_open && seq != NULL) {
+        gint64 *k = g_new(gint64, 1);
+        *k = (gint64)g_ascii_strtoull(seq, NULL, 10);
+        g_hash_table_replace(c->spied, k, g_strdup(cause != NULL ? cause : "(none)"));
+    }
+    c->spy_done++;
+    g_mutex_unlock(&c->spy_lock);
+    natsMsg_Destroy(m);
+}
+
+/* Watches the captures from the cell's start: the records a deleted DLQ
+ * stream took with it. */
+static void spy_captures(Cell *c)
+{
+    g_mutex_init(&c->spy_lock);
+    c->spied = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+    c->spy_open = TRUE;
+    g_assert_cmpint(natsConnection_Subscribe(&c->dlq_spy, c->nc, "jethost.dlq.>", on_capture, c), ==, NATS_OK);
+    g_assert_cmpint(natsSubscription_SetPendingLimits(c->dlq_spy, -1, -1), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(c->nc), ==, NATS_OK);
+}
+
+/* The DLQ stream deleted, and 1 s later created again as the host makes
+ * it (an operator restoring it): captures meanwhile find no stream. */
+static void recreate_dlq(Cell *c)
+{
+    /* Captures seen until the stream is gone may be in it; those after it
+     * found no stream, and are tried again into the new one. */
+    g_assert_cmpint(js_DeleteStream(c->js, "JETHOST_DLQ", NULL, NULL), ==, NATS_OK);
+    /* Everything the server sent before its answer has been through the
+     * spy's callback before it closes. */
+    g_assert_cmpint(natsConnection_Flush(c->nc), ==, NATS_OK);
+    for (;;) {
+        int pending = 0;
+        int64_t delivered = 0;
+        natsSubscription_GetPending(c->dlq_spy, &pending, NULL);
+        natsSubscription_GetDelivered(c->dlq_spy, &delivered);
+        g_mutex_lock(&c->spy_lock);
+        gboolean caught_up = pending == 0 && c->spy_done >= delivered;
+        if (caught_up)
+            c->spy_open = FALSE;
+        g_mutex_unlock(&c->spy_lock);
+        if (caught_up)
+            break;
+        g_usleep(1000);
+    }
+    g_usleep(1000 * 1000);
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = "JETHOST_DLQ";
+    const char *subjects[] = { "jethost.dlq.>" };
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Duplicates = JET_DLQ_DUPLICATE_WINDOW_NS;
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_AddStream(&si, c->js, &sc, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(si);
 }
 
 static void delete_consumers(Cell *c)
@@ -563,8 +663,10 @@ static void measure_fds(Cell *c)
 {
     for (guint i = 0; i < c->hosts->len; i++) {
         Host *h = g_ptr_array_index(c->hosts, i);
-        if (host_running(h) && log_has(h->errlog, "event=subscribed"))
+        if (host_running(h) && log_has(h->errlog, "event=subscribed")) {
             h->fds = host_fds(h);
+            h->rss_kib = host_rss_kib(h);
+        }
     }
 }
 
@@ -643,6 +745,9 @@ static void apply_fault(Cell *c)
     case F_CONSUMER_DELETED:
         delete_consumers(c);
         break;
+    case F_DLQ_RECREATED:
+        recreate_dlq(c);
+        break;
     case F_HUNG:
     case F_CRASHING_PLUGIN: {
         /* The fault is in the plugin from the start: it begins when the
@@ -692,8 +797,8 @@ static void check_lost_and_dlq(Cell *c, GArray *hist, Dlq *d, guint *lost, guint
             if (seen[s].acks == 0 && !g_hash_table_contains(d->causes, &key)) {
                 (*lost)++;
                 if (*lost <= 5)
-                    problem(c, "seq %" G_GUINT64_FORMAT " neither acked nor dead-lettered (%u handlings)", s,
-                            seen[s].handled);
+                    problem(c, "seq %" G_GUINT64_FORMAT " neither acked nor dead-lettered (%u handlings: %u "
+                            "rejects, %u retries)", s, seen[s].handled, seen[s].rejects, seen[s].retries);
             }
         }
     }
@@ -839,6 +944,11 @@ static void check_fds(Cell *c)
         }
         if (now > h->fds + 2)
             problem(c, "h%u holds %d descriptors, %d before the fault", h->id, now, h->fds);
+        /* What a fault leaves behind, not the allocator's own growth: twice
+         * the resident set, and 16 MiB of room. */
+        long rss = host_rss_kib(h);
+        if (h->rss_kib > 0 && rss > 2 * h->rss_kib + 16 * 1024)
+            problem(c, "h%u resident %ld KiB, %ld before the fault", h->id, rss, h->rss_kib);
     }
 }
 
@@ -945,6 +1055,8 @@ static void run_cell(const CellSpec *spec, guint run)
     }
     if (c->w->forward)
         jet_test_stream_create(c->js, "FWD", "fwd.>");
+    if (c->f->kind == F_DLQ_RECREATED)
+        spy_captures(c);
     publish(c, c->n, FALSE);
     /* The message the fault acts on, in the first half of the backlog; on a
      * KV watch, a key's value (the watch begins with the last of each). */
@@ -1005,6 +1117,21 @@ static void run_cell(const CellSpec *spec, guint run)
     g_autoptr(GArray) hist = read_history(c);
     Dlq d = { 0 };
     read_dlq(c, &d);
+    if (c->spied != NULL) {
+        /* The records the deleted stream held count as dead letters. */
+        natsSubscription_Destroy(c->dlq_spy);
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, c->spied);
+        while (g_hash_table_iter_next(&it, &k, &v))
+            if (!g_hash_table_contains(d.causes, k)) {
+                gint64 *key = g_new(gint64, 1);
+                *key = *(gint64 *)k;
+                g_hash_table_insert(d.causes, key, g_strdup(v));
+            }
+        g_hash_table_destroy(c->spied);
+        g_mutex_clear(&c->spy_lock);
+    }
     guint lost, false_dlq;
     check_lost_and_dlq(c, hist, &d, &lost, &false_dlq);
     guint dups = 0;
