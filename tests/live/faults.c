@@ -81,10 +81,12 @@ static const Workload workloads[] = {
     { "lanes-hot", "lanes", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
     { "exclusive-2", "exclusive", K_LANES, 2, 20, 0, TRUE, "key = subject:2\nworkers = 2\n" CLAIM COMMON, FALSE },
     { "ordered", "ordered", K_ORDERED, 1, 20, 0, FALSE,
-      "kind = ordered\ncheckpoint = kv\nrungs = 100ms\nmax_attempts = 3\noption.sleep = 2ms\n"
+      "kind = ordered\ncheckpoint = kv\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\n"
+      "option.sleep = 2ms\n"
       "option.reject_percent = 2\noption.flaky_percent = 5\n", FALSE },
     { "kv", "ordered", K_KV, 1, 30, 0, FALSE,
-      "kind = kv\nrungs = 100ms\nmax_attempts = 3\noption.sleep = 2ms\noption.flaky_percent = 5\n", FALSE },
+      "kind = kv\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\noption.sleep = 2ms\n"
+      "option.flaky_percent = 5\n", FALSE },
     { "forward", "durable", K_DURABLE, 1, 20, 0, FALSE,
       "workers = 2\nexclusive = false\noption.forward_prefix = fwd\npublish_streams = FWD\n" COMMON, TRUE },
     { "retry-heavy", "durable", K_DURABLE, 1, 20, 0, FALSE,
@@ -116,7 +118,8 @@ typedef struct {
     gboolean supervised; /* started again when it ends on its own */
     gboolean done;       /* exited and accounted for */
     int status;          /* 128 + signal, or the exit code */
-    gint64 paused_us;    /* when a pause of it began (0: never) */
+    gint64 paused_us;    /* when a pause of it began (0: never), taken before SIGSTOP */
+    gint64 resumed_us;   /* when it ended, taken after SIGCONT */
     int fds;             /* open descriptors at the fault's start (-1: not measured) */
     long rss_kib;        /* its resident set then */
     gboolean faster;     /* reloaded with a faster handler (option.sleep 1ms) */
@@ -705,6 +708,7 @@ static void apply_fault(Cell *c)
         h0->paused_us = g_get_monotonic_time();
         g_subprocess_send_signal(h0->proc, SIGSTOP);
         g_usleep(4500 * 1000);
+        h0->resumed_us = g_get_monotonic_time();   /* before: what starts after SIGCONT is later */
         g_subprocess_send_signal(h0->proc, SIGCONT);
         break;
     }
@@ -889,6 +893,14 @@ static Host *host_by_id(Cell *c, guint id)
     return g_ptr_array_index(c->hosts, id);
 }
 
+/* A handling the pause froze: begun before the process could run again
+ * (by then the host had passed its fence; the signal may land a moment
+ * after the timestamp), and not over before the pause. */
+static gboolean frozen(Host *h, const Handling *x)
+{
+    return h->paused_us != 0 && x->start_ns / 1000 < h->resumed_us && x->end_ns / 1000 > h->paused_us;
+}
+
 /* Handlings of two processes of an exclusive binding at once, but for one
  * its process's pause froze. */
 static guint check_overlaps(Cell *c, GArray *hist)
@@ -899,7 +911,7 @@ static guint check_overlaps(Cell *c, GArray *hist)
     for (guint i = 0; i < hist->len; i++) {
         Handling *x = &g_array_index(hist, Handling, i);
         Host *hx = host_by_id(c, x->host);
-        if (hx->paused_us != 0 && x->start_ns / 1000 <= hx->paused_us && x->end_ns / 1000 >= hx->paused_us)
+        if (frozen(hx, x))
             continue;
         for (guint j = i + 1; j < hist->len; j++) {
             Handling *y = &g_array_index(hist, Handling, j);
@@ -908,7 +920,7 @@ static guint check_overlaps(Cell *c, GArray *hist)
             if (y->host == x->host)
                 continue;
             Host *hy = host_by_id(c, y->host);
-            if (hy->paused_us != 0 && y->start_ns / 1000 <= hy->paused_us && y->end_ns / 1000 >= hy->paused_us)
+            if (frozen(hy, y))
                 continue;
             if (++overlaps <= 5)
                 problem(c, "h%u handled seq %" G_GUINT64_FORMAT " while h%u handled seq %" G_GUINT64_FORMAT, y->host,
@@ -1005,8 +1017,8 @@ static void show_logs(Cell *c)
             if (js_GetConsumerInfo(&ci, c->js, stream, names->List[i], NULL, NULL) != NATS_OK)
                 continue;
             g_test_message("consumer %s: delivered %" G_GUINT64_FORMAT ", ack floor %" G_GUINT64_FORMAT
-                           ", pending %" G_GUINT64_FORMAT ", ack pending %" G_GINT64_FORMAT ", waiting %" G_GINT64_FORMAT,
-                           ci->Name, ci->Delivered.Stream, ci->AckFloor.Stream, ci->NumPending, ci->NumAckPending,
+                           ", pending %" G_GUINT64_FORMAT ", ack pending %" G_GINT64_FORMAT
+                           ", waiting %" G_GINT64_FORMAT, ci->Name, ci->Delivered.Stream, ci->AckFloor.Stream, ci->NumPending, ci->NumAckPending,
                            ci->NumWaiting);
             jsConsumerInfo_Destroy(ci);
         }
