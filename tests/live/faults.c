@@ -40,7 +40,6 @@ typedef enum { K_DURABLE, K_LANES, K_ORDERED, K_KV } Kind;
 
 typedef struct {
     const char *name;
-    const char *group;  /* the make check program that runs it (faults_<group>.test) */
     Kind kind;
     guint hosts;        /* started at once: the second stands by (exclusive) or shares */
     guint keys;         /* distinct keys of the traffic */
@@ -75,21 +74,21 @@ typedef struct {
 #define CLAIM "claim_ttl = 2s\nclaim_heartbeat = 500ms\n"
 
 static const Workload workloads[] = {
-    { "durable-1", "durable", K_DURABLE, 1, 20, 0, FALSE, "workers = 1\nexclusive = false\n" COMMON, FALSE },
-    { "durable-4", "durable", K_DURABLE, 1, 20, 0, FALSE, "workers = 4\nexclusive = false\n" COMMON, FALSE },
-    { "lanes-uniform", "lanes", K_LANES, 1, 50, 0, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
-    { "lanes-hot", "lanes", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
-    { "exclusive-2", "exclusive", K_LANES, 2, 20, 0, TRUE, "key = subject:2\nworkers = 2\n" CLAIM COMMON, FALSE },
-    { "ordered", "ordered", K_ORDERED, 1, 20, 0, FALSE,
+    { "durable-1", K_DURABLE, 1, 20, 0, FALSE, "workers = 1\nexclusive = false\n" COMMON, FALSE },
+    { "durable-4", K_DURABLE, 1, 20, 0, FALSE, "workers = 4\nexclusive = false\n" COMMON, FALSE },
+    { "lanes-uniform", K_LANES, 1, 50, 0, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
+    { "lanes-hot", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
+    { "exclusive-2", K_LANES, 2, 20, 0, TRUE, "key = subject:2\nworkers = 2\n" CLAIM COMMON, FALSE },
+    { "ordered", K_ORDERED, 1, 20, 0, FALSE,
       "kind = ordered\ncheckpoint = kv\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\n"
       "option.sleep = 2ms\n"
       "option.reject_percent = 2\noption.flaky_percent = 5\n", FALSE },
-    { "kv", "ordered", K_KV, 1, 30, 0, FALSE,
+    { "kv", K_KV, 1, 30, 0, FALSE,
       "kind = kv\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\noption.sleep = 2ms\n"
       "option.flaky_percent = 5\n", FALSE },
-    { "forward", "durable", K_DURABLE, 1, 20, 0, FALSE,
+    { "forward", K_DURABLE, 1, 20, 0, FALSE,
       "workers = 2\nexclusive = false\noption.forward_prefix = fwd\npublish_streams = FWD\n" COMMON, TRUE },
-    { "retry-heavy", "durable", K_DURABLE, 1, 20, 0, FALSE,
+    { "retry-heavy", K_DURABLE, 1, 20, 0, FALSE,
       "workers = 2\nexclusive = false\noption.random_percent = 20\noption.postpone_delay = 200ms\n"
       "option.fail_percent = 3\n" COMMON, FALSE },
 };
@@ -1199,10 +1198,6 @@ int main(int argc, char **argv)
     guint n = 0;
     for (guint i = 0; i < G_N_ELEMENTS(workloads); i++)
         for (guint j = 0; j < G_N_ELEMENTS(faults); j++) {
-#ifdef FAULTS_GROUP
-            if (strcmp(workloads[i].group, FAULTS_GROUP) != 0)
-                continue;
-#endif
             specs[n] = (CellSpec){ &workloads[i], &faults[j] };
             g_autofree char *path = g_strdup_printf("/faults/%s/%s", workloads[i].name, faults[j].name);
             g_test_add_data_func(path, &specs[n], test_cell);
