@@ -90,7 +90,7 @@ subjects = two.>
 option.subject = one.back
 CONF
 
-echo "1..48"
+echo "1..51"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -168,7 +168,16 @@ expect 2 "kv refuses an empty key" 'KEY "" is empty' -- kv -s "$nobody" get CFG 
 expect 2 "kv refuses an empty token in a key" 'KEY "app..theme" has an empty token' -- kv -s "$nobody" del CFG app..theme
 expect 2 "kv refuses a key whose subject is too long" "longer than 1024 bytes" -- kv -s "$nobody" put CFG "$long_key" x
 expect 2 "kv refuses a 300-byte bucket name" "is longer than 252 bytes" -- kv -s "$nobody" put "$long_bucket" k x
-expect 2 "kv refuses a bucket name with a dot" 'BUCKET "C.FG" is not a bucket name' -- kv -s "$nobody" get C.FG k
+expect 2 "kv refuses a bucket name with a dot" 'BUCKET "C.FG" is not a KV bucket name' -- kv -s "$nobody" get C.FG k
+# One rule for names (docs/configuration.md, "Names and subjects"): a
+# dlq_stream the config takes, the dead-letter commands take too; each gets
+# as far as connecting (exit 1), not a refusal of the name (2 or 3).
+printf '[host]\nserver = %s\nplugin_dir = %s\nconnect_attempts = 1\n\n[binding orders]\nplugin = template\nstream = ORDERS\nconsumer = billing\ndlq_stream = DLQ-\303\251\n' \
+    "$nobody" "$tmp" > "$tmp/utf8.conf"
+expect 1 "dlq takes the config's UTF-8 dlq_stream" "cannot connect" -- dlq -c "$tmp/utf8.conf" -d "$tmp/none.d" stats
+expect 1 "dlq --stream takes a UTF-8 name whatever the locale" "cannot connect" \
+    -- dlq -s "$nobody" stats --stream "$(printf 'DLQ-\303\251')"
+expect 2 "sub --stream refuses a name with a dot, saying why" "holds '.'" -- sub -s "$nobody" --stream DLQ.x
 
 # Logs (docs/logging.md).  A server nobody listens on: run logs its connect
 # failures and exits 1, with no server needed.

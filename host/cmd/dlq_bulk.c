@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "json_out.h"
 #include "nats_raw.h"
+#include "names.h"
 #include "progress.h"
 #include "replay.h"
 #include "stream_names.h"
@@ -78,7 +79,7 @@ static TargetCheck origin_target(JetDlq *d, const JetDlqRec *r, char **reason)
 {
     const char *subject = jet_dlq_rec_hdr(r, JET_HDR_ORIGIN_SUBJECT);
     const char *stream = jet_dlq_rec_hdr(r, JET_HDR_ORIGIN_STREAM);
-    const char *why = jet_subject_refusal(subject);
+    const char *why = jet_subject_problem(subject, JET_SUBJECT_LITERAL);
     if (why != NULL) {
         g_autofree char *e = jet_text_escape(subject, strlen(subject), FALSE);
         *reason = g_strdup_printf("origin subject \"%s\" %s", e, why);
@@ -88,7 +89,7 @@ static TargetCheck origin_target(JetDlq *d, const JetDlqRec *r, char **reason)
         *reason = g_strdup("no " JET_HDR_ORIGIN_STREAM " header: give --to SUBJECT");
         return TARGET_REFUSED;
     }
-    if ((why = jet_stream_name_refusal(stream)) != NULL) {
+    if ((why = jet_name_problem(stream)) != NULL) {
         g_autofree char *e = jet_text_escape(stream, strlen(stream), FALSE);
         *reason = g_strdup_printf("origin stream \"%s\" %s", e, why);
         return TARGET_REFUSED;

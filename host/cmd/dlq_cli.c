@@ -9,7 +9,7 @@
 #include "dlq_record.h"
 #include "exit_codes.h"
 #include "json_out.h"
-#include "replay.h"
+#include "names.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -133,22 +133,24 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
     g_auto(JetCmdConnOptions) co = { 0 };
     Opts o = { 0 };
     GOptionEntry entries[] = {
-        { "stream", 0, 0, G_OPTION_ARG_STRING, &o.stream, "the DLQ stream (default: the config's first binding's, or " JET_DLQ_DEFAULT_STREAM ")", "NAME" },
+        /* FILENAME: names, subjects and record fields are the bytes as given
+         * (a locale's conversion would refuse what the server takes), judged
+         * by names.h and the filter. */
+        { "stream", 0, 0, G_OPTION_ARG_FILENAME, &o.stream, "the DLQ stream (default: the config's first binding's, or " JET_DLQ_DEFAULT_STREAM ")", "NAME" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &o.json, "one JSON object a line (--format json)", NULL },
         { "format", 0, 0, G_OPTION_ARG_STRING, &o.format, "list: table (a terminal's default), tsv (a pipe's) or json", "FORMAT" },
         { "from", 0, 0, G_OPTION_ARG_STRING, &o.from, "the first record: a DLQ sequence, an RFC 3339 time or how long ago (2h)", "SEQ|TIME|AGO" },
         { "until", 0, 0, G_OPTION_ARG_STRING, &o.until, "the last record, the same way", "SEQ|TIME|AGO" },
         { "limit", 0, 0, G_OPTION_ARG_INT64, &o.limit, "at most N records", "N" },
         { "cause", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.fields[0], "records of this cause (repeat for any of several)", "CAUSE" },
-        { "origin", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.fields[1], "records from this origin stream", "STREAM" },
-        { "consumer", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.fields[2], "records from this consumer", "NAME" },
-        /* FILENAME: the bytes as given, judged by the filter. */
+        { "origin", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.fields[1], "records from this origin stream", "STREAM" },
+        { "consumer", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.fields[2], "records from this consumer", "NAME" },
         { "subject", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.fields[3], "records whose origin subject matches (* and > wildcards)", "PATTERN" },
-        { "binding", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.fields[4], "records of this binding", "NAME" },
-        { "plugin", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.fields[5], "records of this plugin", "NAME" },
-        { "host", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.fields[6], "records captured by this host", "NAME" },
-        { "reason", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.fields[7], "records whose reason contains TEXT (any case)", "TEXT" },
-        { "filter", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.exprs, "FIELD=VALUE, the same as --FIELD VALUE", "FIELD=VALUE" },
+        { "binding", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.fields[4], "records of this binding", "NAME" },
+        { "plugin", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.fields[5], "records of this plugin", "NAME" },
+        { "host", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.fields[6], "records captured by this host", "NAME" },
+        { "reason", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.fields[7], "records whose reason contains TEXT (any case)", "TEXT" },
+        { "filter", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o.exprs, "FIELD=VALUE, the same as --FIELD VALUE", "FIELD=VALUE" },
         { "top", 0, 0, G_OPTION_ARG_INT64, &o.top, "stats: rows a grouping shows (default 10; 0: all)", "N" },
         { "payload", 0, 0, G_OPTION_ARG_NONE, &o.payload, "show: the payload too, as text when it is text, else in hex", NULL },
         { "text", 0, 0, G_OPTION_ARG_NONE, &o.text, "show: the payload as text (bytes that are not escaped)", NULL },
@@ -307,7 +309,7 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
         }
         d.rate = r;
     }
-    const char *why = o.to != NULL ? jet_subject_refusal(o.to) : NULL;
+    const char *why = o.to != NULL ? jet_subject_problem(o.to, JET_SUBJECT_LITERAL) : NULL;
     if (why != NULL) {
         g_autofree char *esc = jet_text_escape(o.to, strlen(o.to), FALSE);
         fprintf(err, "jethost dlq: --to \"%s\" %s\n", esc, why);
@@ -346,7 +348,7 @@ int jet_dlq_cli_run(int argc, char **argv, FILE *out, FILE *err)
         d.stream = g_strdup(((const JetBindingConfig *)g_ptr_array_index(cfg->bindings, 0))->dlq_stream);
     else
         d.stream = g_strdup(JET_DLQ_DEFAULT_STREAM);
-    if ((why = jet_stream_name_refusal(d.stream)) != NULL) {
+    if ((why = jet_name_problem(d.stream)) != NULL) {
         g_autofree char *esc = jet_text_escape(d.stream, strlen(d.stream), FALSE);
         fprintf(err, "jethost dlq: stream name \"%s\" %s\n", esc, why);
         rc = o.stream != NULL ? JET_EXIT_USAGE : JET_EXIT_CONFIG;

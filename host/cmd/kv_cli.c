@@ -9,52 +9,27 @@
 #include "cmd_common.h"
 #include "exit_codes.h"
 #include "json_out.h"
+#include "names.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* A bucket's stream is KV_<bucket>, and a stream name is at most 255
- * bytes (`check` refuses the same for a `bucket` key, host/core/config.c). */
-#define KV_BUCKET_MAX (255 - 3)
-/* The subject $KV.<bucket>.<key> must stay well inside the server's 4 KiB
- * control line, as the subjects the host builds from a config do. */
-#define KV_SUBJECT_MAX 1024
 
 #define USAGE "usage: jethost kv [-s URL | -c FILE [-d DIR]] put [--create [--replicas N]] BUCKET KEY [VALUE] | " \
               "get BUCKET KEY | del BUCKET KEY"
 
 typedef enum { KV_PUT, KV_GET, KV_DEL } KvOp;
 
-/* NULL when bucket can name a KV bucket, else a static reason. */
-static const char *bucket_refusal(const char *bucket)
-{
-    if (*bucket == '\0')
-        return "is empty";
-    for (const char *c = bucket; *c != '\0'; c++)
-        if (!g_ascii_isalnum(*c) && *c != '_' && *c != '-')
-            return "is not a bucket name: letters, digits, _ and - only";
-    if (strlen(bucket) > KV_BUCKET_MAX)
-        return "is longer than 252 bytes (its stream, KV_<bucket>, may have 255)";
-    return NULL;
-}
-
-/* NULL when key can be written as it is, else a static reason: the KV key
- * alphabet, and '.' only between non-empty tokens (a key is the last part
- * of the subject $KV.<bucket>.<key>). */
+/* NULL when key can be written as it is in bucket, else a static reason:
+ * a key is the last part of the subject $KV.<bucket>.<key>. */
 static const char *key_refusal(const char *bucket, const char *key)
 {
-    if (*key == '\0')
-        return "is empty";
-    for (const char *c = key; *c != '\0'; c++)
-        if (!g_ascii_isalnum(*c) && strchr("-/_=.", *c) == NULL)
-            return "is not a KV key: letters, digits, - / _ = and '.' between tokens only";
-    if (key[0] == '.' || key[strlen(key) - 1] == '.' || strstr(key, "..") != NULL)
-        return "has an empty token (a leading, trailing or doubled '.')";
-    if (strlen("$KV.") + strlen(bucket) + 1 + strlen(key) > KV_SUBJECT_MAX)
+    const char *why = jet_kv_key_problem(key);
+    if (why == NULL && strlen("$KV.") + strlen(bucket) + 1 + strlen(key) > JET_SUBJECT_MAX)
         return "is too long: the subject $KV.<bucket>.<key> would be longer than 1024 bytes";
-    return NULL;
+    return why;
 }
 
 /* FALSE after naming the argument and why it is refused. */
@@ -214,7 +189,7 @@ int jet_kv_cli_main(int argc, char **argv)
         return JET_EXIT_USAGE;
     }
     const char *bucket = args[1], *key = args[2];
-    if (!arg_ok("BUCKET", bucket, bucket_refusal(bucket)) || !arg_ok("KEY", key, key_refusal(bucket, key)))
+    if (!arg_ok("BUCKET", bucket, jet_bucket_problem(bucket)) || !arg_ok("KEY", key, key_refusal(bucket, key)))
         return JET_EXIT_USAGE;
 
     g_autofree char *data = NULL;

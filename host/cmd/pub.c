@@ -7,7 +7,7 @@
 #include "hdr_block.h"
 #include "json_out.h"
 #include "nats_raw.h"
-#include "replay.h"
+#include "names.h"
 
 #include <glib.h>
 #include <stdio.h>
@@ -82,7 +82,7 @@ int jet_pub_main(int argc, char **argv)
         return JET_EXIT_USAGE;
     }
     const char *subject = argv[1];
-    const char *why = jet_subject_refusal(subject);
+    const char *why = jet_subject_problem(subject, JET_SUBJECT_LITERAL);
     if (why != NULL) {
         g_autofree char *shown = jet_text_escape(subject, strlen(subject), FALSE);
         fprintf(stderr, "jethost pub: subject \"%s\" %s\n", shown, why);

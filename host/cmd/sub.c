@@ -12,9 +12,9 @@
 #include "exit_codes.h"
 #include "hdr_block.h"
 #include "json_out.h"
+#include "names.h"
 #include "nats_raw.h"
 #include "provenance.h"
-#include "subject_overlap.h"
 
 #include <glib.h>
 #include <signal.h>
@@ -222,7 +222,8 @@ int jet_sub_main(int argc, char **argv)
     gint last = 0, count = 0;
     gboolean json = FALSE;
     GOptionEntry entries[] = {
-        { "stream", 0, 0, G_OPTION_ARG_STRING, &stream, "read this stream from --from (or its first message) to its end, "
+        /* FILENAME: the name's bytes as given, judged by names.h. */
+        { "stream", 0, 0, G_OPTION_ARG_FILENAME, &stream, "read this stream from --from (or its first message) to its end, "
           "leaving no consumer behind", "STREAM" },
         { "from", 0, 0, G_OPTION_ARG_STRING, &from, "--stream: the first message: a sequence, a time "
           "(2026-11-30T02:00:00Z) or how long ago (90m)", "SEQ|TIME|AGO" },
@@ -256,16 +257,18 @@ int jet_sub_main(int argc, char **argv)
         fprintf(stderr, "jethost sub: give --from or --last, not both\n");
         return JET_EXIT_USAGE;
     }
-    if (stream != NULL && (!g_str_is_ascii(stream) || strpbrk(stream, ".*> \t") != NULL || *stream == '\0')) {
+    const char *why = NULL;
+    if (stream != NULL && (why = jet_name_problem(stream)) != NULL) {
         g_autofree char *shown = jet_text_escape(stream, strlen(stream), FALSE);
-        fprintf(stderr, "jethost sub: --stream \"%s\" is not a stream name\n", shown);
+        fprintf(stderr, "jethost sub: --stream \"%s\" is not a stream name: it %s\n", shown, why);
         return JET_EXIT_USAGE;
     }
+    /* Any subject one may subscribe to, the server's namespaces too
+     * (watching $KV.<bucket>.> is a way to see a bucket change). */
     const char *subject = stream == NULL ? argv[1] : NULL;
-    if (subject != NULL && !jet_subject_pattern_valid(subject)) {
+    if (subject != NULL && (why = jet_subject_problem(subject, JET_SUBJECT_WILDCARDS | JET_SUBJECT_RESERVED)) != NULL) {
         g_autofree char *shown = jet_text_escape(subject, strlen(subject), FALSE);
-        fprintf(stderr, "jethost sub: \"%s\" is not a subject (tokens separated by '.', '*' for one token, a final "
-                        "'>' for the rest)\n", shown);
+        fprintf(stderr, "jethost sub: \"%s\" is not a subject: it %s\n", shown, why);
         return JET_EXIT_USAGE;
     }
     g_autoptr(JetConfig) cfg = NULL;

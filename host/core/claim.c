@@ -1,16 +1,14 @@
 /* An exclusive binding's claim, the pure half: claim.h, docs/exclusive.md. */
 #include "claim.h"
+#include "names.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>
 
 char *jet_claim_key(const char *binding)
 {
-    if (binding == NULL || *binding == '\0')
+    if (jet_binding_name_problem(binding) != NULL)
         return NULL;
-    for (const char *p = binding; *p; p++)
-        if (!g_ascii_isalnum(*p) && *p != '_' && *p != '-')
-            return NULL;
     return g_strconcat("claim.", binding, NULL);
 }
 

@@ -6,6 +6,7 @@
  * checks that). */
 #include "config.h"
 #include "json_out.h"
+#include "names.h"
 #include "duration.h"
 #include "errors.h"
 
@@ -32,6 +33,7 @@
 typedef enum {
     K_STRING,          /* non-empty text */
     K_NAME,            /* a stream or consumer name */
+    K_BUCKET,          /* a KV bucket name */
     K_SUBJECT,         /* a NATS subject; wildcards allowed */
     K_SUBJECT_LITERAL, /* a NATS subject without wildcards */
     K_SUBJECTS,        /* comma-separated subjects -> char ** */
@@ -57,6 +59,7 @@ typedef enum {
 static const char *const kind_names[] = {
     [K_STRING] = "string",
     [K_NAME] = "name",
+    [K_BUCKET] = "name",
     [K_SUBJECT] = "subject",
     [K_SUBJECT_LITERAL] = "subject",
     [K_SUBJECTS] = "subject list",
@@ -132,7 +135,7 @@ static const KeyDef host_keys[] = {
       "timeout of one connection attempt" },
     { "drain_timeout", K_DURATION, "30s", NULL, FALSE, 0, DURATION_MAX_MS, H(drain_timeout_ms),
       "how long a drain (SIGTERM) may take before unfinished work is left to redelivery" },
-    { "ledger_bucket", K_NAME, "jethost_ledger", NULL, FALSE, NOB, H(ledger_bucket),
+    { "ledger_bucket", K_BUCKET, "jethost_ledger", NULL, FALSE, NOB, H(ledger_bucket),
       "the attempt ledger's KV bucket (created when any binding is managed)" },
     { "ledger_max_age", K_DURATION, "7d", NULL, FALSE, 1000, DURATION_MAX_MS, H(ledger_max_age_ms),
       "how long a ledger record (and a breaker claim) lives; longer than any retry schedule "
@@ -163,7 +166,7 @@ static const KeyDef binding_keys[] = {
     { "deliver", K_DELIVER, NULL, "all", FALSE, NOB, B(deliver),
       "`kind = ordered`: where a binding without a position starts: `all`, `new`, `last`, "
       "`last_per_subject`, `from_seq N` or `from_time T` (RFC 3339)" },
-    { "bucket", K_NAME, NULL, NULL, FALSE, NOB, B(bucket),
+    { "bucket", K_BUCKET, NULL, NULL, FALSE, NOB, B(bucket),
       "`kind = kv`: the KV bucket watched (required there, not allowed elsewhere)" },
     { "keys", K_SUBJECT, ">", NULL, FALSE, NOB, B(keys),
       "`kind = kv`: the keys watched, a key or a wildcard such as `config.*` or `>`" },
@@ -467,68 +470,22 @@ static const KeyDef *find_key(const KeyDef *table, gsize n, const char *key)
     return NULL;
 }
 
-static gboolean name_chars_ok(const char *s, gboolean lower_only)
+/* An option's name: what a plugin declares (a-z 0-9 _ -). */
+static gboolean option_name_ok(const char *s)
 {
     if (*s == '\0')
         return FALSE;
-    for (const char *p = s; *p; p++) {
-        gboolean ok = g_ascii_isdigit(*p) || *p == '_' || *p == '-' ||
-                      (lower_only ? g_ascii_islower(*p) : g_ascii_isalpha(*p));
-        if (!ok)
+    for (const char *p = s; *p; p++)
+        if (!g_ascii_isdigit(*p) && !g_ascii_islower(*p) && *p != '_' && *p != '-')
             return FALSE;
-    }
     return TRUE;
 }
 
-/* A stream or consumer name: what the server accepts in API subjects. */
-/* A stream or consumer name is a directory of the server's file store, so
- * 255 bytes is the most any filesystem takes (and nats-server's own limit
- * from 2.10); a longer one would pass here and fail on the server. */
-#define JET_NAME_MAX 255
-/* Subjects the host builds from a configured one (API requests, DLQ
- * records) must stay well inside the server's 4 KiB control line. */
-#define JET_SUBJECT_MAX 1024
-
-static const char *stream_name_problem(const char *s)
-{
-    if (*s == '\0')
-        return "must not be empty";
-    if (strlen(s) > JET_NAME_MAX)
-        return "is longer than 255 bytes";
-    for (const char *p = s; *p; p++) {
-        if (g_ascii_isspace(*p) || g_ascii_iscntrl(*p))
-            return "must not contain white space";
-        if (strchr(".*>/\\", *p) != NULL)
-            return "must not contain '.', '*', '>', '/' or '\\'";
-    }
-    return NULL;
-}
-
+/* A configured subject: wildcards where the key allows them, and the
+ * server's namespaces always (a filter on a KV stream is $KV.<bucket>.>). */
 static const char *subject_problem(const char *s, gboolean wildcards)
 {
-    if (*s == '\0')
-        return "is empty";
-    if (strlen(s) > JET_SUBJECT_MAX)
-        return "is longer than 1024 bytes";
-    g_auto(GStrv) tokens = g_strsplit(s, ".", -1);
-    for (gsize i = 0; tokens[i] != NULL; i++) {
-        const char *t = tokens[i];
-        if (*t == '\0')
-            return "has an empty token";
-        for (const char *p = t; *p; p++)
-            if (g_ascii_isspace(*p) || g_ascii_iscntrl(*p))
-                return "must not contain white space";
-        gboolean wild = strchr(t, '*') != NULL || strchr(t, '>') != NULL;
-        if (!wild)
-            continue;
-        if (!wildcards)
-            return "must not contain wildcards";
-        if (strcmp(t, "*") != 0 && strcmp(t, ">") != 0)
-            return "has a wildcard inside a token";
-        if (strcmp(t, ">") == 0 && tokens[i + 1] != NULL)
-            return "has '>' before its last token";
-    }
-    return NULL;
+    return jet_subject_problem(s, JET_SUBJECT_RESERVED | (wildcards ? JET_SUBJECT_WILDCARDS : 0));
 }
 
 /* Splits a comma-separated list into stripped items; an empty item is an
@@ -799,9 +756,12 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
         }
         break;
     case K_NAME:
-        why = stream_name_problem(value);
+    case K_BUCKET:
+        why = d->kind == K_NAME ? jet_name_problem(value) : jet_bucket_problem(value);
         if (why != NULL) {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' %s", value, why);
+            /* Escaped: a control byte must not reach a terminal. */
+            g_autofree char *shown = jet_text_escape(value, strlen(value), FALSE);
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' %s", shown, why);
             return FALSE;
         }
         break;
@@ -809,8 +769,8 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
     case K_SUBJECT_LITERAL:
         why = subject_problem(value, d->kind == K_SUBJECT);
         if (why != NULL) {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key,
-                      "subject '%s' %s", value, why);
+            g_autofree char *shown = jet_text_escape(value, strlen(value), FALSE);
+            key_error(error, JET_ERROR_INVALID, file, group, d->key, "subject '%s' %s", shown, why);
             return FALSE;
         }
         break;
@@ -823,8 +783,8 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
         for (gsize i = 0; items[i] != NULL; i++) {
             why = subject_problem(items[i], TRUE);
             if (why != NULL) {
-                key_error(error, JET_ERROR_INVALID, file, group, d->key,
-                          "subject '%s' %s", items[i], why);
+                g_autofree char *shown = jet_text_escape(items[i], strlen(items[i]), FALSE);
+                key_error(error, JET_ERROR_INVALID, file, group, d->key, "subject '%s' %s", shown, why);
                 return FALSE;
             }
         }
@@ -838,7 +798,7 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
             return FALSE;
         }
         for (gsize i = 0; items[i] != NULL; i++) {
-            why = stream_name_problem(items[i]);
+            why = jet_name_problem(items[i]);
             if (why != NULL) {
                 /* Escaped: a control byte must not reach a terminal. */
                 g_autofree char *shown = jet_text_escape(items[i], strlen(items[i]), FALSE);
@@ -1199,20 +1159,8 @@ static gboolean kv_keys_fit(const Section *sec, JetBindingConfig *b, GError **er
         key_error(error, JET_ERROR_INVALID, sec->file, sec->group, "bucket", "required key is missing (kind = kv)");
         return FALSE;
     }
-    for (const char *c = b->bucket; *c != '\0'; c++) {
-        if (!g_ascii_isalnum(*c) && *c != '_' && *c != '-') {
-            key_error(error, JET_ERROR_INVALID, blame(sec, "bucket"), sec->group, "bucket",
-                      "'%s' is not a KV bucket name (letters, digits, _ and -)", b->bucket);
-            return FALSE;
-        }
-    }
     /* What the server will be asked for must fit its limits, or check would
-     * approve a binding the server refuses. */
-    if (strlen(b->bucket) + strlen("KV_") > JET_NAME_MAX) {
-        key_error(error, JET_ERROR_INVALID, blame(sec, "bucket"), sec->group, "bucket",
-                  "at most %d bytes (its stream is KV_<bucket>, at most %d)", JET_NAME_MAX - 3, JET_NAME_MAX);
-        return FALSE;
-    }
+     * approve a binding the server refuses (the bucket's own: K_BUCKET). */
     if (strlen("$KV.") + strlen(b->bucket) + 1 + strlen(b->keys) > JET_SUBJECT_MAX) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "keys"), sec->group, "keys",
                   "the filter $KV.<bucket>.<keys> would be longer than %d bytes", JET_SUBJECT_MAX);
@@ -1478,7 +1426,7 @@ static gboolean read_file(Loader *l, const char *path, GError **error)
         } else if (g_str_has_prefix(group, BINDING_PREFIX) || strcmp(group, "binding") == 0) {
             const char *name = group + strlen("binding");
             name += *name == ' ';
-            if (!name_chars_ok(name, FALSE) || strlen(name) > JET_NAME_MAX) {
+            if (jet_binding_name_problem(name) != NULL) {
                 g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
                             "%s: [%s]: a binding name is 1 to 255 of A-Z a-z 0-9 _ - "
                             "(write [binding NAME])", file, group);
@@ -1506,7 +1454,7 @@ static gboolean read_file(Loader *l, const char *path, GError **error)
              * rest of the files is still checked (one report of them all). */
             GError *bad = NULL;
             if (table == binding_keys && g_str_has_prefix(key, OPTION_PREFIX)) {
-                if (!name_chars_ok(key + strlen(OPTION_PREFIX), TRUE))
+                if (!option_name_ok(key + strlen(OPTION_PREFIX)))
                     key_error(&bad, JET_ERROR_INVALID, file, group, key,
                               "an option name is one or more of a-z 0-9 _ - "
                               "(write option.NAME)");

@@ -1,12 +1,12 @@
 /* The selection of dead-letter records (dlq_filter.h). */
 #include "dlq_filter.h"
-#include "subject_overlap.h"
 
 #include "dlq_record.h"
 #include "duration.h"
 #include "errors.h"
 #include "hdr_block.h"
 #include "json_out.h"
+#include "names.h"
 
 #include <string.h>
 
@@ -77,8 +77,6 @@ void jet_dlq_filter_free(JetDlqFilter *f)
     g_free(f);
 }
 
-/* A pattern jet_subject_matches can match something with: non-empty
- * tokens, '*' and '>' only as whole tokens, '>' only last. */
 static gboolean value_error(GError **error, const char *field, const char *value, const char *why)
 {
     g_autofree char *e = jet_text_escape(value, strlen(value), FALSE);
@@ -106,9 +104,11 @@ gboolean jet_dlq_filter_add(JetDlqFilter *f, const char *field, const char *valu
         g_autofree char *why = g_strdup_printf("not a cause (causes: %s)", known);
         return value_error(error, field, value, why);
     }
-    if (k == F_SUBJECT && !jet_subject_pattern_valid(value))
-        return value_error(error, field, value,
-                           "not a subject pattern (tokens separated by '.', '*' for one token, a final '>' for the rest)");
+    const char *why = NULL;
+    if (k == F_SUBJECT && (why = jet_subject_problem(value, JET_SUBJECT_WILDCARDS | JET_SUBJECT_RESERVED)) != NULL) {
+        g_autofree char *said = g_strdup_printf("not a subject pattern: it %s", why);
+        return value_error(error, field, value, said);
+    }
     if (f->values[k] == NULL)
         f->values[k] = g_ptr_array_new_with_free_func(g_free);
     g_ptr_array_add(f->values[k], k == F_REASON ? g_ascii_strdown(value, -1) : g_strdup(value));

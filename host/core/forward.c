@@ -1,7 +1,7 @@
 /* A plugin's publishes, checked and queued (forward.h). */
 #include "forward.h"
 #include "hdr_block.h"
-#include "replay.h"
+#include "names.h"
 
 #include <jethost/plugin.h>
 #include <string.h>
@@ -58,11 +58,13 @@ int jet_publish_queue_add(JetPublishQueue *q, const char *subject, const char *c
     if (index >= JET_PUBLISH_MAX_COUNT)
         return refuse(q, JET_ELIMIT, "publish %u: more than %u publishes for one message", index,
                       JET_PUBLISH_MAX_COUNT);
-    const char *why = jet_subject_check(subject, allow_reserved);
+    const char *why = jet_subject_problem(subject, allow_reserved ? JET_SUBJECT_RESERVED : JET_SUBJECT_LITERAL);
     if (why != NULL) {
         g_autofree char *s = shown(subject);
+        /* The hint only where it helps: the namespace was the one problem. */
+        gboolean only_reserved = !allow_reserved && jet_subject_problem(subject, JET_SUBJECT_RESERVED) == NULL;
         return refuse(q, JET_EINVAL, "publish %u: subject \"%s\" %s%s", index, s, why,
-                      allow_reserved ? "" : " (publish_reserved = true allows the server's namespaces)");
+                      only_reserved ? " (publish_reserved = true allows the server's namespaces)" : "");
     }
     if (data == NULL && len > 0)
         return refuse(q, JET_EINVAL, "publish %u: data is NULL with length %zu", index, (size_t)len);

@@ -33,7 +33,7 @@ void jet_publish_queue_clear(JetPublishQueue *q);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(JetPublishQueue, jet_publish_queue_clear)
 
 /* Checks and queues one publish (plugin.h, msg_publish): the subject
- * (jet_subject_check, reserved namespaces only with allow_reserved), the
+ * (jet_subject_problem, reserved namespaces only with allow_reserved), the
  * headers (name, value, ..., NULL: tokens, values that survive a header
  * block, no Nats-* name, at most JET_PUBLISH_MAX_HEADERS), and the limits.
  * Returns JET_OK, or JET_EINVAL / JET_ELIMIT with the first refusal kept in

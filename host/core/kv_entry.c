@@ -2,6 +2,7 @@
  * from whoever published the message, so nothing is taken on trust: the
  * server's KV writes only ever produce what is accepted below. */
 #include "kv_entry.h"
+#include "names.h"
 
 #include <string.h>
 
@@ -15,18 +16,7 @@
  * clients accept on a put. */
 static gboolean key_ok(const char *key)
 {
-    if (key[0] == '\0' || key[0] == '.')
-        return FALSE;
-    char prev = '\0';
-    for (const char *p = key; *p != '\0'; p++) {
-        char c = *p;
-        if (!(g_ascii_isalnum(c) || c == '-' || c == '/' || c == '_' || c == '=' || c == '.'))
-            return FALSE;
-        if (c == '.' && prev == '.')
-            return FALSE;
-        prev = c;
-    }
-    return prev != '.';
+    return jet_kv_key_problem(key) == NULL;
 }
 
 const char *jet_kv_op_name(jet_kv_op op)

@@ -15,55 +15,6 @@ static gboolean has_prefix_ci(const char *s, const char *prefix)
     return g_ascii_strncasecmp(s, prefix, strlen(prefix)) == 0;
 }
 
-static const char *const reserved[] = {
-    "$JS.", "$JSC.", "$KV.", "$O.", "$SYS.", "$NRG.", "$MQTT.", "_INBOX.",
-};
-
-const char *jet_subject_refusal(const char *subject)
-{
-    return jet_subject_check(subject, FALSE);
-}
-
-const char *jet_subject_check(const char *subject, gboolean allow_reserved)
-{
-    if (subject == NULL || *subject == '\0')
-        return "is empty";
-    if (!g_utf8_validate(subject, -1, NULL))
-        return "is not valid UTF-8";
-    for (const char *p = subject; *p; p = g_utf8_next_char(p)) {
-        gunichar c = g_utf8_get_char(p);
-        if (g_unichar_isspace(c) || g_unichar_iscntrl(c) || g_unichar_type(c) == G_UNICODE_FORMAT)
-            return "holds whitespace or a control character";
-        if (c == '*' || c == '>')
-            return "holds a wildcard ('*' or '>'): give a literal subject";
-    }
-    gsize len = strlen(subject);
-    if (subject[0] == '.' || subject[len - 1] == '.' || strstr(subject, "..") != NULL)
-        return "has an empty token";
-    for (gsize i = 0; i < G_N_ELEMENTS(reserved) && !allow_reserved; i++)
-        if (has_prefix_ci(subject, reserved[i]))
-            return "is in a namespace reserved for the server ($JS., $JSC., $KV., $O., $SYS., $NRG., $MQTT., "
-                   "_INBOX.)";
-    return NULL;
-}
-
-const char *jet_stream_name_refusal(const char *name)
-{
-    if (name == NULL || *name == '\0')
-        return "is empty";
-    gsize len = strlen(name);
-    if (len > 255)
-        return "is longer than 255 bytes";
-    for (gsize i = 0; i < len; i++) {
-        guchar c = (guchar)name[i];
-        if (c <= 0x20 || c >= 0x7f)
-            return "holds a byte that is not printable ASCII";
-        if (strchr(".*>/\\", c) != NULL)
-            return "holds '.', '*', '>', '/' or '\\'";
-    }
-    return NULL;
-}
-
 gboolean jet_replay_captured_by(const char *const *patterns, gsize n, const char *subject)
 {
     for (gsize i = 0; patterns != NULL && i < n; i++)

@@ -1,7 +1,7 @@
-/* `jethost dlq replay`, the part that needs no server: which subjects may be
- * published to, and what the replay of a dead-letter record carries
+/* `jethost dlq replay`, the part that needs no server: what the replay of a dead-letter record carries
  * (docs/dead-letters.md, "jethost dlq").  dlq_cli.c asks the server the
- * rest: does a stream capture the target? */
+ * rest: does a stream capture the target?  Which subjects and names are
+ * acceptable is names.h's. */
 #ifndef JET_REPLAY_H
 #define JET_REPLAY_H
 
@@ -12,25 +12,6 @@
 /* Its Nats-Msg-Id: jethost-replay:<dlq stream>:<dlq seq>:<life>[:again-<ns>]
  * (jet_replay_msg_id). */
 #define JET_REPLAY_MSG_ID_PREFIX "jethost-replay:"
-
-/* NULL when subject is one jethost publishes to (by `dlq replay` and
- * `pub`); otherwise a static reason for refusing it.  Refused: NULL or
- * empty, not UTF-8, any whitespace or control character, '*' or '>'
- * anywhere (a wildcard, or a literal almost always meant as one), an empty
- * token (leading, trailing or doubled '.'), and the server's own namespaces
- * in any letter case: $JS., $JSC., $KV., $O., $SYS., $NRG., $MQTT., _INBOX.
- * (publishing there is an API call or a reply, never an application
- * message). */
-const char *jet_subject_refusal(const char *subject);
-/* The same rules, with the server's namespaces allowed when allow_reserved
- * (a binding with publish_reserved = true: docs/forwarding.md). */
-const char *jet_subject_check(const char *subject, gboolean allow_reserved);
-
-/* NULL when name can be a JetStream stream name, else a static reason:
- * printable ASCII without '.', '*', '>', '/', '\\', at most 255 bytes.  A
- * name read from a record goes into an API subject, so it is checked
- * first. */
-const char *jet_stream_name_refusal(const char *name);
 
 /* Whether one of the stream subject patterns (n of them) matches subject
  * (jet_subject_matches). */

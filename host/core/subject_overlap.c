@@ -55,22 +55,3 @@ gboolean jet_filter_fits_subjects(const char *filter, const char *const *subject
             return TRUE;
     return FALSE;
 }
-
-gboolean jet_subject_pattern_valid(const char *p)
-{
-    if (p == NULL || *p == '\0')
-        return FALSE;
-    for (const char *c = p; *c != '\0'; c++)
-        if (g_ascii_isspace(*c) || g_ascii_iscntrl(*c))
-            return FALSE;
-    g_auto(GStrv) tokens = g_strsplit(p, ".", -1);
-    for (char **t = tokens; *t != NULL; t++) {
-        if (**t == '\0')
-            return FALSE;
-        if ((strchr(*t, '*') != NULL || strchr(*t, '>') != NULL) && strlen(*t) != 1)
-            return FALSE;
-        if (strcmp(*t, ">") == 0 && t[1] != NULL)
-            return FALSE;
-    }
-    return TRUE;
-}

@@ -23,9 +23,4 @@ gboolean jet_subject_overlaps(const char *a, const char *b);
  * subjects (one that mirrors or sources others) cannot be checked: TRUE. */
 gboolean jet_filter_fits_subjects(const char *filter, const char *const *subjects, gsize n);
 
-/* Whether p is a subject pattern a server accepts: non-empty tokens
- * separated by '.', no white space or control byte, '*' and '>' only as
- * whole tokens, '>' only last. */
-gboolean jet_subject_pattern_valid(const char *p);
-
 #endif

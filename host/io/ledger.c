@@ -4,6 +4,7 @@
 #include "msg_payload.h"
 #include "conn.h"
 #include "log.h"
+#include "names.h"
 
 #include <string.h>
 
@@ -20,16 +21,6 @@ struct JetLedger {
 #define NS_PER_MS G_GINT64_CONSTANT(1000000)
 
 /* --- the bucket ------------------------------------------------------------- */
-
-static gboolean valid_bucket(const char *b)
-{
-    if (*b == '\0')
-        return FALSE;
-    for (const char *p = b; *p; p++)
-        if (!g_ascii_isalnum(*p) && *p != '_' && *p != '-')
-            return FALSE;
-    return TRUE;
-}
 
 static void set_unreachable(GError **error, natsStatus s, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 static void set_unreachable(GError **error, natsStatus s, const char *fmt, ...)
@@ -73,9 +64,9 @@ JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint
                            GError **error)
 {
     g_return_val_if_fail(js != NULL && bucket != NULL, NULL);
-    if (!valid_bucket(bucket)) {
-        g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID,
-                    "ledger bucket name \"%s\": only letters, digits, '_' and '-'", bucket);
+    const char *why = jet_bucket_problem(bucket);
+    if (why != NULL) {
+        g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID, "ledger bucket name \"%s\" %s", bucket, why);
         return NULL;
     }
     if (create && (max_age_ms == 0 || max_age_ms > (guint64)(G_MAXINT64 / NS_PER_MS))) {

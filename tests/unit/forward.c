@@ -48,7 +48,7 @@ static void test_refused(void)
         { "", NULL, NULL, 0, FALSE, JET_EINVAL, "is empty" },
         { "a.*", NULL, NULL, 0, FALSE, JET_EINVAL, "wildcard" },
         { "a.>", NULL, NULL, 0, TRUE, JET_EINVAL, "wildcard" },
-        { "a b", NULL, NULL, 0, FALSE, JET_EINVAL, "whitespace" },
+        { "a b", NULL, NULL, 0, FALSE, JET_EINVAL, "white space" },
         { "a\x01", NULL, NULL, 0, FALSE, JET_EINVAL, "control" },
         { "a.\xff", NULL, NULL, 0, FALSE, JET_EINVAL, "UTF-8" },
         { "a..b", NULL, NULL, 0, FALSE, JET_EINVAL, "empty token" },
@@ -74,6 +74,8 @@ static void test_refused(void)
         g_assert_nonnull(q.refused);
         g_assert_nonnull(strstr(q.refused, cases[i].needle));
         g_assert_true(g_str_has_prefix(q.refused, "publish 0: "));
+        /* The hint about publish_reserved only where the namespace is the problem. */
+        g_assert_cmpint(strstr(q.refused, "publish_reserved") != NULL, ==, strstr(cases[i].needle, "reserved") != NULL);
         g_assert_null(q.items);
     }
 }

@@ -1,6 +1,6 @@
 /* The server-free half of `jethost dlq replay` and of the command line's
- * output: what a replay carries, which subjects may be published to, and
- * JSON and text that stay valid whatever bytes a record holds. */
+ * output: what a replay carries, and JSON and text that stay valid
+ * whatever bytes a record holds. */
 #include "hdr_block.h"
 #include "json_out.h"
 #include "replay.h"
@@ -160,76 +160,6 @@ static void test_defects(void)
     g_assert_cmpuint(none->len, ==, 4);
 }
 
-static void test_subjects(void)
-{
-    static const char *const good[] = {
-        "orders.new", "a", "a.b.c", "ORDERS_1.x-y", "$JS", "$jsx.api", "JS.API.x", "inbox.x",
-        "_INBOXES.x", "caf\xc3\xa9.x", "a$JS.x",
-    };
-    static const struct {
-        const char *subject;
-        const char *why;   /* a word of the reason */
-    } bad[] = {
-        { "$JS.API.STREAM.PURGE.X", "reserved" },
-        { "$js.api.x", "reserved" },
-        { "$Js.Ack.S.c.1.1.1.1.0", "reserved" },
-        { "$KV.bucket.key", "reserved" },
-        { "$kv.b.k", "reserved" },
-        { "$O.store.x", "reserved" },
-        { "$SYS.REQ.SERVER.PING", "reserved" },
-        { "$JSC.x", "reserved" },
-        { "_INBOX.x", "reserved" },
-        { "_inbox.abc.def", "reserved" },
-        { "a.*", "wildcard" },
-        { "a.>", "wildcard" },
-        { ">", "wildcard" },
-        { "*", "wildcard" },
-        { "a*b.c", "wildcard" },
-        { "a..b", "empty token" },
-        { ".a", "empty token" },
-        { "a.", "empty token" },
-        { ".", "empty token" },
-        { "a b", "whitespace" },
-        { "a\tb", "whitespace" },
-        { "a\nb", "whitespace" },
-        { "a\rb", "whitespace" },
-        { "a\x01" "b", "control" },
-        { "a\x1b[31m", "control" },
-        { "a\x7f", "control" },
-        { "a\xc2\x85" "b", "control" },            /* U+0085 NEL */
-        { "a\xe2\x80\xae" "b", "control" },        /* U+202E bidi override */
-        { "a\xc2\xa0" "b", "whitespace" },         /* U+00A0 no-break space */
-        { "", "empty" },
-        { "a\xff", "UTF-8" },
-        { "\xc3\x28", "UTF-8" },
-    };
-    for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {
-        const char *why = jet_subject_refusal(good[i]);
-        if (why != NULL)
-            g_test_message("%s: %s", good[i], why);
-        g_assert_null(why);
-    }
-    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
-        const char *why = jet_subject_refusal(bad[i].subject);
-        g_test_message("bad #%" G_GSIZE_FORMAT ": %s", i, why != NULL ? why : "(accepted)");
-        g_assert_nonnull(why);
-        g_assert_nonnull(strstr(why, bad[i].why));
-    }
-    g_assert_nonnull(jet_subject_refusal(NULL));
-}
-
-static void test_stream_names(void)
-{
-    g_assert_null(jet_stream_name_refusal("ORDERS"));
-    g_assert_null(jet_stream_name_refusal("JETHOST_DLQ-2"));
-    static const char *const bad[] = { "", "A.B", "A*", "A>", "A B", "A/B", "A\\B", "A\x01", "\xc3\xa9" };
-    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++)
-        g_assert_nonnull(jet_stream_name_refusal(bad[i]));
-    g_autofree char *long_name = g_strnfill(256, 'A');
-    g_assert_nonnull(jet_stream_name_refusal(long_name));
-    g_assert_nonnull(jet_stream_name_refusal(NULL));
-}
-
 static void test_captured_by(void)
 {
     const char *const subjects[] = { "orders.>", "audit.*.x" };
@@ -313,8 +243,6 @@ int main(int argc, char **argv)
     g_test_add_func("/replay/no-nats", test_no_nats);
     g_test_add_func("/replay/msg-id-fresh", test_msg_id_fresh);
     g_test_add_func("/replay/defects", test_defects);
-    g_test_add_func("/replay/subjects", test_subjects);
-    g_test_add_func("/replay/stream-names", test_stream_names);
     g_test_add_func("/replay/captured-by", test_captured_by);
     g_test_add_func("/output/json-bytes", test_json_bytes);
     g_test_add_func("/output/text-escape", test_text_escape);
