@@ -723,6 +723,23 @@ gboolean jet_test_wait_file(const char *path, guint timeout_ms)
     return jet_test_wait_until(file_exists, (gpointer)path, timeout_ms);
 }
 
+typedef struct {
+    const char *path, *needle;
+} LogWait;
+
+static gboolean log_has(gpointer data)
+{
+    const LogWait *w = data;
+    g_autofree char *text = NULL;
+    return g_file_get_contents(w->path, &text, NULL, NULL) && strstr(text, w->needle) != NULL;
+}
+
+gboolean jet_test_wait_log(const char *path, const char *needle, guint timeout_ms)
+{
+    LogWait w = { path, needle };
+    return jet_test_wait_until(log_has, &w, timeout_ms);
+}
+
 /* --- stderr capture --- */
 
 static int saved_stderr = -1;

@@ -172,6 +172,8 @@ GSubprocess *jet_test_jethost_spawn_group(const char *stderr_path, const char *c
 int jet_test_jethost_wait(GSubprocess *p, guint timeout_ms);
 /* Waits until a file exists. */
 gboolean jet_test_wait_file(const char *path, guint timeout_ms);
+/* Waits until needle shows in the file at path (a log a child writes). */
+gboolean jet_test_wait_log(const char *path, const char *needle, guint timeout_ms);
 
 /* Sends this process's stderr (where jet_log writes) to a file until
  * jet_test_stderr_end(), which returns what was written (caller frees).

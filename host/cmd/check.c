@@ -10,40 +10,11 @@
 #include "exit_codes.h"
 #include "host_api.h"
 #include "publish_loop.h"
-#include "schedule.h"
+#include "schedule_facts.h"
 #include "stream_names.h"
 
 #include <stdio.h>
 #include <string.h>
-
-/* Adds what the server says of the binding's stream and consumer. */
-static void schedule_live_facts(JetConn *conn, const JetBindingConfig *b, JetScheduleInput *in,
-                                guint64 **backoff)
-{
-    jsStreamInfo *si = NULL;
-    if (js_GetStreamInfo(&si, jet_conn_js(conn), b->stream, NULL, NULL) == NATS_OK) {
-        in->has_stream = TRUE;
-        in->stream_max_age_ms = (guint64)MAX(si->Config->MaxAge / 1000000, 0);
-        jsStreamInfo_Destroy(si);
-    }
-    jsConsumerInfo *ci = NULL;
-    if (b->kind == JET_KIND_DURABLE &&
-        js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) == NATS_OK) {
-        const jsConsumerConfig *cc = ci->Config;
-        in->has_consumer = TRUE;
-        in->consumer_ack_wait_ms = (guint64)MAX(cc->AckWait / 1000000, 0);
-        in->consumer_max_deliver = cc->MaxDeliver;
-        in->consumer_max_ack_pending = cc->MaxAckPending;
-        if (cc->BackOffLen > 0) {
-            *backoff = g_new0(guint64, (gsize)cc->BackOffLen);
-            for (int i = 0; i < cc->BackOffLen; i++)
-                (*backoff)[i] = (guint64)MAX(cc->BackOff[i] / 1000000, 0);
-            in->backoff_ms = *backoff;
-            in->n_backoff = (gsize)cc->BackOffLen;
-        }
-        jsConsumerInfo_Destroy(ci);
-    }
-}
 
 /* The duplicate window of a stream that a binding of cfg creates
  * (subjects set), as it would be made: its duplicate_window, else the
@@ -178,14 +149,12 @@ static gboolean check_binding(const JetConfig *cfg, const JetBindingConfig *b, J
         }
     }
 
-    /* The schedule, from the config alone (no server: check runs in fleet CI). */
-    JetScheduleInput in;
+    /* The schedule, from the config alone without a server (check runs in
+     * fleet CI), with the stream and consumer as they are with one. */
+    g_auto(JetScheduleFacts) sf = { 0 };
     JetScheduleReport report;
-    g_autofree guint64 *backoff = NULL;
-    jet_schedule_input_from_binding(b, &in);
-    if (conn != NULL)
-        schedule_live_facts(conn, b, &in, &backoff);
-    jet_schedule_check(&in, &report);
+    jet_schedule_facts_read(&sf, b, conn, NULL);
+    jet_schedule_check(&sf.in, &report);
     publish_streams_check(cfg, conn, b, &report);
     if (verbose || report.n_errors > 0 || report.n_warnings > 0) {
         g_autofree char *text = jet_schedule_report_format(&report);

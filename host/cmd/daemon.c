@@ -18,7 +18,7 @@
 #include "notify.h"
 #include "plugin_guard.h"
 #include "publish_loop.h"
-#include "schedule.h"
+#include "schedule_facts.h"
 #include "stream_names.h"
 
 #include <glib-unix.h>
@@ -267,25 +267,14 @@ static void start_failed(StartFailures *f, Binding *bd, const char *name, gboole
     g_string_append_printf(f->summary, "%s%s (%s)", f->summary->len ? ", " : "", name, why);
 }
 
-/* The step a binding reached, schedule check included, with the server's
- * facts: a configuration that cannot work is refused before it runs
- * (docs/schedule.md). */
-static void start_schedule(Binding *bd, JetLedger *ledger, StartFailures *f)
+/* The schedule check with the server's facts: a configuration that cannot
+ * work is refused before it runs (docs/schedule.md). */
+static void start_schedule(Binding *bd, JetConn *conn, JetLedger *ledger, StartFailures *f)
 {
-    JetScheduleInput in;
+    g_auto(JetScheduleFacts) sf = { 0 };
     JetScheduleReport report;
-    jet_schedule_input_from_binding(bd->b, &in);
-    in.has_stream = TRUE;
-    in.stream_max_age_ms = (guint64)MAX(bd->facts.stream_max_age_ms, 0);
-    in.has_consumer = bd->b->kind == JET_KIND_DURABLE;
-    in.consumer_ack_wait_ms = bd->facts.ack_wait_ms;
-    in.consumer_max_deliver = bd->facts.max_deliver;
-    in.consumer_max_ack_pending = bd->facts.max_ack_pending;
-    if (ledger != NULL && bd->b->ledger) {
-        in.has_ledger = TRUE;
-        in.ledger_max_age_ms = jet_ledger_max_age_ms(ledger);
-    }
-    jet_schedule_check(&in, &report);
+    jet_schedule_facts_read(&sf, bd->b, conn, ledger);
+    jet_schedule_check(&sf.in, &report);
     for (guint v = 0; v < report.n_violations; v++)
         jet_log(report.violations[v].severity == JET_SCHEDULE_ERROR ? JET_LOG_ERROR : JET_LOG_WARNING,
                 bd->b->name, "schedule", "%s: %s", report.violations[v].code, report.violations[v].message);
@@ -457,35 +446,54 @@ static Binding *binding_named(GPtrArray *bindings, const char *name)
     return NULL;
 }
 
-/* The ledger, for a reload that adds the first binding to use it. */
-static gboolean reload_ledger(Daemon *d, const JetConfig *cfg, GError **error)
+/* Whether a binding of cfg uses the attempt ledger's bucket (its ledger,
+ * or an exclusive binding's claim, which lives there); *create when one
+ * of those is managed (the bucket is then created). */
+static gboolean ledger_wanted(const JetConfig *cfg, gboolean *create)
 {
-    gboolean want = FALSE, create = FALSE;
+    gboolean want = FALSE;
+    *create = FALSE;
     for (guint i = 0; i < cfg->bindings->len; i++) {
         const JetBindingConfig *b = g_ptr_array_index(cfg->bindings, i);
         gboolean uses = b->ledger || b->exclusive;
         want |= uses;
-        create |= uses && b->manage == JET_MANAGE_CREATE;
+        *create |= uses && b->manage == JET_MANAGE_CREATE;
     }
-    if (!want || d->ledger != NULL)
-        return TRUE;
-    if (d->ledger_js == NULL) {
+    return want;
+}
+
+/* The attempt ledger, on a JetStream context of its own (*js, made the
+ * first time) with a short wait: a handler thread waits on it, and an
+ * unreachable ledger must fall back quickly, not hang. */
+static JetLedger *ledger_open(JetConn *conn, const JetConfig *cfg, gboolean create, jsCtx **js, GError **error)
+{
+    if (*js == NULL) {
         jsOptions jo;
         jsOptions_Init(&jo);
         jo.Wait = 1000;
-        jo.Prefix = jet_conn_api_prefix(d->conn);
-        natsConnection_JetStream(&d->ledger_js, jet_conn_nats(d->conn), &jo);
+        jo.Prefix = jet_conn_api_prefix(conn);
+        natsConnection_JetStream(js, jet_conn_nats(conn), &jo);
     }
     g_autoptr(GError) local = NULL;
-    d->ledger = jet_ledger_open(d->ledger_js, cfg->host.ledger_bucket, create, cfg->host.ledger_max_age_ms,
-                                cfg->host.replicas, &local);
-    if (d->ledger == NULL) {
+    JetLedger *ledger = jet_ledger_open(*js, cfg->host.ledger_bucket, create, cfg->host.ledger_max_age_ms,
+                                        cfg->host.replicas, &local);
+    if (ledger == NULL) {
         g_set_error(error, JET_ERROR, local->code, "the attempt ledger (bucket %s): %s", cfg->host.ledger_bucket,
                     local->message);
-        return FALSE;
+        return NULL;
     }
-    jet_ledger_set_cooldown(d->ledger, 2000);
-    return TRUE;
+    jet_ledger_set_cooldown(ledger, 2000);
+    return ledger;
+}
+
+/* The ledger, for a reload that adds the first binding to use it. */
+static gboolean reload_ledger(Daemon *d, const JetConfig *cfg, GError **error)
+{
+    gboolean create = FALSE;
+    if (!ledger_wanted(cfg, &create) || d->ledger != NULL)
+        return TRUE;
+    d->ledger = ledger_open(d->conn, cfg, create, &d->ledger_js, error);
+    return d->ledger != NULL;
 }
 
 /* The schedule check with the config's own values, as `jethost check`
@@ -493,10 +501,10 @@ static gboolean reload_ledger(Daemon *d, const JetConfig *cfg, GError **error)
  * anything stops.  The server's facts are checked again at the start. */
 static gboolean reload_schedule_ok(const JetBindingConfig *b, GError **error)
 {
-    JetScheduleInput in;
+    g_auto(JetScheduleFacts) sf = { 0 };
     JetScheduleReport report;
-    jet_schedule_input_from_binding(b, &in);
-    jet_schedule_check(&in, &report);
+    jet_schedule_facts_read(&sf, b, NULL, NULL);
+    jet_schedule_check(&sf.in, &report);
     if (report.n_errors == 0)
         return TRUE;
     g_autoptr(GString) why = g_string_new(NULL);
@@ -521,44 +529,95 @@ static void start_loops(Daemon *d, JetConn *conn, StartFailures *f)
     }
 }
 
+/* One binding's start on the server, at start-up and at a reload alike,
+ * in two steps: binding_setup needs no ledger, binding_bind does (an
+ * ordered binding's position may be there).  At start-up every binding is
+ * set up before the ledger opens, so that a ledger that cannot open still
+ * leaves every binding's own failure named.  A failure is recorded in f
+ * and on bd; the rest of the bindings go on. */
+
+/* Its consumer (a durable binding) or its stream (an ordered one that
+ * names subjects), and its dead-letter stream. */
+static void binding_setup(JetConn *conn, Binding *bd, StartFailures *f)
+{
+    g_autoptr(GError) local = NULL;
+    natsConnection *nc = jet_conn_nats(conn);
+    jsCtx *js = jet_conn_js(conn);
+    const JetBindingConfig *b = bd->b;
+    /* A consumer that does not fit (JET_ERROR_INVALID) is a config error,
+     * found at once; anything else was retried and is a runtime failure.
+     * A stream an ordered binding makes is made here all the same, in
+     * config order, as a durable binding's is (a binding after it may use
+     * it); a failure is its first bind's to report, after its attempts. */
+    if (JET_KIND_IS_ORDERED(b->kind)) {
+        if (b->subjects != NULL)
+            jet_stream_ensure(js, b, NULL);
+    } else if (!jet_consumer_ensure_retrying(nc, js, b, 0, 5, NULL, &bd->facts, &local)) {
+        gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
+        start_failed(f, bd, b->name, config, config ? "consumer does not fit" : "cannot bind", local->message);
+        return;
+    }
+    /* Dead-letter streams: created in managed mode; in bind mode a missing
+     * one is reported, and captures keep their messages until it exists.
+     * local names the binding and the stream; a config error (a DLQ stream
+     * that cannot keep dlq_ttl) stops a bind-mode binding too. */
+    if (!jet_dlq_stream_ensure(nc, js, b, &local)) {
+        gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
+        if (b->manage == JET_MANAGE_CREATE || config) {
+            start_failed(f, bd, b->name, config, "dead-letter stream", local->message);
+            return;
+        }
+        jet_log(JET_LOG_ERROR, b->name, "dlq-missing", "%s; captures will fail and keep their messages until it exists",
+                local->message);
+    }
+}
+
+/* An ordered binding's first bind, and the schedule check with the
+ * server's facts. */
+static void binding_bind(Daemon *d, JetConn *conn, Binding *bd, StartFailures *f)
+{
+    g_autoptr(GError) local = NULL;
+    const JetBindingConfig *b = bd->b;
+    /* An ordered binding's stream, position record and first consumer, in 5
+     * attempts as a durable binding's consumer (docs/engine.md).  An
+     * exclusive one binds when its claim is won: a standby makes no
+     * consumer.  A checkpoint that does not parse, or a filter that matches
+     * none of the stream's subjects: waiting mends neither, and each exits
+     * 1 as a binding that cannot bind (docs/ordered.md, "The first bind"). */
+    if (JET_KIND_IS_ORDERED(b->kind) && !b->exclusive) {
+        binding_engine(bd, conn, d->ledger, d);
+        if (!jet_engine_bind(bd->engine, 5, &local)) {
+            start_failed(f, bd, b->name, FALSE,
+                         g_error_matches(local, JET_ERROR, JET_ERROR_INVALID) ? "cannot bind as configured"
+                                                                              : "cannot bind",
+                         local->message);
+            return;
+        }
+    }
+    start_schedule(bd, conn, d->ledger, f);
+}
+
+static void binding_start(Daemon *d, JetConn *conn, Binding *bd, StartFailures *f)
+{
+    binding_setup(conn, bd, f);
+    if (!bd->failed)
+        binding_bind(d, conn, bd, f);
+}
+
 static void reload_begin(Daemon *d);
 
-/* A changed or new binding's start, as at start-up but alone: init(), its
- * consumer, its dead-letter stream, its first bind, its schedule with the
- * server's facts.  A failure leaves it stopped, logged; the rest runs. */
+/* A changed or new binding's start, as at start-up but alone: init(),
+ * then binding_start.  A failure leaves it stopped, logged; the rest runs. */
 static gboolean reload_start_binding(Daemon *d, Binding *bd)
 {
     g_autoptr(GError) local = NULL;
     StartFailures f = { g_string_new(NULL), 0, 0 };
-    jsCtx *js = jet_conn_js(d->conn);
     if (!jet_instance_start(bd->inst, &local)) {
         g_autofree char *msg = g_strdup_printf("binding %s: %s", bd->b->name, local->message);
         start_failed(&f, bd, bd->b->name, TRUE, "plugin", msg);
-    } else if (JET_KIND_IS_ORDERED(bd->b->kind)) {
-        if (bd->b->subjects != NULL)
-            jet_stream_ensure(js, bd->b, NULL);
-    } else if (!jet_consumer_ensure_retrying(jet_conn_nats(d->conn), js, bd->b, 0, 5, NULL, &bd->facts,
-                                             &local)) {
-        start_failed(&f, bd, bd->b->name, g_error_matches(local, JET_ERROR, JET_ERROR_INVALID), "cannot bind",
-                     local->message);
+    } else {
+        binding_start(d, d->conn, bd, &f);
     }
-    g_clear_error(&local);
-    if (!bd->failed && !jet_dlq_stream_ensure(jet_conn_nats(d->conn), js, bd->b, &local)) {
-        gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
-        if (bd->b->manage == JET_MANAGE_CREATE || config)
-            start_failed(&f, bd, bd->b->name, config, "dead-letter stream", local->message);
-        else
-            jet_log(JET_LOG_ERROR, bd->b->name, "dlq-missing",
-                    "%s; captures will fail and keep their messages until it exists", local->message);
-    }
-    g_clear_error(&local);
-    if (!bd->failed && JET_KIND_IS_ORDERED(bd->b->kind) && !bd->b->exclusive) {
-        binding_engine(bd, d->conn, d->ledger, d);
-        if (!jet_engine_bind(bd->engine, 5, &local))
-            start_failed(&f, bd, bd->b->name, FALSE, "cannot bind", local->message);
-    }
-    if (!bd->failed)
-        start_schedule(bd, d->ledger, &f);
     g_string_free(f.summary, TRUE);
     if (bd->failed)
         return FALSE;
@@ -761,8 +820,6 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     Daemon d = { 0 };
     JetEmbedded *embedded = NULL;
     JetConn *conn = NULL;
-    jsCtx *ledger_js = NULL;
-    JetLedger *ledger = NULL;
     JetOpsHttp *ops = NULL;
     g_auto(GStrv) urls = NULL;
     int rc = JET_EXIT_OK;
@@ -838,99 +895,24 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     start_loops(&d, conn, &fails);
     if (fails.config > 0)
         goto refused;
-    /* A consumer that does not fit (JET_ERROR_INVALID) is a config error,
-     * found at once; anything else was retried and is a runtime failure.
-     * An ordered binding binds once the ledger is open (below): where its
-     * consumer starts may be in its position record.  A stream it makes is
-     * made here all the same, in config order, as a durable binding's is
-     * (a binding after it may use it); a failure is its first bind's to
-     * report, after its attempts. */
-    for (guint i = 0; i < d.bindings->len; i++) {
-        Binding *bd = g_ptr_array_index(d.bindings, i);
-        g_autoptr(GError) local = NULL;
-        if (JET_KIND_IS_ORDERED(bd->b->kind)) {
-            if (bd->b->subjects != NULL)
-                jet_stream_ensure(jet_conn_js(conn), bd->b, NULL);
-            continue;
-        }
-        if (!jet_consumer_ensure_retrying(jet_conn_nats(conn), jet_conn_js(conn), bd->b, 0, 5, NULL, &bd->facts,
-                                          &local)) {
-            gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
-            start_failed(&fails, bd, bd->b->name, config,
-                         config ? "consumer does not fit" : "cannot bind", local->message);
-        }
-    }
-    /* Dead-letter streams: created in managed mode; in bind mode a missing
-     * one is reported, and captures keep their messages until it exists. */
-    for (guint i = 0; i < d.bindings->len; i++) {
-        Binding *bd = g_ptr_array_index(d.bindings, i);
-        g_autoptr(GError) local = NULL;
-        if (bd->failed || jet_dlq_stream_ensure(jet_conn_nats(conn), jet_conn_js(conn), bd->b, &local))
-            continue;
-        /* local names the binding and the stream; a config error (a DLQ
-         * stream that cannot keep dlq_ttl) stops a bind-mode binding too. */
-        if (bd->b->manage == JET_MANAGE_CREATE || g_error_matches(local, JET_ERROR, JET_ERROR_INVALID))
-            start_failed(&fails, bd, bd->b->name, g_error_matches(local, JET_ERROR, JET_ERROR_INVALID),
-                         "dead-letter stream", local->message);
-        else
-            jet_log(JET_LOG_ERROR, bd->b->name, "dlq-missing",
-                    "%s; captures will fail and keep their messages until it exists", local->message);
-    }
-
-    /* The attempt ledger, on a JetStream context of its own with a short
-     * wait: a handler thread waits on it, and an unreachable ledger must
-     * fall back quickly, not hang. */
-    gboolean want_ledger = FALSE, create_ledger = FALSE;
-    for (guint i = 0; i < d.bindings->len; i++) {
-        Binding *bd = g_ptr_array_index(d.bindings, i);
-        /* An exclusive binding's claim lives in the same bucket. */
-        gboolean uses = bd->b->ledger || bd->b->exclusive;
-        want_ledger |= uses;
-        create_ledger |= uses && bd->b->manage == JET_MANAGE_CREATE;
-    }
-    if (want_ledger) {
-        jsOptions jo;
-        jsOptions_Init(&jo);
-        jo.Wait = 1000;
-        jo.Prefix = jet_conn_api_prefix(conn);
-        natsConnection_JetStream(&ledger_js, jet_conn_nats(conn), &jo);
-        ledger = jet_ledger_open(ledger_js, d.cfg->host.ledger_bucket, create_ledger,
-                                 d.cfg->host.ledger_max_age_ms, d.cfg->host.replicas, &err);
-        if (ledger == NULL) {
-            jet_log(JET_LOG_ERROR, NULL, "failed", "the attempt ledger (bucket %s): %s", d.cfg->host.ledger_bucket,
-                    err->message);
+    for (guint i = 0; i < d.bindings->len; i++)
+        binding_setup(conn, g_ptr_array_index(d.bindings, i), &fails);
+    gboolean create_ledger = FALSE;
+    if (ledger_wanted(d.cfg, &create_ledger)) {
+        d.ledger = ledger_open(conn, d.cfg, create_ledger, &d.ledger_js, &err);
+        if (d.ledger == NULL) {
+            jet_log(JET_LOG_ERROR, NULL, "failed", "%s", err->message);
             if (fails.config == 0 && fails.runtime == 0) {
                 rc = JET_EXIT_FAILURE;
                 goto out;
             }
             goto refused;   /* still name the bindings that failed before */
         }
-        jet_ledger_set_cooldown(ledger, 2000);
-    }
-
-    /* Ordered bindings: their stream, position record and first consumer,
-     * in 5 attempts as a durable binding's consumer (docs/engine.md). */
-    for (guint i = 0; i < d.bindings->len; i++) {
-        Binding *bd = g_ptr_array_index(d.bindings, i);
-        g_autoptr(GError) local = NULL;
-        /* An exclusive one binds when its claim is won: a standby makes no
-         * consumer. */
-        if (bd->failed || !JET_KIND_IS_ORDERED(bd->b->kind) || bd->b->exclusive)
-            continue;
-        binding_engine(bd, conn, ledger, &d);
-        /* A checkpoint that does not parse, or a filter that matches none
-         * of the stream's subjects: waiting mends neither, and each exits 1
-         * as a binding that cannot bind (docs/ordered.md, "The first bind"). */
-        if (!jet_engine_bind(bd->engine, 5, &local))
-            start_failed(&fails, bd, bd->b->name, FALSE,
-                         g_error_matches(local, JET_ERROR, JET_ERROR_INVALID) ? "cannot bind as configured"
-                                                                              : "cannot bind",
-                         local->message);
     }
     for (guint i = 0; i < d.bindings->len; i++) {
         Binding *bd = g_ptr_array_index(d.bindings, i);
         if (!bd->failed)
-            start_schedule(bd, ledger, &fails);
+            binding_bind(&d, conn, bd, &fails);
     }
 refused:
     if (fails.config > 0 || fails.runtime > 0) {
@@ -947,7 +929,6 @@ refused:
      * registered so far, while nothing has been torn down yet. */
     jet_guard_install();
     d.conn = conn;
-    d.ledger = ledger;
     /* Before the bindings start, so a probe sees them start; a port taken
      * fails the host before anything is pulled. */
     if (d.cfg->host.metrics_listen != NULL) {
@@ -1007,12 +988,6 @@ out:
     g_ptr_array_unref(d.retiring);
     g_ptr_array_unref(d.pending);
     g_ptr_array_unref(d.bindings);
-    if (d.ledger == NULL) {
-        d.ledger = ledger;
-        d.ledger_js = ledger_js;
-    } else if (d.ledger_js == NULL) {
-        d.ledger_js = ledger_js;
-    }
     jet_ledger_close(d.ledger);
     if (d.ledger_js != NULL)
         jsCtx_Destroy(d.ledger_js);

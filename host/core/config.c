@@ -741,6 +741,54 @@ static gboolean parse_deliver(const KeyDef *d, const char *value, gpointer base,
     return FALSE;
 }
 
+/* The keys whose value is one word of a few: each word and the value it
+ * stands for, in the order an error lists them.  Every such field is an
+ * enum or a gboolean, stored as an int. */
+typedef struct {
+    const char *word;
+    int value;
+} EnumWord;
+
+static const EnumWord manage_words[] = { { "create", JET_MANAGE_CREATE }, { "bind", JET_MANAGE_BIND }, { 0 } };
+static const EnumWord bool_words[] = { { "true", TRUE }, { "false", FALSE }, { 0 } };
+static const EnumWord kind_words[] = {
+    { "durable", JET_KIND_DURABLE }, { "ordered", JET_KIND_ORDERED }, { "kv", JET_KIND_KV }, { 0 },
+};
+static const EnumWord checkpoint_words[] = { { "none", JET_CHECKPOINT_NONE }, { "kv", JET_CHECKPOINT_KV }, { 0 } };
+static const EnumWord log_format_words[] = { { "logfmt", JET_LOG_FORMAT_LOGFMT }, { "json", JET_LOG_FORMAT_JSON }, { 0 } };
+static const EnumWord breaker_words[] = {
+    { "observe", JET_BREAKER_MODE_OBSERVE }, { "enforce", JET_BREAKER_MODE_ENFORCE }, { "off", JET_BREAKER_MODE_OFF },
+    { 0 },
+};
+static const EnumWord *const enum_words[] = {
+    [K_MANAGE] = manage_words, [K_BOOL] = bool_words, [K_KIND] = kind_words,
+    [K_CHECKPOINT] = checkpoint_words, [K_LOG_FORMAT] = log_format_words, [K_BREAKER] = breaker_words,
+};
+G_STATIC_ASSERT(sizeof(JetManage) == sizeof(int) && sizeof(gboolean) == sizeof(int) &&
+                sizeof(JetBindingKind) == sizeof(int) && sizeof(JetCheckpoint) == sizeof(int) &&
+                sizeof(JetLogFormat) == sizeof(int) && sizeof(JetBreakerMode) == sizeof(int));
+
+/* One word of the key's table, exactly (case counts); an error names the
+ * words in order: "'yes' is not true or false". */
+static gboolean parse_enum(const KeyDef *d, const char *value, gpointer field, const char *file, const char *group,
+                           GError **error)
+{
+    const EnumWord *words = enum_words[d->kind];
+    gsize n = 0;
+    for (; words[n].word != NULL; n++) {
+        if (strcmp(value, words[n].word) == 0) {
+            *(int *)field = words[n].value;
+            return TRUE;
+        }
+    }
+    g_autoptr(GString) list = g_string_new(NULL);
+    for (gsize i = 0; i < n; i++)
+        g_string_append_printf(list, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ", words[i].word);
+    g_autofree char *shown = jet_text_escape(value, strlen(value), FALSE);
+    key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not %s", shown, list->str);
+    return FALSE;
+}
+
 static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, const char *file,
                             const char *group, GError **error)
 {
@@ -876,40 +924,12 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
         return TRUE;
     }
     case K_MANAGE:
-        if (strcmp(value, "create") == 0) {
-            *(JetManage *)field = JET_MANAGE_CREATE;
-        } else if (strcmp(value, "bind") == 0) {
-            *(JetManage *)field = JET_MANAGE_BIND;
-        } else {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key,
-                      "'%s' is not create or bind", value);
-            return FALSE;
-        }
-        return TRUE;
     case K_BOOL:
-        if (strcmp(value, "true") == 0) {
-            *(gboolean *)field = TRUE;
-        } else if (strcmp(value, "false") == 0) {
-            *(gboolean *)field = FALSE;
-        } else {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key,
-                      "'%s' is not true or false", value);
-            return FALSE;
-        }
-        return TRUE;
     case K_KIND:
-        if (strcmp(value, "durable") == 0) {
-            *(JetBindingKind *)field = JET_KIND_DURABLE;
-        } else if (strcmp(value, "ordered") == 0) {
-            *(JetBindingKind *)field = JET_KIND_ORDERED;
-        } else if (strcmp(value, "kv") == 0) {
-            *(JetBindingKind *)field = JET_KIND_KV;
-        } else {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key, "unknown kind '%s' (durable, ordered or kv)",
-                      value);
-            return FALSE;
-        }
-        return TRUE;
+    case K_CHECKPOINT:
+    case K_LOG_FORMAT:
+    case K_BREAKER:
+        return parse_enum(d, value, field, file, group, error);
     case K_DELIVER:
         return parse_deliver(d, value, base, file, group, error);
     case K_LANE_KEY: {
@@ -921,35 +941,6 @@ static gboolean parse_value(const KeyDef *d, const char *value, gpointer base, c
         }
         return TRUE;
     }
-    case K_CHECKPOINT:
-        if (strcmp(value, "none") == 0) {
-            *(JetCheckpoint *)field = JET_CHECKPOINT_NONE;
-        } else if (strcmp(value, "kv") == 0) {
-            *(JetCheckpoint *)field = JET_CHECKPOINT_KV;
-        } else {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not none or kv", value);
-            return FALSE;
-        }
-        return TRUE;
-    case K_LOG_FORMAT:
-        if (!jet_log_format_parse(value, (JetLogFormat *)field)) {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key, "'%s' is not logfmt or json", value);
-            return FALSE;
-        }
-        return TRUE;
-    case K_BREAKER:
-        if (strcmp(value, "observe") == 0) {
-            *(JetBreakerMode *)field = JET_BREAKER_MODE_OBSERVE;
-        } else if (strcmp(value, "enforce") == 0) {
-            *(JetBreakerMode *)field = JET_BREAKER_MODE_ENFORCE;
-        } else if (strcmp(value, "off") == 0) {
-            *(JetBreakerMode *)field = JET_BREAKER_MODE_OFF;
-        } else {
-            key_error(error, JET_ERROR_INVALID, file, group, d->key,
-                      "unknown mode '%s' (observe, enforce or off)", value);
-            return FALSE;
-        }
-        return TRUE;
     }
     /* The string kinds land here. */
     char **slot = field;

@@ -517,22 +517,29 @@ static void test_failing_binding_exits(void)
     jet_test_js_close(nc, js);
 }
 
-/* Live schedule: a stream that would expire messages still being retried. */
-static void test_schedule_live(void)
+/* ORDERS (orders.>) keeping messages for minutes, made or updated. */
+static void stream_max_age(jsCtx *js, int64_t minutes, gboolean update)
 {
-    g_autoptr(JetTestServer) srv = jet_test_server_start();
-    natsConnection *nc = NULL;
-    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
     jsStreamConfig sc;
     jsStreamConfig_Init(&sc);
     sc.Name = "ORDERS";
     const char *subjects[] = { "orders.>" };
     sc.Subjects = subjects;
     sc.SubjectsLen = 1;
-    sc.MaxAge = (int64_t)10 * 60 * 1000000000LL;
+    sc.MaxAge = minutes * 60 * 1000000000LL;
     jsStreamInfo *si = NULL;
-    g_assert_cmpint(js_AddStream(&si, js, &sc, NULL, NULL), ==, NATS_OK);
+    g_assert_cmpint(update ? js_UpdateStream(&si, js, &sc, NULL, NULL) : js_AddStream(&si, js, &sc, NULL, NULL), ==,
+                    NATS_OK);
     jsStreamInfo_Destroy(si);
+}
+
+/* Live schedule: a stream that would expire messages still being retried. */
+static void test_schedule_live(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    stream_max_age(js, 10, FALSE);
 
     g_autofree char *plugin = jet_test_plugin_copy("template");
     g_autofree char *text = config_for(jet_test_server_url(srv), plugin,
@@ -556,11 +563,51 @@ static void test_schedule_live(void)
     g_assert_cmpint(jet_test_jethost_wait(r1, 20000), ==, 3);
 
     /* Fix max_age: both pass. */
-    sc.MaxAge = (int64_t)60 * 60 * 1000000000LL;
-    g_assert_cmpint(js_UpdateStream(&si, js, &sc, NULL, NULL), ==, NATS_OK);
-    jsStreamInfo_Destroy(si);
+    stream_max_age(js, 60, TRUE);
     g_autoptr(GSubprocess) c2 = jet_test_jethost_spawn(errlog, check_live);
     g_assert_cmpint(jet_test_jethost_wait(c2, 20000), ==, 0);
+    jet_test_js_close(nc, js);
+}
+
+/* The same for an ordered binding: run judges the stream as check --server
+ * does, whatever the binding's kind (the stream's max_age was once taken
+ * as unlimited for ordered bindings at run). */
+static void test_schedule_live_ordered(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    stream_max_age(js, 10, FALSE);
+
+    g_autofree char *plugin = jet_test_plugin_copy("template");
+    g_autofree char *state = g_build_filename(jet_test_private_dir(), "state-ordered", NULL);
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\nstate_dir = %s\n\n[binding orders]\nplugin = %s\nkind = ordered\nstream = ORDERS\n"
+        "rungs = 5m, 5m, 5m\nmax_attempts = 4\npostpone_horizon = 0\n",
+        jet_test_server_url(srv), state, plugin);
+    g_autofree char *conf = jet_test_write_file("schedule-ordered.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "schedule-ordered.stderr", NULL);
+    const char *check_live[] = { "check", "-c", conf, "--server", jet_test_server_url(srv), NULL };
+    g_autoptr(GSubprocess) c1 = jet_test_jethost_spawn(errlog, check_live);
+    g_assert_cmpint(jet_test_jethost_wait(c1, 20000), ==, 3);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "stream-max-age-short"));
+    const char *run[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) r1 = jet_test_jethost_spawn(errlog, run);
+    int rc = jet_test_jethost_wait(r1, 20000);
+    g_autofree char *runlog = NULL;
+    g_assert_true(g_file_get_contents(errlog, &runlog, NULL, NULL));
+    if (rc != 3)
+        g_test_message("%s", runlog);
+    g_assert_cmpint(rc, ==, 3);
+    g_assert_nonnull(strstr(runlog, "stream-max-age-short"));
+
+    /* Fix max_age: run starts (and stops on SIGTERM). */
+    stream_max_age(js, 60, TRUE);
+    g_autoptr(GSubprocess) r2 = jet_test_jethost_spawn(errlog, run);
+    g_assert_true(jet_test_wait_log(errlog, "event=running", 20000));
+    jet_test_jethost_stop(r2, errlog);
     jet_test_js_close(nc, js);
 }
 
@@ -760,6 +807,7 @@ int main(int argc, char **argv)
     g_test_add_func("/run/drain-timeout", test_drain_timeout);
     g_test_add_func("/run/credentials", test_credentials);
     g_test_add_func("/run/schedule-live", test_schedule_live);
+    g_test_add_func("/run/schedule-live-ordered", test_schedule_live_ordered);
     g_test_add_func("/run/failing-binding-exits", test_failing_binding_exits);
     g_test_add_func("/run/reports-every-binding", test_reports_every_binding);
     g_test_add_func("/run/server-config-errors", test_server_config_errors);

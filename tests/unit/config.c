@@ -127,7 +127,7 @@ static const struct {
 #define ORD "[binding orders]\nplugin = orders\nstream = ORDERS\nkind = ordered\n"
     { HOST "[binding orders]\nplugin = orders\nstream = ORDERS\n",
       "[binding orders] consumer: required key is missing" },
-    { HOST BIND "kind = pull\n", "[binding orders] kind: unknown kind 'pull' (durable, ordered or kv)" },
+    { HOST BIND "kind = pull\n", "[binding orders] kind: 'pull' is not durable, ordered or kv" },
     { HOST BIND "deliver = all\n", "[binding orders] deliver: only for kind = ordered" },
     { HOST ORD "consumer = c\n", "[binding orders] consumer: not for kind = ordered" },
     { HOST ORD "workers = 2\n", "[binding orders] workers: not for kind = ordered" },
@@ -266,11 +266,11 @@ static const struct {
     { HOST BIND "rungs = 1s, 5\n", "[binding orders] rungs: rung 2: duration '5' has no unit" },
     /* the floor monitor and the breaker */
     { HOST BIND "breaker = enforced\n",
-      "[binding orders] breaker: unknown mode 'enforced' (observe, enforce or off)" },
+      "[binding orders] breaker: 'enforced' is not observe, enforce or off" },
     { HOST BIND "breaker = Observe\n",
-      "[binding orders] breaker: unknown mode 'Observe' (observe, enforce or off)" },
+      "[binding orders] breaker: 'Observe' is not observe, enforce or off" },
     { HOST BIND "breaker =\n",
-      "[binding orders] breaker: unknown mode '' (observe, enforce or off)" },
+      "[binding orders] breaker: '' is not observe, enforce or off" },
     { HOST BIND "breaker = enforce\nledger = false\n",
       "[binding orders] breaker: enforce needs the attempt ledger (ledger = false)" },
     { HOST BIND "breaker = enforce\nfloor_age = 0\n",
@@ -1351,7 +1351,7 @@ static void test_all_errors(Fixture *fx, gconstpointer data)
         { fx->main, "[binding alpha] ack_wiat: unknown key; did you mean ack_wait?" },
         { fx->main, "[binding alpha] bucket: 'C.F' is not a KV bucket name" },
         { dropin, "[binding beta] stream:" },
-        { dropin, "[binding beta] breaker: unknown mode 'enforced'" },
+        { dropin, "[binding beta] breaker: 'enforced' is not observe, enforce or off" },
     };
     g_assert_cmpuint(g_strv_length(lines), ==, G_N_ELEMENTS(want));
     for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
