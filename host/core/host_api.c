@@ -8,16 +8,10 @@
 #include "duration.h"
 #include "host_strict.h"
 
-#include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
-/* Strict mode (host_strict.h): the mock host's checks.  The daemon never sets
- * a jet_msg's strict pointer nor the ctx observer, so each function below
- * pays one predictable branch and nothing else. */
-#define MSG_STRICT_OK(m, fn) \
-    (G_LIKELY((m)->strict == NULL) || (m)->strict->call((m)->strict, (m), (fn)))
-
+/* The ctx observer is the mock host's (host_strict.h); the daemon never
+ * sets it, so each ctx function pays one predictable branch. */
 static const JetCtxObserver *ctx_observer;
 
 #define CTX_GUARD(c, fn, arg)                                                       \
@@ -32,233 +26,21 @@ void jet__host_api_set_ctx_observer(const JetCtxObserver *obs)
     g_atomic_pointer_set(&ctx_observer, obs);
 }
 
-
-void jet_msg_reset_verdict(jet_msg *m)
-{
-    m->reason[0] = '\0';
-    m->has_reason = FALSE;
-    m->reason_too_long = FALSE;
-    m->delay_ms = 0;
-    m->has_delay = FALSE;
-    /* Not freed: a copy (the mock's lent one) shares the original's. */
-    memset(&m->publishes, 0, sizeof m->publishes);
-}
-
-/* --- lent handles (jet_msg.h) ------------------------------------------------
- *
- * A handle is region + slot * span + (tick mod ticks) * 8: the address alone
- * says which slot and which lend, so a kept handle is told from the current
- * one even after its slot is lent again (until the tick wraps, after `ticks`
- * more lends on that worker: millions on a 64-bit host).  The range is
- * reserved PROT_NONE and never mapped: no handle is ever a real object, and
- * a plugin dereferencing one faults at once instead of reading a message. */
-
-#define SLOTS 1024u
-#define HANDLE_ALIGN 8u
-
-typedef struct {
-    guint64 state;     /* atomic: (tick << 1) | 1 while lent */
-    gint pins;         /* atomic: host calls running through a handle of it */
-    jet_msg *msg;      /* atomic; read only by a call pinned on a valid handle */
-    /* Under owner_lock: */
-    gboolean taken;    /* a thread lends with it */
-    JetMsgOwner owner;
-    guint64 logged;    /* 1 + the tick last logged as stale; 0: none */
-} Slot;
-
-static Slot slots[SLOTS];
-static GMutex owner_lock;
-static uintptr_t region;   /* 0: not reserved; handles are then the messages */
-static uintptr_t span;     /* bytes of the range per slot */
-
-static void reserve_region(void)
-{
-    static gsize once;
-    if (!g_once_init_enter(&once))
-        return;
-    /* Address space only (nothing is ever mapped there); smaller when a
-     * limit on it (RLIMIT_AS) refuses the first. */
-    for (unsigned shift = sizeof(void *) >= 8 ? 34 : 26; shift >= 20; shift--) {
-        size_t size = (size_t)1 << shift;
-        void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p != MAP_FAILED) {
-            region = (uintptr_t)p;
-            span = size / SLOTS;
-            break;
-        }
-    }
-    if (region == 0)
-        jet_log(JET_LOG_WARNING, NULL, "handles", "no address range for message handles: a plugin "
-                "keeping a jet_msg after handle() goes undetected");
-    g_once_init_leave(&once, 1);
-}
-
-static inline guint64 ticks_per_slot(void)
-{
-    return span / HANDLE_ALIGN;
-}
-
-/* Which slot and tick a handle names; FALSE for anything else (a jet_msg
- * itself: the mock host's, a test's, NULL). */
-static inline gboolean decode(const jet_msg *h, Slot **s, guint64 *tick)
-{
-    uintptr_t a = (uintptr_t)h;
-    uintptr_t base = __atomic_load_n(&region, __ATOMIC_ACQUIRE);
-    if (base == 0 || a < base || a - base >= span * SLOTS)
-        return FALSE;
-    uintptr_t off = a - base;
-    *s = &slots[off / span];
-    *tick = (off % span) / HANDLE_ALIGN;
-    return TRUE;
-}
-
-static void slot_release(gpointer p)
-{
-    Slot *s = p;
-    g_mutex_lock(&owner_lock);
-    s->taken = FALSE;
-    memset(&s->owner, 0, sizeof s->owner);
-    g_mutex_unlock(&owner_lock);
-}
-
-/* Each lending thread keeps one slot until it exits. */
-static GPrivate thread_slot = G_PRIVATE_INIT(slot_release);
-
-static Slot *slot_claim(void)
-{
-    Slot *s = g_private_get(&thread_slot);
-    if (s != NULL)
-        return s;
-    g_mutex_lock(&owner_lock);
-    for (guint i = 0; i < SLOTS && s == NULL; i++) {
-        if (!slots[i].taken) {
-            s = &slots[i];
-            s->taken = TRUE;
-        }
-    }
-    g_mutex_unlock(&owner_lock);
-    if (s != NULL)
-        g_private_set(&thread_slot, s);
-    return s;
-}
-
-jet_msg *jet_msg_lend(jet_msg *m, const JetMsgOwner *owner)
-{
-    reserve_region();
-    if (region == 0)
-        return m;
-    Slot *s = slot_claim();
-    if (s == NULL)
-        return m;
-    if (owner != NULL && memcmp(&s->owner, owner, sizeof *owner) != 0) {
-        g_mutex_lock(&owner_lock);
-        s->owner = *owner;
-        g_mutex_unlock(&owner_lock);
-    }
-    guint64 tick = (__atomic_load_n(&s->state, __ATOMIC_SEQ_CST) >> 1) + 1;
-    __atomic_store_n(&s->msg, m, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->state, (tick << 1) | 1, __ATOMIC_SEQ_CST);
-    uintptr_t h = region + (uintptr_t)(s - slots) * span + (uintptr_t)(tick % ticks_per_slot()) * HANDLE_ALIGN;
-    return (jet_msg *)h;
-}
-
-void jet_msg_unlend(jet_msg *handle)
-{
-    Slot *s;
-    guint64 tick;
-    if (!decode(handle, &s, &tick))
-        return;
-    guint64 st = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&s->state, st & ~(guint64)1, __ATOMIC_SEQ_CST);
-    /* A call that pinned before the store above may still be reading the
-     * message; one after it sees the lend over and leaves the message alone.
-     * Waiting is rare (a plugin's own thread calling at this instant). */
-    while (__atomic_load_n(&s->pins, __ATOMIC_SEQ_CST) != 0)
-        g_thread_yield();
-    __atomic_store_n(&s->msg, NULL, __ATOMIC_RELAXED);
-}
-
-guint64 jet_msg_lent_seq(const jet_msg *m)
-{
-    Slot *s;
-    guint64 tick;
-    if (decode(m, &s, &tick)) {
-        const jet_msg *real = __atomic_load_n(&s->msg, __ATOMIC_RELAXED);
-        return real != NULL ? real->stream_seq : 0;
-    }
-    return m != NULL ? m->stream_seq : 0;
-}
-
-/* A call through a handle whose handle() has returned: refused, counted, and
- * logged once per handle. */
-static void stale_call(Slot *s, guint64 tick, const char *fn)
-{
-    g_mutex_lock(&owner_lock);
-    JetMsgOwner o = s->owner;
-    gboolean first = s->logged != tick + 1;
-    s->logged = tick + 1;
-    if (first)
-        jet_log(JET_LOG_ERROR, o.binding, "stale-handle",
-                "plugin %s called %s() on a jet_msg after its handle() returned: refused (a plugin "
-                "error; the handle is borrowed for the duration of handle() only: copy what you keep)",
-                o.plugin != NULL ? o.plugin : "(unknown)", fn);
-    if (o.stale != NULL)
-        o.stale(o.data, fn);
-    g_mutex_unlock(&owner_lock);
-}
-
-/* The message behind h, pinned until msg_leave(): NULL (the call must return
- * its error value) for NULL, a handle no longer lent, or a message the mock
- * host's strict checks refuse. */
-static jet_msg *msg_enter(const jet_msg *h, const char *fn, Slot **pinned)
-{
-    Slot *s;
-    guint64 tick;
-    *pinned = NULL;
-    if (h == NULL)
-        return NULL;
-    if (G_LIKELY(decode(h, &s, &tick))) {
-        __atomic_add_fetch(&s->pins, 1, __ATOMIC_SEQ_CST);
-        guint64 st = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
-        if (G_UNLIKELY(!(st & 1) || (st >> 1) % ticks_per_slot() != tick)) {
-            __atomic_sub_fetch(&s->pins, 1, __ATOMIC_SEQ_CST);
-            stale_call(s, tick, fn);
-            return NULL;
-        }
-        *pinned = s;
-        h = __atomic_load_n(&s->msg, __ATOMIC_RELAXED);
-    }
-    jet_msg *m = (jet_msg *)h;
-    if (!MSG_STRICT_OK(m, fn)) {
-        if (*pinned != NULL)
-            __atomic_sub_fetch(&(*pinned)->pins, 1, __ATOMIC_SEQ_CST);
-        *pinned = NULL;
-        return NULL;
-    }
-    return m;
-}
-
-static inline void msg_leave(Slot *pinned)
-{
-    if (pinned != NULL)
-        __atomic_sub_fetch(&pinned->pins, 1, __ATOMIC_SEQ_CST);
-}
-
 static const char *msg_subject(const jet_msg *h)
 {
-    Slot *pin;
-    const jet_msg *m = msg_enter(h, "msg_subject", &pin);
+    JetMsgPin *pin;
+    const jet_msg *m = jet__msg_enter(h, "msg_subject", &pin);
     if (m == NULL)
         return NULL;
     const char *r = m->subject;
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return r;
 }
 
 static const void *msg_data(const jet_msg *h, size_t *len)
 {
-    Slot *pin;
-    const jet_msg *m = msg_enter(h, "msg_data", &pin);
+    JetMsgPin *pin;
+    const jet_msg *m = jet__msg_enter(h, "msg_data", &pin);
     if (m == NULL) {
         if (len != NULL) *len = 0;
         return NULL;
@@ -266,7 +48,7 @@ static const void *msg_data(const jet_msg *h, size_t *len)
     if (len != NULL)
         *len = m->len;
     const void *r = m->data != NULL ? m->data : "";
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return r;
 }
 
@@ -274,8 +56,8 @@ static const char *msg_header(const jet_msg *h, const char *name)
 {
     if (name == NULL)
         return NULL;
-    Slot *pin;
-    const jet_msg *m = msg_enter(h, "msg_header", &pin);
+    JetMsgPin *pin;
+    const jet_msg *m = jet__msg_enter(h, "msg_header", &pin);
     if (m == NULL)
         return NULL;
     const char *r = NULL;
@@ -285,7 +67,7 @@ static const char *msg_header(const jet_msg *h, const char *name)
             break;
         }
     }
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return r;
 }
 
@@ -293,8 +75,8 @@ static int msg_headers_each(const jet_msg *h, int (*fn)(void *, const char *, co
 {
     if (fn == NULL)
         return JET_EINVAL;
-    Slot *pin;
-    const jet_msg *m = msg_enter(h, "msg_headers_each", &pin);
+    JetMsgPin *pin;
+    const jet_msg *m = jet__msg_enter(h, "msg_headers_each", &pin);
     if (m == NULL)
         return JET_EINVAL;
     int rc = 0;
@@ -303,7 +85,7 @@ static int msg_headers_each(const jet_msg *h, int (*fn)(void *, const char *, co
         if (rc != 0)
             break;
     }
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return rc;
 }
 
@@ -311,12 +93,12 @@ static int msg_headers_each(const jet_msg *h, int (*fn)(void *, const char *, co
 #define MSG_FIELD(type, fn, field, fail)                \
     static type fn(const jet_msg *h)                    \
     {                                                   \
-        Slot *pin;                                      \
-        const jet_msg *m = msg_enter(h, #fn, &pin);     \
+        JetMsgPin *pin;                                      \
+        const jet_msg *m = jet__msg_enter(h, #fn, &pin);     \
         if (m == NULL)                                  \
             return fail;                                \
         type r = m->field;                              \
-        msg_leave(pin);                                 \
+        jet__msg_leave(pin);                                 \
         return r;                                       \
     }
 
@@ -335,12 +117,12 @@ MSG_FIELD(jet_ctx *, msg_ctx, ctx, NULL)
 
 static int msg_publish(jet_msg *h, const char *subject, const char *const *headers, const void *data, size_t len)
 {
-    Slot *pin;
-    jet_msg *m = msg_enter(h, "msg_publish", &pin);
+    JetMsgPin *pin;
+    jet_msg *m = jet__msg_enter(h, "msg_publish", &pin);
     if (m == NULL)
         return JET_EINVAL;
     int rc = jet_publish_queue_add(&m->publishes, subject, headers, data, len, m->publish_reserved);
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return rc;
 }
 
@@ -348,14 +130,14 @@ static int msg_enqueued_ns(const jet_msg *h, int64_t *unix_ns)
 {
     if (unix_ns == NULL)
         return 0;
-    Slot *pin;
-    const jet_msg *m = msg_enter(h, "msg_enqueued_ns", &pin);
+    JetMsgPin *pin;
+    const jet_msg *m = jet__msg_enter(h, "msg_enqueued_ns", &pin);
     if (m == NULL)
         return 0;
     int r = m->has_enqueued;
     if (r)
         *unix_ns = m->enqueued_ns;
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return r;
 }
 
@@ -363,14 +145,14 @@ static int msg_first_failure_ns(const jet_msg *h, int64_t *unix_ns)
 {
     if (unix_ns == NULL)
         return 0;
-    Slot *pin;
-    const jet_msg *m = msg_enter(h, "msg_first_failure_ns", &pin);
+    JetMsgPin *pin;
+    const jet_msg *m = jet__msg_enter(h, "msg_first_failure_ns", &pin);
     if (m == NULL)
         return 0;
     int r = m->has_first_failure;
     if (r)
         *unix_ns = m->first_failure_ns;
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return r;
 }
 
@@ -378,8 +160,8 @@ static int msg_set_reason(jet_msg *h, const char *reason)
 {
     if (reason == NULL)
         return JET_EINVAL;
-    Slot *pin;
-    jet_msg *m = msg_enter(h, "msg_set_reason", &pin);
+    JetMsgPin *pin;
+    jet_msg *m = jet__msg_enter(h, "msg_set_reason", &pin);
     if (m == NULL)
         return JET_EINVAL;
     size_t n = strlen(reason);
@@ -393,19 +175,19 @@ static int msg_set_reason(jet_msg *h, const char *reason)
     m->reason[n] = '\0';
     m->has_reason = TRUE;
     int rc = m->reason_too_long ? JET_ETOOLONG : JET_OK;
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return rc;
 }
 
 static int msg_set_delay_ms(jet_msg *h, uint64_t delay_ms)
 {
-    Slot *pin;
-    jet_msg *m = msg_enter(h, "msg_set_delay_ms", &pin);
+    JetMsgPin *pin;
+    jet_msg *m = jet__msg_enter(h, "msg_set_delay_ms", &pin);
     if (m == NULL)
         return JET_EINVAL;
     m->delay_ms = delay_ms;
     m->has_delay = TRUE;
-    msg_leave(pin);
+    jet__msg_leave(pin);
     return delay_ms > 0 ? JET_OK : JET_EINVAL;
 }
 

@@ -99,4 +99,13 @@ void jet_msg_unlend(jet_msg *handle);
  * has lent. */
 guint64 jet_msg_lent_seq(const jet_msg *m);
 
+/* For the host functions (host_api.c): the message behind h, pinned until
+ * jet__msg_leave(*pin) so that an unlend waits for the call.  NULL (the
+ * call must return its error value) for NULL, a handle no longer lent (the
+ * call is refused, logged and reported to the owner, named fn), or a
+ * message the mock host's strict checks refuse. */
+typedef struct JetMsgPin JetMsgPin;
+jet_msg *jet__msg_enter(const jet_msg *h, const char *fn, JetMsgPin **pin);
+void jet__msg_leave(JetMsgPin *pin);
+
 #endif
