@@ -284,35 +284,44 @@ typedef struct {
     GThread *thread;
 } Progress;
 
+/* One sample of what is left; last: the previous sample's (-1: none). */
+static void progress_sample(Progress *p, gint64 *last)
+{
+    jsConsumerInfo *ci = NULL;
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Wait = 500;
+    if (js_GetConsumerInfo(&ci, p->js, p->stream, "c", &o, NULL) != NATS_OK)
+        return;
+    gint64 rem = (gint64)(ci->NumPending + ci->NumAckPending);
+    jsConsumerInfo_Destroy(ci);
+    gint64 now = g_get_monotonic_time();
+    g_mutex_lock(&p->lock);
+    if (*last < 0 || rem < *last) {
+        if (*last >= 0 && now - p->last_change > p->longest_gap)
+            p->longest_gap = now - p->last_change;
+        p->last_change = now;
+        if (p->fault_at > 0 && p->first_after == 0 && *last >= 0)
+            p->first_after = now;
+    } else if (rem == 0) {
+        p->last_change = now;   /* done: idle is not a stall */
+    }
+    p->remaining = rem;
+    g_mutex_unlock(&p->lock);
+    *last = rem;
+}
+
 static gpointer progress_run(gpointer data)
 {
     Progress *p = data;
     gint64 last = -1;
     while (!g_atomic_int_get(&p->stop)) {
-        jsConsumerInfo *ci = NULL;
-        jsOptions o;
-        jsOptions_Init(&o);
-        o.Wait = 500;
-        if (js_GetConsumerInfo(&ci, p->js, p->stream, "c", &o, NULL) == NATS_OK) {
-            gint64 rem = (gint64)(ci->NumPending + ci->NumAckPending);
-            jsConsumerInfo_Destroy(ci);
-            gint64 now = g_get_monotonic_time();
-            g_mutex_lock(&p->lock);
-            if (last < 0 || rem < last) {
-                if (last >= 0 && now - p->last_change > p->longest_gap)
-                    p->longest_gap = now - p->last_change;
-                p->last_change = now;
-                if (p->fault_at > 0 && p->first_after == 0 && last >= 0)
-                    p->first_after = now;
-            } else if (rem == 0) {
-                p->last_change = now;   /* done: idle is not a stall */
-            }
-            p->remaining = rem;
-            g_mutex_unlock(&p->lock);
-            last = rem;
-        }
+        progress_sample(p, &last);
         g_usleep(100000);
     }
+    /* Once more: the run can end while no sample gets an answer (a paused
+     * leader), and its progress must not go unseen. */
+    progress_sample(p, &last);
     return NULL;
 }
 

@@ -982,6 +982,16 @@ static void test_secret_files_other_user(Fixture *fx, gconstpointer data)
     const uid_t nobody = 65534;
     g_assert_cmpint(geteuid(), ==, 0);
     g_assert_cmpint(g_chmod(fx->dir, 0711), ==, 0);
+    /* nobody must reach fx->dir: GLib 2.80 and later put the temporary
+     * directory inside the test's own private one (0700), so every folder
+     * above it that the test made is opened for searching. */
+    g_autofree char *up = g_path_get_dirname(fx->dir);
+    for (GStatBuf st; g_stat(up, &st) == 0 && st.st_uid == 0 && (st.st_mode & 0001) == 0 && strcmp(up, "/") != 0;) {
+        g_assert_cmpint(g_chmod(up, (st.st_mode & 07777) | 0111), ==, 0);
+        char *next = g_path_get_dirname(up);
+        g_free(up);
+        up = next;
+    }
     g_autofree char *own = write_file(fx->dir, "own.creds", "c\n", 0600);
     g_autofree char *wo = write_file(fx->dir, "write-only.creds", "c\n", 0200);
     g_autofree char *closed = g_build_filename(fx->dir, "closed", NULL);
