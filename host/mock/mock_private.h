@@ -160,6 +160,14 @@ extern const JetTransport jet__mock_transport;
 /* One delivery of b through the daemon's settlement sequence, lanes aside;
  * malformed: NULL, or why its headers cannot be trusted (it is then
  * dead-lettered unhandled, cause malformed-headers).  Fills *out. */
+/* What a caller of the mock's first releases has room for: the settlement
+ * before held_behind (1.0), and with it (1.1, jet_mock_deliver_held). */
+#define JET_MOCK_SETTLEMENT_SIZE_1_0 offsetof(jet_mock_settlement, held_behind)
+#define JET_MOCK_SETTLEMENT_SIZE_1_1 (offsetof(jet_mock_settlement, held_behind) + sizeof(uint64_t))
+/* Writes full into the caller's out, out_size bytes of it: the library's
+ * size at most, zeros past it. */
+void jet__mock_settlement_out(const jet_mock_settlement *full, jet_mock_settlement *out, size_t out_size);
+
 int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out);
 
 /* mock.c: a deep copy of a builder. */

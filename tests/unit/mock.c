@@ -452,6 +452,62 @@ static void test_postpone_horizon(void)
     jet_mock_free(m);
 }
 
+/* --- the settlement's size ------------------------------------------------------ */
+
+/* The caller allocates a jet_mock_settlement, and the library writes no
+ * byte past the size the caller was built with: the plain symbols (what a
+ * binary built against a header without the size calls) write the layout
+ * of their time, the sized ones what they are told, zeros past the
+ * library's own size. */
+static void test_settlement_size(void)
+{
+    enum { PAST = 16 };
+    const size_t v10 = offsetof(jet_mock_settlement, held_behind);
+    const size_t full = sizeof(jet_mock_settlement);
+    jet_mock *m = fixture("fx_ok", TRUE, NULL);
+    jet_mock_msg *b = msg_with(m, "x", "ack");
+    guchar buf[sizeof(jet_mock_settlement) + PAST];
+
+    /* jet_mock_deliver the symbol: the settlement before held_behind. */
+    memset(buf, 0xAA, sizeof buf);
+    g_assert_cmpint((jet_mock_deliver)(m, b, (jet_mock_settlement *)buf), ==, JET_MOCK_OK);
+    g_assert_cmpint(((jet_mock_settlement *)buf)->action, ==, JET_MOCK_ACK);
+    for (size_t i = v10; i < sizeof buf; i++)
+        g_assert_cmpuint(buf[i], ==, 0xAA);
+
+    /* Sized larger than the library's: zeros past it, nothing further. */
+    memset(buf, 0xAA, sizeof buf);
+    g_assert_cmpint(jet_mock_deliver_sized(m, b, (jet_mock_settlement *)buf, full + 8), ==, JET_MOCK_OK);
+    g_assert_cmpint(((jet_mock_settlement *)buf)->action, ==, JET_MOCK_ACK);
+    for (size_t i = full; i < full + 8; i++)
+        g_assert_cmpuint(buf[i], ==, 0);
+    for (size_t i = full + 8; i < sizeof buf; i++)
+        g_assert_cmpuint(buf[i], ==, 0xAA);
+
+    /* The macro passes the caller's own size. */
+    jet_mock_settlement s;
+    memset(&s, 0xAA, sizeof s);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpuint(s.held_behind, ==, 0);
+
+    /* Smaller than any header ever made it: refused, nothing written. */
+    memset(buf, 0xAA, sizeof buf);
+    g_assert_cmpint(jet_mock_deliver_sized(m, b, (jet_mock_settlement *)buf, v10 - 1), ==, JET_MOCK_EINVAL);
+    assert_contains(jet_mock_error(m), "smaller than any header");
+    g_assert_cmpuint(buf[0], ==, 0xAA);
+
+    /* jet_mock_deliver_held the symbol came with held_behind: that much is
+     * written (zeroed, as nothing is held here), not a byte more. */
+    memset(buf, 0xAA, sizeof buf);
+    g_assert_cmpint((jet_mock_deliver_held)(m, (jet_mock_settlement *)buf), ==, JET_MOCK_ESTATE);
+    for (size_t i = 0; i < v10 + sizeof(uint64_t); i++)
+        g_assert_cmpuint(buf[i], ==, 0);
+    for (size_t i = v10 + sizeof(uint64_t); i < sizeof buf; i++)
+        g_assert_cmpuint(buf[i], ==, 0xAA);
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+}
+
 /* --- strict rules: each one broken once ---------------------------------------- */
 
 static void test_strict_verdict(void)
@@ -1161,6 +1217,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mock/policy", test_policy);
     g_test_add_func("/mock/sequence-matches-decide", test_sequence_matches_decide);
     g_test_add_func("/mock/clock", test_clock);
+    g_test_add_func("/mock/settlement-size", test_settlement_size);
     g_test_add_func("/mock/postpone-horizon", test_postpone_horizon);
     g_test_add_func("/mock/strict/verdict", test_strict_verdict);
     g_test_add_func("/mock/strict/postpone-delay", test_strict_postpone_delay);
