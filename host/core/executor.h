@@ -15,7 +15,7 @@
  *
  * Everything that touches a server goes through a JetTransport: the engine
  * implements it on nats.c (host/io/engine_transport.c), the mock host in
- * memory (host/mock/mock_transport.c).  The executor itself does no I/O but
+ * memory (host/mock/mock_deliver.c).  The executor itself does no I/O but
  * what its transport does, and keeps no state between deliveries but the
  * ledger's up/down flag, so one executor serves every worker of a binding. */
 #ifndef JET_EXECUTOR_H

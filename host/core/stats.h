@@ -1,4 +1,4 @@
-/* A binding's counters (docs/engine.md, "Counters").
+/* A binding's counters (docs/architecture.md, "Counters").
  *
  * Each worker adds to a JetStats of its own, so the hot path takes no lock
  * and shares no cache line with another worker; threads that are not a

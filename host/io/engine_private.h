@@ -1,5 +1,7 @@
-/* The engine's insides, shared by the pull loop (engine.c) and the
- * settlement executor (executor.c).  Not for anyone else. */
+/* The engine's insides, shared by its files: the pull loop (engine.c), its
+ * transport for the settlement executor (engine_transport.c), lanes
+ * (engine_lanes.c), the exclusive fence and pin (engine_fence.c,
+ * engine_pin.c) and ordered reads (ordered.c).  Not for anyone else. */
 #ifndef JET_ENGINE_PRIVATE_H
 #define JET_ENGINE_PRIVATE_H
 

@@ -719,7 +719,7 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
 /* Whether the consumer jumped over a message it should have delivered:
  * seq comes after position + 1 while the stream still holds a message of
  * the filter in between (nats-server 2.9's last-per-subject consumers do
- * this; docs/ordered.md, "Never past a message").  Asked of the server on
+ * this; docs/ordered.md, "Re-creation").  Asked of the server on
  * a jump only, and only where every message of the filter is due: past a
  * KV watch's current values, and on an ordered binding without a filter
  * (with one, other subjects' messages make every delivery a jump). */
