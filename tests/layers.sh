@@ -48,11 +48,9 @@ exceptions='
 # circle that no longer occurs fails its test point, so the list only
 # shrinks.
 #   - the engine: one struct shared by durable pulls, lanes and ordered
-#     reads, whose files call one another;
-#   - the mock host: its API, its transport and its lanes call one another.
+#     reads, whose files call one another.
 circles='
 io/engine io/engine_lanes io/engine_pin io/engine_transport io/ordered
-mock/mock mock/mock_deliver mock/mock_lanes
 '
 
 allowed() {   # allowed FROM-LAYER TO-LAYER

@@ -8,8 +8,9 @@
  * (config.c), and the whole settlement (executor.c: the ledger steps, crash
  * attribution, the decision in settle.c, capture-then-ack and the
  * dead-letter record of dlq_record.c), run on a transport in memory
- * (mock_deliver.c).  What is the mock's: the clock, the message builder,
- * recording, and the strict rules the daemon cannot check. */
+ * (mock_deliver.c).  What is the mock's: the clock (mock_clock.c), the
+ * message builder (mock_msg.c), recording and the strict rules the daemon
+ * cannot check (mock_record.c, and the ctx observer here). */
 #include "mock_private.h"
 #include "errors.h"
 #include "host_api.h"
@@ -17,205 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* --- errors and violations --------------------------------------------- */
-
-const char *jet_mock_strerror(int code)
-{
-    switch (code) {
-    case JET_MOCK_OK: return "ok";
-    case JET_MOCK_VIOLATION: return "the plugin broke a strict rule";
-    case JET_MOCK_EINVAL: return "invalid argument";
-    case JET_MOCK_ESTATE: return "not allowed in this state";
-    case JET_MOCK_ELOAD: return "the plugin could not be loaded";
-    case JET_MOCK_EOPTION: return "the plugin options do not validate";
-    case JET_MOCK_EINIT: return "the plugin's init() failed";
-    }
-    return "unknown code";
-}
-
-int jet__mock_fail(jet_mock *m, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    g_free(m->error);
-    m->error = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-const char *jet_mock_error(const jet_mock *m)
-{
-    return m != NULL && m->error != NULL ? m->error : "";
-}
-
-static void violation_free(gpointer p)
-{
-    Violation *v = p;
-    g_free(v->message);
-    g_free(v->text);
-    g_free(v);
-}
-
-void jet__mock_violation(jet_mock *m, const char *rule, const char *fmt, ...)
-{
-    Violation *v = g_new0(Violation, 1);
-    va_list ap;
-    va_start(ap, fmt);
-    v->rule = rule;
-    v->message = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    v->text = g_strdup_printf("%s: %s", rule, v->message);
-    if (m->abort_on_violation) {
-        fprintf(stderr, "jethost-mock: plugin %s broke the rule \"%s\": %s\n",
-                jet_plugin_path(m->plugin), rule, v->message);
-        fflush(stderr);
-        abort();
-    }
-    g_mutex_lock(&m->lock);
-    g_ptr_array_add(m->violations, v);
-    g_mutex_unlock(&m->lock);
-}
-
-size_t jet_mock_violation_count(const jet_mock *m)
-{
-    g_return_val_if_fail(m != NULL, 0);
-    g_mutex_lock((GMutex *)&m->lock);
-    size_t n = m->violations->len;
-    g_mutex_unlock((GMutex *)&m->lock);
-    return n;
-}
-
-static const Violation *violation_at(const jet_mock *m, size_t i)
-{
-    g_mutex_lock((GMutex *)&m->lock);
-    const Violation *v = i < m->violations->len ? g_ptr_array_index(m->violations, i) : NULL;
-    g_mutex_unlock((GMutex *)&m->lock);
-    return v;
-}
-
-const char *jet_mock_violation_rule(const jet_mock *m, size_t i)
-{
-    g_return_val_if_fail(m != NULL, NULL);
-    const Violation *v = violation_at(m, i);
-    return v != NULL ? v->rule : NULL;
-}
-
-const char *jet_mock_violation_message(const jet_mock *m, size_t i)
-{
-    g_return_val_if_fail(m != NULL, NULL);
-    const Violation *v = violation_at(m, i);
-    return v != NULL ? v->message : NULL;
-}
-
-const char *jet_mock_last_violation(const jet_mock *m)
-{
-    g_return_val_if_fail(m != NULL, NULL);
-    size_t n = jet_mock_violation_count(m);
-    const Violation *v = n > 0 ? violation_at(m, n - 1) : NULL;
-    return v != NULL ? v->text : NULL;
-}
-
-void jet_mock_clear_violations(jet_mock *m)
-{
-    g_return_if_fail(m != NULL);
-    g_mutex_lock(&m->lock);
-    g_ptr_array_set_size(m->violations, 0);
-    g_mutex_unlock(&m->lock);
-}
-
-/* --- recording ---------------------------------------------------------- */
-
-static void record_call(jet_mock *m, const char *fn, const char *arg)
-{
-    char *entry = arg != NULL ? g_strdup_printf("%s(%s)", fn, arg) : g_strdup(fn);
-    g_mutex_lock(&m->lock);
-    g_ptr_array_add(m->calls, entry);
-    g_mutex_unlock(&m->lock);
-}
-
-/* The thread rule: a plugin that is not thread-safe is only ever called on
- * one thread, and may call the host only from it. */
-static void check_thread(jet_mock *m, const char *fn)
-{
-    if (!m->thread_safe && g_thread_self() != m->owner)
-        jet__mock_violation(m, RULE_THREAD,
-                  "%s() called from a second thread; plugin %s does not declare "
-                  "JET_PLUGIN_THREAD_SAFE, so every host call must come from the thread that "
-                  "calls its init(), handle() and fini()", fn, m->desc->name);
-}
-
-size_t jet_mock_log_count(const jet_mock *m)
-{
-    g_return_val_if_fail(m != NULL, 0);
-    g_mutex_lock((GMutex *)&m->lock);
-    size_t n = m->log->len;
-    g_mutex_unlock((GMutex *)&m->lock);
-    return n;
-}
-
-const char *jet_mock_log_line(const jet_mock *m, size_t i, int *level)
-{
-    g_return_val_if_fail(m != NULL, NULL);
-    g_mutex_lock((GMutex *)&m->lock);
-    const LogLine *l = i < m->log->len ? g_ptr_array_index(m->log, i) : NULL;
-    g_mutex_unlock((GMutex *)&m->lock);
-    if (level != NULL)
-        *level = l != NULL ? l->level : -1;
-    return l != NULL ? l->line : NULL;
-}
-
-size_t jet_mock_log_contains(const jet_mock *m, const char *needle)
-{
-    g_return_val_if_fail(m != NULL && needle != NULL, 0);
-    size_t n = 0;
-    g_mutex_lock((GMutex *)&m->lock);
-    for (guint i = 0; i < m->log->len; i++)
-        if (strstr(((const LogLine *)g_ptr_array_index(m->log, i))->line, needle) != NULL)
-            n++;
-    g_mutex_unlock((GMutex *)&m->lock);
-    return n;
-}
-
-void jet_mock_clear_log(jet_mock *m)
-{
-    g_return_if_fail(m != NULL);
-    g_mutex_lock(&m->lock);
-    g_ptr_array_set_size(m->log, 0);
-    g_mutex_unlock(&m->lock);
-}
-
-size_t jet_mock_call_count(const jet_mock *m, const char *fn)
-{
-    g_return_val_if_fail(m != NULL, 0);
-    size_t n = 0, fn_len = fn != NULL ? strlen(fn) : 0;
-    g_mutex_lock((GMutex *)&m->lock);
-    for (guint i = 0; i < m->calls->len; i++) {
-        const char *c = g_ptr_array_index(m->calls, i);
-        if (fn == NULL || strcmp(c, fn) == 0 ||
-            (strncmp(c, fn, fn_len) == 0 && c[fn_len] == '(' && strchr(fn, '(') == NULL))
-            n++;
-    }
-    g_mutex_unlock((GMutex *)&m->lock);
-    return n;
-}
-
-const char *jet_mock_call_name(const jet_mock *m, size_t i)
-{
-    g_return_val_if_fail(m != NULL, NULL);
-    g_mutex_lock((GMutex *)&m->lock);
-    const char *c = i < m->calls->len ? g_ptr_array_index(m->calls, i) : NULL;
-    g_mutex_unlock((GMutex *)&m->lock);
-    return c;
-}
-
-void jet_mock_clear_calls(jet_mock *m)
-{
-    g_return_if_fail(m != NULL);
-    g_mutex_lock(&m->lock);
-    g_ptr_array_set_size(m->calls, 0);
-    g_mutex_unlock(&m->lock);
-}
 
 /* --- the ctx observer: every mock's jet_ctx, process-wide --------------- */
 
@@ -266,8 +68,8 @@ static void observe_ctx_call(const jet_ctx *c, const char *fn, const char *arg)
     jet_mock *m = mock_of_ctx(c);
     if (m == NULL)
         return;
-    record_call(m, fn, arg);
-    check_thread(m, fn);
+    jet__mock_record_call(m, fn, arg);
+    jet__mock_check_thread(m, fn);
     if (arg == NULL || !g_str_has_prefix(fn, "ctx_option"))
         return;
     const jet_option *o = declared(m->desc, arg);
@@ -332,82 +134,6 @@ static void registry_remove(jet_ctx *c)
             jet__host_api_set_ctx_observer(NULL);
     }
     g_mutex_unlock(&registry_lock);
-}
-
-/* --- lent messages -------------------------------------------------------- */
-
-static gboolean lent_call(const JetMsgStrict *s, const jet_msg *jm, const char *fn)
-{
-    Lent *l = s->data;
-    jet_mock *m = l->mock;
-    (void)jm;
-    record_call(m, fn, NULL);
-    if (g_atomic_int_get(&l->msg.poisoned)) {
-        jet__mock_violation(m, RULE_USE_AFTER,
-                  "%s() on the jet_msg of stream seq %" G_GUINT64_FORMAT " after its handle() "
-                  "returned: the handle is borrowed for the duration of handle() only (copy what "
-                  "you need); the mock refused the call", fn, l->msg.stream_seq);
-        return FALSE;
-    }
-    check_thread(m, fn);
-    return TRUE;
-}
-
-static GPtrArray *headers_copy(const GPtrArray *src)
-{
-    GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
-    for (guint i = 0; src != NULL && i < src->len; i++)
-        g_ptr_array_add(a, g_strdup(g_ptr_array_index(src, i)));
-    return a;
-}
-
-Lent *jet__mock_lent_new(jet_mock *m, const jet_msg *src)
-{
-    Lent *l = g_new0(Lent, 1);
-    l->mock = m;
-    l->subject = g_strdup(src->subject);
-    l->len = src->len;
-    l->data = src->len > 0 ? g_memdup2(src->data, src->len) : NULL;
-    l->headers = headers_copy(src->headers);
-
-    jet_msg *jm = &l->msg;
-    *jm = *src;
-    jm->subject = l->subject;
-    if (src->kv_key != NULL && src->subject != NULL)
-        jm->kv_key = l->subject + (src->kv_key - src->subject);   /* poisoned with the subject */
-    jm->data = l->data;
-    jm->headers = l->headers;
-    jet_msg_reset_verdict(jm);
-    l->strict.call = lent_call;
-    l->strict.data = l;
-    jm->strict = &l->strict;
-    g_ptr_array_add(m->lent, l);
-    return l;
-}
-
-/* After handle(): every further call through the handle is refused, and the
- * bytes it lent are overwritten, so a pointer kept from msg_subject() or
- * msg_data() reads garbage in the test rather than the right answer. */
-void jet__mock_lent_poison(Lent *l)
-{
-    g_atomic_int_set(&l->msg.poisoned, TRUE);
-    if (l->subject != NULL)
-        memset(l->subject, '?', strlen(l->subject));
-    if (l->data != NULL)
-        memset(l->data, 0xA5, l->len);
-    for (guint i = 0; i < l->headers->len; i++) {
-        char *s = g_ptr_array_index(l->headers, i);
-        memset(s, '?', strlen(s));
-    }
-}
-
-static void lent_free(gpointer p)
-{
-    Lent *l = p;
-    g_free(l->subject);
-    g_free(l->data);
-    g_ptr_array_unref(l->headers);
-    g_free(l);
 }
 
 /* --- policy ---------------------------------------------------------------- */
@@ -476,15 +202,6 @@ static int build_binding(jet_mock *m)
 
 /* --- life cycle ------------------------------------------------------------ */
 
-static gint64 mock_clock(gpointer data)
-{
-    jet_mock *m = data;
-    g_mutex_lock(&m->lock);
-    gint64 now = m->clock_ns;
-    g_mutex_unlock(&m->lock);
-    return now;
-}
-
 static void copy_err(char *err, size_t err_len, const char *text)
 {
     if (err != NULL && err_len > 0)
@@ -505,10 +222,10 @@ static jet_mock *mock_new(JetPlugin *p)
     m->owner = g_thread_self();
     g_mutex_init(&m->lock);
     m->clock_ns = DEFAULT_CLOCK_NS;
-    m->violations = g_ptr_array_new_with_free_func(violation_free);
+    m->violations = g_ptr_array_new_with_free_func(jet__mock_violation_free);
     m->log = g_ptr_array_new_with_free_func(NULL);
     m->calls = g_ptr_array_new_with_free_func(g_free);
-    m->lent = g_ptr_array_new_with_free_func(lent_free);
+    m->lent = g_ptr_array_new_with_free_func(jet__mock_lent_free);
     m->dlq_strings = g_ptr_array_new_with_free_func(g_free);
     m->pub_strings = g_ptr_array_new_with_free_func(g_free);
     m->publishes = g_array_new(FALSE, TRUE, sizeof(jet_mock_publish));
@@ -647,7 +364,7 @@ int jet_mock_start(jet_mock *m)
         m->state = MOCK_FAILED;
         return jet__mock_fail(m, JET_MOCK_EOPTION, "%s", err->message);
     }
-    jet_instance_set_clock(m->inst, mock_clock, m);
+    jet_instance_set_clock(m->inst, jet__mock_clock, m);
     jet_instance_set_kind(m->inst, (int)m->config->kind);
     m->executor = jet_executor_new(m->config, &m->policy, m->inst, MOCK_HOST_NAME, "mock",
                                    &jet__mock_transport, m);
@@ -719,72 +436,7 @@ void jet_mock_set_stopping(jet_mock *m)
         jet_instance_set_stopping(m->inst);
 }
 
-/* --- the clock ----------------------------------------------------------- */
-
-void jet_mock_clock_set_ns(jet_mock *m, int64_t unix_ns)
-{
-    g_return_if_fail(m != NULL);
-    g_mutex_lock(&m->lock);
-    m->clock_ns = unix_ns;
-    g_mutex_unlock(&m->lock);
-}
-
-void jet_mock_clock_advance_ms(jet_mock *m, uint64_t ms)
-{
-    g_return_if_fail(m != NULL);
-    g_mutex_lock(&m->lock);
-    guint64 step = ms > (guint64)G_MAXINT64 / 1000000 ? (guint64)G_MAXINT64 : ms * 1000000;
-    m->clock_ns = m->clock_ns > G_MAXINT64 - (gint64)step ? G_MAXINT64 : m->clock_ns + (gint64)step;
-    g_mutex_unlock(&m->lock);
-}
-
-int64_t jet_mock_clock_ns(const jet_mock *m)
-{
-    g_return_val_if_fail(m != NULL, 0);
-    return mock_clock((gpointer)m);
-}
-
-/* --- messages ------------------------------------------------------------ */
-
-jet_mock_msg *jet_mock_msg_new(jet_mock *m, const char *subject)
-{
-    g_return_val_if_fail(m != NULL && subject != NULL, NULL);
-    jet_mock_msg *b = g_new0(jet_mock_msg, 1);
-    b->subject = g_strdup(subject);
-    b->headers = g_ptr_array_new_with_free_func(g_free);
-    m->next_seq++;
-    b->stream_seq = m->next_seq;
-    b->consumer_seq = m->next_seq;
-    b->deliveries = 1;
-    b->has_enqueued = TRUE;
-    b->enqueued_ns = jet_mock_clock_ns(m);
-    return b;
-}
-
-jet_mock_msg *jet_mock_msg_new_kv(jet_mock *m, const char *key, jet_kv_op op)
-{
-    g_return_val_if_fail(m != NULL && key != NULL, NULL);
-    const char *kind = g_hash_table_lookup(m->settings, "kind");
-    const char *bucket = g_hash_table_lookup(m->settings, "bucket");
-    if (g_strcmp0(kind, "kv") != 0 || bucket == NULL) {
-        jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_msg_new_kv: set the policy's kind = kv and bucket first");
-        return NULL;
-    }
-    const char *op_header = NULL;
-    switch (op) {
-    case JET_KV_PUT: break;
-    case JET_KV_DELETE: op_header = "DEL"; break;
-    case JET_KV_PURGE: op_header = "PURGE"; break;
-    default:
-        jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_msg_new_kv: op %d is not JET_KV_PUT, _DELETE or _PURGE", (int)op);
-        return NULL;
-    }
-    g_autofree char *subject = g_strdup_printf("$KV.%s.%s", bucket, key);
-    jet_mock_msg *b = jet_mock_msg_new(m, subject);
-    if (op_header != NULL)
-        jet_mock_msg_add_header(b, "KV-Operation", op_header);
-    return b;
-}
+/* --- what the test asks of the binding -------------------------------- */
 
 int jet_mock_fail_publishes(jet_mock *m, const char *reason, unsigned count)
 {
@@ -825,128 +477,37 @@ int jet_mock_kv_initial_done(jet_mock *m)
     return jet_mock_violation_count(m) > before ? JET_MOCK_VIOLATION : JET_MOCK_OK;
 }
 
-jet_mock_msg *jet__mock_msg_copy(const jet_mock_msg *b)
+/* --- delivering: the lanes when the binding has a key, else one run ------ */
+
+static int deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
 {
-    jet_mock_msg *c = g_new(jet_mock_msg, 1);
-    *c = *b;
-    c->subject = g_strdup(b->subject);
-    c->data = b->len > 0 ? g_memdup2(b->data, b->len) : NULL;
-    c->headers = headers_copy(b->headers);
-    return c;
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    if (b == NULL || out == NULL)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver: message and settlement must not be NULL");
+    if (m->state != MOCK_STARTED)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver: the mock is not started (jet_mock_start)");
+    ((jet_mock_msg *)b)->has_written = FALSE;
+    if (m->lanes != NULL)
+        return jet__mock_lanes_deliver(m, b, out);
+    return jet__mock_run(m, b, NULL, out);
 }
 
-void jet_mock_msg_free(jet_mock_msg *b)
+int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out, size_t out_size)
 {
-    if (b == NULL)
-        return;
-    g_free(b->subject);
-    g_free(b->data);
-    g_ptr_array_unref(b->headers);
-    g_free(b);
+    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    if (out != NULL && out_size < JET_MOCK_SETTLEMENT_SIZE_1_0)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver: a settlement of %zu bytes is smaller than any "
+                              "header ever made it (%zu)", out_size, (size_t)JET_MOCK_SETTLEMENT_SIZE_1_0);
+    jet_mock_settlement full;
+    int rc = deliver(m, b, out != NULL ? &full : NULL);
+    if (out != NULL)
+        jet__mock_settlement_out(&full, out, out_size);
+    return rc;
 }
 
-void jet_mock_msg_set_data(jet_mock_msg *b, const void *data, size_t len)
+/* The symbol a binary built against a header without the size calls. */
+int (jet_mock_deliver)(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
 {
-    g_return_if_fail(b != NULL && (data != NULL || len == 0));
-    g_free(b->data);
-    b->data = len > 0 ? g_memdup2(data, len) : NULL;
-    b->len = len;
+    return jet_mock_deliver_sized(m, b, out, JET_MOCK_SETTLEMENT_SIZE_1_0);
 }
-
-void jet_mock_msg_set_text(jet_mock_msg *b, const char *text)
-{
-    g_return_if_fail(b != NULL && text != NULL);
-    jet_mock_msg_set_data(b, text, strlen(text));
-}
-
-void jet_mock_msg_add_header(jet_mock_msg *b, const char *name, const char *value)
-{
-    g_return_if_fail(b != NULL && name != NULL && value != NULL);
-    g_ptr_array_add(b->headers, g_strdup(name));
-    g_ptr_array_add(b->headers, g_strdup(value));
-}
-
-void jet_mock_msg_set_header(jet_mock_msg *b, const char *name, const char *value)
-{
-    g_return_if_fail(b != NULL && name != NULL && value != NULL);
-    for (guint i = 0; i + 1 < b->headers->len;) {
-        if (strcmp(g_ptr_array_index(b->headers, i), name) == 0)
-            g_ptr_array_remove_range(b->headers, i, 2);
-        else
-            i += 2;
-    }
-    jet_mock_msg_add_header(b, name, value);
-}
-
-void jet_mock_msg_set_seq(jet_mock_msg *b, uint64_t stream_seq, uint64_t consumer_seq)
-{
-    g_return_if_fail(b != NULL);
-    b->stream_seq = stream_seq;
-    b->consumer_seq = consumer_seq;
-}
-
-void jet_mock_msg_set_deliveries(jet_mock_msg *b, uint32_t deliveries)
-{
-    g_return_if_fail(b != NULL && deliveries >= 1);
-    b->deliveries = deliveries;
-}
-
-void jet_mock_msg_set_enqueued_ns(jet_mock_msg *b, int64_t unix_ns)
-{
-    g_return_if_fail(b != NULL);
-    b->has_enqueued = TRUE;
-    b->enqueued_ns = unix_ns;
-}
-
-void jet_mock_msg_clear_enqueued(jet_mock_msg *b)
-{
-    g_return_if_fail(b != NULL);
-    b->has_enqueued = FALSE;
-    b->enqueued_ns = 0;
-}
-
-/* A ledger count stands for the deliveries that made it: the delivery
- * count is raised to explain them (the daemon reads no ledger on a first
- * delivery, and treats deliveries the ledger does not explain as crashes). */
-static void explained_deliveries(jet_mock_msg *b)
-{
-    guint64 need = 1 + (guint64)b->failures + b->postpones + b->strikes;
-    if (b->deliveries < need)
-        b->deliveries = (guint32)MIN(need, G_MAXUINT32);
-}
-
-void jet_mock_msg_set_ledger(jet_mock_msg *b, uint32_t failures, uint32_t postpones)
-{
-    g_return_if_fail(b != NULL);
-    b->failures = failures;
-    b->postpones = postpones;
-    explained_deliveries(b);
-}
-
-void jet_mock_msg_set_first_failure_ns(jet_mock_msg *b, int64_t unix_ns)
-{
-    g_return_if_fail(b != NULL);
-    b->has_first_failure = TRUE;
-    b->first_failure_ns = unix_ns;
-}
-
-void jet_mock_msg_clear_first_failure(jet_mock_msg *b)
-{
-    g_return_if_fail(b != NULL);
-    b->has_first_failure = FALSE;
-    b->first_failure_ns = 0;
-}
-
-void jet_mock_msg_set_strikes(jet_mock_msg *b, uint32_t strikes)
-{
-    g_return_if_fail(b != NULL);
-    b->strikes = strikes;
-    explained_deliveries(b);
-}
-
-void jet_mock_msg_set_breaker_claim(jet_mock_msg *b, int claimed)
-{
-    g_return_if_fail(b != NULL);
-    b->breaker_claim = claimed != 0;
-}
-

@@ -340,39 +340,6 @@ static void headers_of(const jet_mock_msg *b, JetHdrParse *out)
     }
 }
 
-static int deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
-{
-    if (out != NULL)
-        memset(out, 0, sizeof *out);
-    if (b == NULL || out == NULL)
-        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver: message and settlement must not be NULL");
-    if (m->state != MOCK_STARTED)
-        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver: the mock is not started (jet_mock_start)");
-    ((jet_mock_msg *)b)->has_written = FALSE;
-    if (m->lanes != NULL)
-        return jet__mock_lanes_deliver(m, b, out);
-    return jet__mock_run(m, b, NULL, out);
-}
-
-int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out, size_t out_size)
-{
-    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
-    if (out != NULL && out_size < JET_MOCK_SETTLEMENT_SIZE_1_0)
-        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver: a settlement of %zu bytes is smaller than any "
-                              "header ever made it (%zu)", out_size, (size_t)JET_MOCK_SETTLEMENT_SIZE_1_0);
-    jet_mock_settlement full;
-    int rc = deliver(m, b, out != NULL ? &full : NULL);
-    if (out != NULL)
-        jet__mock_settlement_out(&full, out, out_size);
-    return rc;
-}
-
-/* The symbol a binary built against a header without the size calls. */
-int (jet_mock_deliver)(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
-{
-    return jet_mock_deliver_sized(m, b, out, JET_MOCK_SETTLEMENT_SIZE_1_0);
-}
-
 void jet__mock_settlement_out(const jet_mock_settlement *full, jet_mock_settlement *out, size_t out_size)
 {
     size_t n = MIN(out_size, sizeof *full);

@@ -146,14 +146,31 @@ typedef struct MockRun {
     gboolean captured_too_large;
 } MockRun;
 
+/* The files of the mock call downwards only (tests/layers.sh): mock.c (the
+ * API and the life cycle) -> mock_lanes.c -> mock_deliver.c (one run) ->
+ * mock_msg.c, mock_record.c, mock_clock.c. */
+
+/* mock_record.c: what a mock records and lends. */
 /* Sets m's error text; returns code. */
 int jet__mock_fail(jet_mock *m, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 /* Records a violation of rule (abort()s when the mock is so set). */
 void jet__mock_violation(jet_mock *m, const char *rule, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+void jet__mock_violation_free(gpointer violation);
+/* A host call the plugin made (fn, and its argument or NULL), and the
+ * thread rule checked on it. */
+void jet__mock_record_call(jet_mock *m, const char *fn, const char *arg);
+void jet__mock_check_thread(jet_mock *m, const char *fn);
 /* A copy of jm lent to handle() with the strict checks on; kept, poisoned
  * after the call, until the mock is freed. */
 Lent *jet__mock_lent_new(jet_mock *m, const jet_msg *jm);
 void jet__mock_lent_poison(Lent *l);
+void jet__mock_lent_free(gpointer lent);
+/* A deep copy of a list of header names and values. */
+GPtrArray *jet__mock_headers_copy(const GPtrArray *src);
+
+/* mock_clock.c: the clock as the executor and the instance read it (data:
+ * the jet_mock). */
+gint64 jet__mock_clock(gpointer data);
 
 /* mock_deliver.c: the executor's transport in memory. */
 extern const JetTransport jet__mock_transport;
@@ -170,7 +187,7 @@ void jet__mock_settlement_out(const jet_mock_settlement *full, jet_mock_settleme
 
 int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out);
 
-/* mock.c: a deep copy of a builder. */
+/* mock_msg.c: a deep copy of a builder. */
 jet_mock_msg *jet__mock_msg_copy(const jet_mock_msg *b);
 
 /* mock_lanes.c: the lanes, from jet_mock_start() to jet_mock_stop(). */
