@@ -350,6 +350,24 @@ static void binding_log_stopped(Daemon *d, Binding *bd)
     d->advisory_captures += as.captured;
 }
 
+/* The plugin's own metrics, copied for /metrics (docs/plugin-metrics.md). */
+static void plugin_metrics(Binding *bd, JetMetricsBinding *m)
+{
+    guint n = bd->inst != NULL ? jet_instance_metric_count(bd->inst) : 0;
+    if (n == 0)
+        return;
+    m->plugin = g_new0(JetMetricsPlugin, n);
+    for (guint i = 0; i < n; i++) {
+        gint64 v = 0;
+        const JetMetric *mt = jet_instance_metric(bd->inst, i, &v);
+        JetMetricsPlugin *p = &m->plugin[m->n_plugin++];
+        g_strlcpy(p->name, mt->name, sizeof p->name);
+        p->help = g_strdup(mt->help);
+        p->counter = mt->type == JET_METRIC_COUNTER;
+        p->value = v;
+    }
+}
+
 /* The figures /metrics and /readyz report, on the main loop. */
 static void ops_collect(GArray *out, JetMetricsHost *host, gpointer data)
 {
@@ -387,6 +405,7 @@ static void ops_collect(GArray *out, JetMetricsHost *host, gpointer data)
         JetAdvisoryStats as = { 0 };
         jet_advisory_stats(bd->advisory, &as);
         m.max_deliveries_captured = as.captured;
+        plugin_metrics(bd, &m);
         g_array_append_val(out, m);
     }
 }

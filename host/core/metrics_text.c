@@ -159,6 +159,39 @@ static void histogram_family(GString *out, const char *name, const char *help, c
     }
 }
 
+/* The plugins' metrics: one family per name, jethost_plugin_<name> (a
+ * counter's with _total, as the format wants), a series per binding that
+ * declares it, labelled with the binding.  The first binding to declare a
+ * name gives the family its type and help; a binding whose plugin declared
+ * the same name with the other type is left out of it (one family has one
+ * type), so two plugins cannot make the page invalid. */
+static void plugin_families(GString *out, const JetMetricsBinding *b, gsize n)
+{
+    g_autoptr(GHashTable) done = g_hash_table_new(g_str_hash, g_str_equal);
+    for (gsize i = 0; i < n; i++) {
+        for (gsize k = 0; k < b[i].n_plugin; k++) {
+            const JetMetricsPlugin *first = &b[i].plugin[k];
+            if (!g_hash_table_add(done, (gpointer)first->name))
+                continue;
+            gboolean total = first->counter && !g_str_has_suffix(first->name, "_total");
+            g_autofree char *family = g_strconcat("jethost_plugin_", first->name, total ? "_total" : "", NULL);
+            g_autofree char *help = g_strdup_printf("The plugin's: %s", first->help != NULL ? first->help : "");
+            jet_metrics_family(out, family, first->counter ? "counter" : "gauge", help);
+            for (gsize j = i; j < n; j++) {
+                for (gsize q = 0; q < b[j].n_plugin; q++) {
+                    const JetMetricsPlugin *p = &b[j].plugin[q];
+                    if (strcmp(p->name, first->name) != 0 || p->counter != first->counter)
+                        continue;
+                    JetMetricLabel l = { "binding", b[j].name };
+                    g_string_append(out, family);
+                    append_labels(out, &l, 1, NULL);
+                    g_string_append_printf(out, " %" G_GINT64_FORMAT "\n", p->value);
+                }
+            }
+        }
+    }
+}
+
 void jet_metrics_render(GString *out, const JetMetricsHost *host, const JetMetricsBinding *b, gsize n)
 {
     jet_metrics_family(out, "jethost_reconnects_total", "counter", "Reconnects of the host's NATS connection.");
@@ -244,6 +277,16 @@ void jet_metrics_render(GString *out, const JetMetricsHost *host, const JetMetri
     histogram_family(out, "jethost_handler_seconds", "Time in the plugin's handle().", b, n, FALSE);
     histogram_family(out, "jethost_publish_to_handle_seconds",
                      "From the message's stream timestamp to its handler's start.", b, n, TRUE);
+    plugin_families(out, b, n);
+}
+
+void jet_metrics_binding_clear(gpointer binding)
+{
+    JetMetricsBinding *b = binding;
+    for (gsize i = 0; i < b->n_plugin; i++)
+        g_free(b->plugin[i].help);
+    g_clear_pointer(&b->plugin, g_free);
+    b->n_plugin = 0;
 }
 
 const char *jet_metrics_not_ready(const JetMetricsBinding *b)

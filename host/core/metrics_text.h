@@ -31,6 +31,16 @@ void jet_metrics_sample_double(GString *out, const char *name, const JetMetricLa
 void jet_metrics_histogram(GString *out, const char *name, const JetMetricLabel *labels, gsize n_labels,
                            const double *bounds, gsize n_bounds, const guint64 *counts, double sum);
 
+/* A metric a binding's plugin declared (docs/plugin-metrics.md), copied
+ * when the page is collected, so that it outlives a reload. */
+#define JET_METRICS_PLUGIN_NAME_MAX 64
+typedef struct {
+    char name[JET_METRICS_PLUGIN_NAME_MAX + 1];
+    char *help;                        /* owned */
+    gboolean counter;                  /* else a gauge */
+    gint64 value;
+} JetMetricsPlugin;
+
 /* One binding as the endpoints see it. */
 typedef struct {
     const char *name;
@@ -48,7 +58,12 @@ typedef struct {
     gboolean idle_holding;             /* holds messages and ended no handling for floor_age */
     gboolean floor_stalled;
     double floor_stall_seconds;
+    JetMetricsPlugin *plugin;          /* owned (jet_metrics_binding_clear): its plugin's metrics */
+    gsize n_plugin;
 } JetMetricsBinding;
+
+/* Frees what a JetMetricsBinding owns (a GArray's clear function). */
+void jet_metrics_binding_clear(gpointer binding);
 
 typedef struct {
     guint64 reconnects;

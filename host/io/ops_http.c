@@ -17,6 +17,7 @@ struct JetOpsHttp {
 static GArray *collect(JetOpsHttp *h, JetMetricsHost *host)
 {
     GArray *a = g_array_new(FALSE, TRUE, sizeof(JetMetricsBinding));
+    g_array_set_clear_func(a, jet_metrics_binding_clear);
     memset(host, 0, sizeof *host);
     h->collect(a, host, h->data);
     return a;

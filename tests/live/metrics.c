@@ -177,7 +177,7 @@ static void prometheus_scrapes(const char *target)
 
     g_autoptr(SoupSession) session = soup_session_new();
     Http ph = { session, base };
-    const char *queries[] = { "up", "jethost_messages_acked_total" };
+    const char *queries[] = { "up", "jethost_messages_acked_total", "jethost_plugin_handled_total" };
     for (gsize q = 0; q < G_N_ELEMENTS(queries); q++) {
         g_autofree char *path = g_strconcat("/api/v1/query?query=", queries[q], NULL);
         gboolean ok = FALSE;
@@ -286,6 +286,11 @@ static void test_metrics(void)
         { "jethost_messages_handled_total{binding=\"audit\"}", N_MSGS },
         { "jethost_messages_dead_lettered_total{binding=\"audit\",cause=\"rejected\"}", 0 },
         { "jethost_reconnects_total", 0 },
+        /* fx_gate's own metrics (docs/plugin-metrics.md): one worker, so
+         * the last seq it saw is the last of the stream. */
+        { "jethost_plugin_handled_total{binding=\"orders\"}", N_MSGS },
+        { "jethost_plugin_handled_total{binding=\"audit\"}", N_MSGS },
+        { "jethost_plugin_last_seq{binding=\"orders\"}", N_MSGS },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(exact); i++) {
         double v = sample(page, exact[i].series);

@@ -258,6 +258,51 @@ static void test_render(void)
     g_hash_table_unref(typed);
 }
 
+/* The plugins' metrics: a family per name, a counter's with _total once,
+ * a series per binding, a gauge below zero, and a name two plugins declare
+ * with different types kept to the first one's type. */
+static void test_plugin_metrics(void)
+{
+    JetMetricsPlugin a[] = {
+        { .name = "enriched", .help = g_strdup("orders enriched"), .counter = TRUE, .value = 7 },
+        { .name = "queue_depth", .help = g_strdup("its queue"), .counter = FALSE, .value = -3 },
+        { .name = "sent_total", .help = g_strdup("already with _total"), .counter = TRUE, .value = 1 },
+    };
+    JetMetricsPlugin b[] = {
+        { .name = "enriched", .help = g_strdup("another plugin's words"), .counter = TRUE, .value = 9 },
+        { .name = "queue_depth", .help = g_strdup("a counter here"), .counter = TRUE, .value = 5 },
+    };
+    JetMetricsBinding bs[2] = {
+        { .name = "orders", .num_pending = -1, .num_ack_pending = -1, .plugin = a, .n_plugin = 3 },
+        { .name = "audit", .num_pending = -1, .num_ack_pending = -1, .plugin = b, .n_plugin = 2 },
+    };
+    JetMetricsHost host = { 0 };
+    g_autoptr(GString) out = g_string_new(NULL);
+    jet_metrics_render(out, &host, bs, 2);
+    const char *page = out->str;
+    g_assert_nonnull(strstr(page, "# HELP jethost_plugin_enriched_total The plugin's: orders enriched\n"
+                                  "# TYPE jethost_plugin_enriched_total counter\n"
+                                  "jethost_plugin_enriched_total{binding=\"orders\"} 7\n"
+                                  "jethost_plugin_enriched_total{binding=\"audit\"} 9\n"));
+    g_assert_nonnull(strstr(page, "# TYPE jethost_plugin_queue_depth gauge\n"
+                                  "jethost_plugin_queue_depth{binding=\"orders\"} -3\n"));
+    g_assert_null(strstr(page, "jethost_plugin_queue_depth{binding=\"audit\"}"));
+    g_assert_null(strstr(page, "jethost_plugin_queue_depth_total"));
+    g_assert_nonnull(strstr(page, "# TYPE jethost_plugin_sent_total counter\n"
+                                  "jethost_plugin_sent_total{binding=\"orders\"} 1\n"));
+    g_assert_null(strstr(page, "sent_total_total"));
+    /* The clear function frees what the collection copied. */
+    JetMetricsBinding owned = { .plugin = g_new0(JetMetricsPlugin, 1), .n_plugin = 1 };
+    owned.plugin[0].help = g_strdup("x");
+    jet_metrics_binding_clear(&owned);
+    g_assert_null(owned.plugin);
+    g_assert_cmpuint(owned.n_plugin, ==, 0);
+    for (gsize i = 0; i < G_N_ELEMENTS(a); i++)
+        g_free(a[i].help);
+    for (gsize i = 0; i < G_N_ELEMENTS(b); i++)
+        g_free(b[i].help);
+}
+
 static void test_listen_parse(void)
 {
     static const struct { const char *text; const char *addr; guint port; } good[] = {
@@ -290,6 +335,7 @@ int main(int argc, char **argv)
     g_test_add_func("/metrics-text/buckets", test_buckets);
     g_test_add_func("/metrics-text/readiness", test_readiness);
     g_test_add_func("/metrics-text/render", test_render);
+    g_test_add_func("/metrics-text/plugin-metrics", test_plugin_metrics);
     g_test_add_func("/metrics-text/listen-parse", test_listen_parse);
     return g_test_run();
 }
