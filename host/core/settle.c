@@ -254,8 +254,15 @@ static gboolean plugin_error(const JetSettlePolicy *p, const JetSettleFacts *f,
         reason_printf(out, "plugin error: reason longer than %d bytes", JET_REASON_MAX);
         return TRUE;
     }
-    if (v == JET_ACK && f->publish_refused != NULL) {
-        reason_printf(out, "plugin error: %s", f->publish_refused);
+    /* A call the host refused, whatever handle() then returned: after an
+     * ACK the forward would be lost, and after any other verdict the
+     * plugin's mistake (a subject it built wrong) would go unseen, with no
+     * reason at all where the documented pattern returns JET_RETRY. */
+    if (f->publish_refused != NULL) {
+        if (f->reason != NULL && *f->reason)
+            reason_printf(out, "plugin error: %s (handle() said: %s)", f->publish_refused, f->reason);
+        else
+            reason_printf(out, "plugin error: %s", f->publish_refused);
         return TRUE;
     }
     if (v == JET_POSTPONE && (!f->has_delay || f->delay_ms == 0)) {

@@ -19,6 +19,8 @@ struct JetLedger {
 };
 
 #define NS_PER_MS G_GINT64_CONSTANT(1000000)
+/* How long a bucket this host created may take to show on a cluster. */
+#define CREATED_SETTLE_US (5 * G_USEC_PER_SEC)
 
 /* --- the bucket ------------------------------------------------------------- */
 
@@ -156,8 +158,14 @@ JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint
         }
     }
 
-    /* What the server says now, not what was asked for. */
-    s = js_GetStreamInfo(&si, js, stream, NULL, NULL);
+    /* What the server says now, not what was asked for.  A bucket just
+     * made on a cluster can be "not found" for a moment, while its stream's
+     * replicas elect a leader (seen on a loaded 2-core machine with
+     * nats-server 2.15 and 3 replicas): asked again for a few seconds. */
+    gint64 until = g_get_monotonic_time() + CREATED_SETTLE_US;
+    while ((s = js_GetStreamInfo(&si, js, stream, NULL, NULL)) == NATS_NOT_FOUND && !found &&
+           g_get_monotonic_time() < until)
+        g_usleep(100 * 1000);
     if (s != NATS_OK) {
         set_unreachable(error, s, "ledger bucket %s: stream info", bucket);
         kvStore_Destroy(kv);

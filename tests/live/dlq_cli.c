@@ -726,7 +726,7 @@ static void test_pub(Fx *fx, gconstpointer data)
     } usage[] = {
         { "orders.*", NULL, "wildcard" },
         { "orders.>", NULL, "wildcard" },
-        { "orders.a b", NULL, "whitespace" },
+        { "orders.a b", NULL, "white space" },
         { "orders.a\x01", NULL, "control" },
         { "orders..a", NULL, "empty token" },
         { "$JS.API.STREAM.PURGE.ORDERS", NULL, "reserved" },

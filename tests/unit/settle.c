@@ -137,8 +137,10 @@ static void test_ack(void)
 
 /* An ACK whose publishes did not all go out is no ACK: a refused call is a
  * plugin error, a failed publish a plain failure; both walk the ladder and
- * end in the budget or max_attempts like any failure.  Other verdicts
- * ignore the publish facts (nothing was sent). */
+ * end in the budget or max_attempts like any failure.  A refused call is a
+ * plugin error after any verdict, its reason the refusal's (the documented
+ * pattern returns JET_RETRY with no reason of its own); a failed publish
+ * means nothing after another verdict (nothing was sent). */
 static void test_publish_facts(void)
 {
     JetSettlePolicy p = policy();
@@ -180,14 +182,31 @@ static void test_publish_facts(void)
     g_assert_cmpint(a.kind, ==, JET_ACTION_CAPTURE);
     g_assert_cmpint(a.cause, ==, JET_CAUSE_BUDGET);
 
-    /* Not an ACK: the facts change nothing. */
+    /* Not an ACK: a failed publish changes nothing... */
     p = policy();
     f = facts(JET_REJECT);
-    f.publish_refused = "r";
     f.publish_failed = "x";
     a = decide(&p, &f);
     g_assert_cmpint(a.cause, ==, JET_CAUSE_REJECTED);
     g_assert_false(a.plugin_error);
+    /* ...a refused call is a plugin error whatever the verdict: the
+     * refusal is the reason, the plugin's own kept beside it. */
+    static const int verdicts[] = { JET_RETRY, JET_POSTPONE, JET_REJECT };
+    for (gsize i = 0; i < G_N_ELEMENTS(verdicts); i++) {
+        f = facts(verdicts[i]);
+        f.has_delay = TRUE;
+        f.delay_ms = 1000;
+        f.publish_refused = "publish 0: subject \"a b\" holds white space or a control character";
+        a = decide(&p, &f);
+        g_assert_cmpint(a.kind, ==, JET_ACTION_RETRY);
+        g_assert_true(a.plugin_error);
+        g_assert_true(a.is_failure);
+        g_assert_cmpstr(a.reason, ==, "plugin error: publish 0: subject \"a b\" holds white space or a control character");
+        f.reason = "enrich failed";
+        a = decide(&p, &f);
+        g_assert_cmpstr(a.reason, ==, "plugin error: publish 0: subject \"a b\" holds white space or a control "
+                                      "character (handle() said: enrich failed)");
+    }
 }
 
 /* --- the retry ladder ------------------------------------------------------- */
