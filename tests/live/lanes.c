@@ -454,10 +454,8 @@ static GSubprocess *spawn_bare(Rig *r, const char *name, const char *keys, char 
 
 /* The host killed with a backlog at a bound (max_lane_held, MaxAckPending):
  * the next host makes progress and keeps per-key order. */
-static void test_crash_at_bound(gconstpointer data)
+static void crash_at_bound_run(const CrashCase *cc, guint64 seed)
 {
-    const CrashCase *cc = data;
-    guint64 seed = test_seed();
     g_autoptr(GRand) rng = g_rand_new_with_seed((guint32)seed);
     Rig r = { 0 };
     rig_server(&r);
@@ -505,6 +503,47 @@ static void test_crash_at_bound(gconstpointer data)
     guint acked = check_order(handled, keys, 1);
     g_assert_cmpuint(acked + dlq_count(r.js), ==, cc->n);
     rig_free(&r);
+}
+
+static void test_crash_at_bound(gconstpointer data)
+{
+    crash_at_bound_run(data, test_seed());
+}
+
+/* The same with bounds, batch, workers, AckWait, key and kill point drawn
+ * from the seed: the class, not the examples above.  The config is logged
+ * with the seed; JET_LANES_SEED=N repeats it. */
+static void test_crash_at_bound_random(void)
+{
+    guint64 seed = test_seed();
+    g_autoptr(GRand) rng = g_rand_new_with_seed((guint32)(seed ^ 0x5eed));
+    guint workers = (guint)g_rand_int_range(rng, 2, 9);
+    guint batch = (guint)g_rand_int_range(rng, 1, 301);
+    guint map = (guint)g_rand_int_range(rng, MAX(batch, 50), 1201);
+    guint held = (guint)g_rand_int_range(rng, 1, 1201);
+    guint ack_wait = (guint)g_rand_int_range(rng, 1, 3);
+    gboolean subject_key = g_rand_boolean(rng);
+    gboolean in_handler = g_rand_int_range(rng, 0, 4) == 0;
+    guint kill_at = in_handler ? 0 : (guint)g_rand_int_range(rng, 1, (gint32)MIN(map, held) + 1);
+    g_autofree char *conf = g_strdup_printf("key = %s\nworkers = %u\nbatch = %u\nmax_ack_pending = %u\n"
+                                            "max_lane_held = %u\nack_wait = %us\noption.sleep = 1ms\n",
+                                            subject_key ? "subject:2" : "header:Key", workers, batch, map, held,
+                                            ack_wait);
+    CrashCase cc = {
+        .name = "random",
+        .n = 3000,
+        .nkeys = subject_key ? 1 : (g_rand_boolean(rng) ? 1 : 20),
+        .conf = conf,
+        .first = in_handler ? "option.block_seq = 37\n" : "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n",
+        .kill_at_pending = kill_at,
+        .rekills = (guint)g_rand_int_range(rng, 0, 2),
+    };
+    g_autofree char *shown = g_strescape(conf, NULL);
+    g_test_message("random case: %s keys %u, %s, rekills %u", shown, cc.nkeys,
+                   in_handler ? "killed with seq 37 in a handler" : "killed at a pending count", cc.rekills);
+    if (kill_at > 0)
+        g_test_message("killed once %u are unacked", kill_at);
+    crash_at_bound_run(&cc, seed);
 }
 
 static gboolean log_has_lines(gpointer data)
@@ -612,6 +651,7 @@ int main(int argc, char **argv)
         { "batch-above-pending", 2000, 20, "key = header:Key\nworkers = 4\nbatch = 500\nack_wait = 2s\n"
           "max_ack_pending = 100\noption.sleep = 1ms\n", "option.block_seq = 37\n", 0, 1 },
     };
+    g_test_add_func("/lanes/crash-at-bound/random", test_crash_at_bound_random);
     guint n_cases = g_getenv("JET_LANES_LONG") != NULL ? G_N_ELEMENTS(cases) : 4;
     for (guint i = 0; i < n_cases; i++) {
         g_autofree char *path = g_strdup_printf("/lanes/crash-at-bound/%s", cases[i].name);
