@@ -14,6 +14,9 @@
  *   renew-conflict   the key written by someone else under the holder: its
  *                    renewal fails, it stops, and takes over once that
  *                    record goes unrenewed
+ *   failed-start-released
+ *                    a claim won by a host whose binding cannot start is
+ *                    released at once (the claimer alone, its start failing)
  *   ordered, kv      an ordered binding and a KV watch with checkpoint = kv:
  *                    the standby makes no consumer, and after a SIGTERM of
  *                    the holder mid-stream it resumes after the holder's
@@ -22,6 +25,9 @@
  * Each host runs the shipped `paced` plugin appending to a file of its own,
  * so what a host handled is the lines of its file. */
 #include "harness.h"
+#include "conn.h"
+#include "exclusive.h"
+#include "ledger.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -974,6 +980,81 @@ static void test_own_record(void)
     jet_test_js_close(nc, js);
 }
 
+/* A claim won by a host whose binding then cannot start is released at
+ * once, not left for a standby to wait out claim_ttl: the claimer alone,
+ * with a start that fails, and the claim record read from the bucket. */
+static JetEngine *start_fails(const gint64 *fence, gpointer data)
+{
+    (void)fence;
+    g_atomic_int_inc((gint *)data);
+    return NULL;
+}
+
+static gboolean nonzero(gpointer data)
+{
+    return g_atomic_int_get((gint *)data) != 0;
+}
+
+typedef struct {
+    kvStore *kv;
+    char *state;   /* the last state read */
+} ClaimWait;
+
+static gboolean claim_released(gpointer data)
+{
+    ClaimWait *w = data;
+    kvEntry *e = NULL;
+    if (kvStore_Get(&e, w->kv, "claim.t") != NATS_OK)
+        return FALSE;
+    g_autoptr(JsonParser) jp = json_parser_new();
+    gboolean ok = json_parser_load_from_data(jp, kvEntry_ValueString(e), kvEntry_ValueLen(e), NULL);
+    kvEntry_Destroy(e);
+    if (!ok)
+        return FALSE;
+    g_free(w->state);
+    w->state = g_strdup(json_object_get_string_member(json_node_get_object(json_parser_get_root(jp)), "state"));
+    return g_strcmp0(w->state, "released") == 0;
+}
+
+static void test_failed_start_released(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    g_autofree char *text = g_strdup_printf(
+        "[host]\nserver = %s\n\n[binding t]\nplugin = /nonexistent/t.so\nstream = ORDERS\nconsumer = c\n"
+        "exclusive = true\nclaim_ttl = 20s\nclaim_heartbeat = 1s\n", jet_test_server_url(srv));
+    g_autofree char *conf = jet_test_write_file("claim-fails.conf", text);
+    g_autoptr(GError) err = NULL;
+    JetConfig *cfg = jet_config_load(conf, NULL, &err);
+    g_assert_no_error(err);
+    const char *urls[] = { jet_test_server_url(srv), NULL };
+    JetConn *conn = jet_conn_open(urls, &cfg->host, 3, &err);
+    g_assert_no_error(err);
+    jsCtx *js = NULL;
+    g_assert_cmpint(natsConnection_JetStream(&js, jet_conn_nats(conn), NULL), ==, NATS_OK);
+    JetLedger *ledger = jet_ledger_open(js, "jethost_ledger", TRUE, 3600 * 1000, 1, &err);
+    g_assert_no_error(err);
+    gint starts = 0;
+    JetExclusive *x = jet_exclusive_new(jet_ledger_kv(ledger), jet_config_binding(cfg, "t"), "failing-host",
+                                        start_fails, &starts);
+    gint64 t0 = g_get_monotonic_time();
+    jet_exclusive_start(x);
+    g_assert_true(jet_test_wait_until(nonzero, &starts, 20000));
+    /* Released, well before claim_ttl (20 s) could let anyone take it. */
+    ClaimWait w = { jet_ledger_kv(ledger), NULL };
+    gboolean released = jet_test_wait_until(claim_released, &w, 3000);
+    g_test_message("claim record: %s %" G_GINT64_FORMAT " ms after the claimer started (%d start(s) failed)",
+                   w.state != NULL ? w.state : "(none)", (g_get_monotonic_time() - t0) / 1000, g_atomic_int_get(&starts));
+    g_assert_true(released);
+    jet_exclusive_stop(x);
+    jet_exclusive_join(x);
+    jet_exclusive_free(x);
+    g_free(w.state);
+    jet_ledger_close(ledger);
+    jsCtx_Destroy(js);
+    jet_conn_close(conn);
+    jet_config_free(cfg);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -984,6 +1065,7 @@ int main(int argc, char **argv)
     g_test_add_func("/exclusive/own-record", test_own_record);
     g_test_add_func("/exclusive/pinned", test_pinned);
     g_test_add_func("/exclusive/renew-conflict", test_renew_conflict);
+    g_test_add_func("/exclusive/failed-start-released", test_failed_start_released);
     g_test_add_data_func("/exclusive/ordered", GINT_TO_POINTER(KIND_ORDERED), test_ordered_kind);
     g_test_add_data_func("/exclusive/kv", GINT_TO_POINTER(KIND_KV), test_ordered_kind);
     g_test_add_data_func("/exclusive/paused-holder", GINT_TO_POINTER(FALSE), test_paused_holder);
