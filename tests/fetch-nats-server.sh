@@ -54,7 +54,9 @@ apt() {
         -o APT::Sandbox::User=root "$@"
 }
 apt update >"$work/update.log" 2>&1 || { cat "$work/update.log" >&2; die "apt-get update for $suite failed"; }
-(cd "$work" && apt download nats-server) >"$work/download.log" 2>&1 ||
+# The suite's own version: a machine with a newer nats-server installed
+# would otherwise ask for that one, which the suite does not have.
+(cd "$work" && apt download "nats-server/$suite") >"$work/download.log" 2>&1 ||
     { cat "$work/download.log" >&2; die "no nats-server package in $suite"; }
 deb=$(ls "$work"/nats-server_*.deb 2>/dev/null | head -n 1)
 [ -n "$deb" ] || die "apt-get download left no .deb"
