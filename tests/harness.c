@@ -740,6 +740,38 @@ gboolean jet_test_wait_log(const char *path, const char *needle, guint timeout_m
     return jet_test_wait_until(log_has, &w, timeout_ms);
 }
 
+typedef struct {
+    const char *path;
+    char *address;
+} PromWait;
+
+/* 2.x: msg="Listening on" address=127.0.0.1:9090; 3.x puts fields between
+ * (component=web): the address is the line's address= field. */
+static gboolean prometheus_listening(gpointer data)
+{
+    PromWait *w = data;
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(w->path, &text, NULL, NULL))
+        return FALSE;
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l != NULL; l++) {
+        const char *a = strstr(*l, " address=");
+        if (strstr(*l, "msg=\"Listening on\"") == NULL || a == NULL)
+            continue;
+        a += strlen(" address=");
+        w->address = g_strndup(a, strcspn(a, " "));
+        return TRUE;
+    }
+    return FALSE;
+}
+
+char *jet_test_prometheus_address(const char *log, guint timeout_ms)
+{
+    PromWait w = { log, NULL };
+    jet_test_wait_until(prometheus_listening, &w, timeout_ms);
+    return w.address;
+}
+
 /* --- stderr capture --- */
 
 static int saved_stderr = -1;

@@ -174,6 +174,10 @@ int jet_test_jethost_wait(GSubprocess *p, guint timeout_ms);
 gboolean jet_test_wait_file(const char *path, guint timeout_ms);
 /* Waits until needle shows in the file at path (a log a child writes). */
 gboolean jet_test_wait_log(const char *path, const char *needle, guint timeout_ms);
+/* The HOST:PORT a Prometheus started with --web.listen-address=...:0 logs it
+ * listens on (its "Listening on" line, in the 2.x and the 3.x layout),
+ * waited for up to timeout_ms; NULL if it never shows.  Caller frees. */
+char *jet_test_prometheus_address(const char *log, guint timeout_ms);
 
 /* Sends this process's stderr (where jet_log writes) to a file until
  * jet_test_stderr_end(), which returns what was written (caller frees).

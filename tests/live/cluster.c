@@ -1270,12 +1270,15 @@ static void test_exclusive(void)
     /* The standby handles only after a takeover, and only once the
      * holder's own claim was gone.  A holder whose renewals failed may win
      * its claim back first: a record naming its own run is taken at once,
-     * the other host waits claim_ttl (docs/exclusive.md). */
+     * the other host waits claim_ttl (docs/exclusive.md).  A standby may
+     * also take the claim and lose it again before its engine handled
+     * anything (a leader moving under both hosts, seen on 2.15.1): no
+     * overlap and nothing lost is what holds then. */
     if (by[1] > 0) {
         g_assert_cmpuint(taken, >=, 1);
         g_assert_cmpuint(expired, >=, 1);
-    } else {
-        g_assert_cmpuint(taken, ==, 0);
+    } else if (taken > 0) {
+        g_test_message("the standby claimed %u time(s) and handled nothing before the claim moved back", taken);
     }
     g_assert_cmpuint(after_kill[0] + after_kill[1], >, 0);
     g_free(acked);

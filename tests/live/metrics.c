@@ -169,10 +169,9 @@ static void prometheus_scrapes(const char *target)
     g_assert_no_error(err);
 
     /* Port 0 is honoured and the port taken is logged: nothing guessed. */
-    LogWait lw = { log, "msg=\"Listening on\" address=", NULL, " \n" };
-    g_assert_true(jet_test_wait_until(log_has, &lw, 20000));
-    g_autofree char *base = g_strconcat("http://", lw.found, NULL);
-    g_free(lw.found);
+    g_autofree char *address = jet_test_prometheus_address(log, 20000);
+    g_assert_nonnull(address);
+    g_autofree char *base = g_strconcat("http://", address, NULL);
     g_test_message("prometheus at %s", base);
 
     g_autoptr(SoupSession) session = soup_session_new();

@@ -595,9 +595,10 @@ static void prometheus_start(Prometheus *p, int target)
     p->proc = g_subprocess_launcher_spawn(l, &err, "prometheus", a_conf, a_data,
                                           "--web.listen-address=127.0.0.1:0", NULL);
     g_assert_no_error(err);
-    PortWait pw = { p->log, "msg=\"Listening on\" address=127.0.0.1:", 0 };
-    g_assert_true(jet_test_wait_until(port_logged, &pw, 20000));
-    p->port = pw.port;
+    g_autofree char *address = jet_test_prometheus_address(p->log, 20000);
+    g_assert_nonnull(address);
+    g_assert_true(g_str_has_prefix(address, "127.0.0.1:"));
+    p->port = atoi(address + strlen("127.0.0.1:"));
 }
 
 /* The value of an instant query's one sample, -1 without one (or before
