@@ -49,7 +49,7 @@ awk '/^```/ { if (++fence == 2) exit; next } fence == 1' "$arch" |
     tr -s ' \t' '\n\n' | grep -E '^[a-z][a-z0-9_]*(\.h)?$' | LC_ALL=C sort -u > "$tmp/drawn"
 # "What each folder holds": every `name` between its heading and the next.
 awk '/^## What each folder holds/ { on = 1; next } /^## / { on = 0 } on' "$arch" |
-    grep -o '`[a-z][a-z0-9_]*\(\.h\)\?`' | tr -d '`' | LC_ALL=C sort -u > "$tmp/told"
+    grep -oE '`[a-z][a-z0-9_]*(\.h)?`' | tr -d '`' | LC_ALL=C sort -u > "$tmp/told"
 
 LC_ALL=C comm -23 "$tmp/modules" "$tmp/drawn" > "$tmp/undrawn"
 report "$tmp/undrawn" "every module under host/ is in the drawing of $arch ($(wc -l < "$tmp/modules") modules)" \

@@ -274,6 +274,20 @@ static void start_schedule(Binding *bd, JetConn *conn, JetLedger *ledger, StartF
     g_auto(JetScheduleFacts) sf = { 0 };
     JetScheduleReport report;
     jet_schedule_facts_read(&sf, bd->b, conn, ledger);
+    /* A durable binding's set-up read its stream and consumer moments ago:
+     * a read that timed out now does not leave the check without them. */
+    if (bd->b->kind == JET_KIND_DURABLE && bd->facts.ack_wait_ms > 0) {
+        if (!sf.in.has_stream) {
+            sf.in.has_stream = TRUE;
+            sf.in.stream_max_age_ms = (guint64)MAX(bd->facts.stream_max_age_ms, 0);
+        }
+        if (!sf.in.has_consumer) {
+            sf.in.has_consumer = TRUE;
+            sf.in.consumer_ack_wait_ms = (guint64)bd->facts.ack_wait_ms;
+            sf.in.consumer_max_deliver = bd->facts.max_deliver;
+            sf.in.consumer_max_ack_pending = bd->facts.max_ack_pending;
+        }
+    }
     jet_schedule_check(&sf.in, &report);
     for (guint v = 0; v < report.n_violations; v++)
         jet_log(report.violations[v].severity == JET_SCHEDULE_ERROR ? JET_LOG_ERROR : JET_LOG_WARNING,
@@ -491,7 +505,13 @@ static JetLedger *ledger_open(JetConn *conn, const JetConfig *cfg, gboolean crea
         jsOptions_Init(&jo);
         jo.Wait = 1000;
         jo.Prefix = jet_conn_api_prefix(conn);
-        natsConnection_JetStream(js, jet_conn_nats(conn), &jo);
+        natsStatus s = natsConnection_JetStream(js, jet_conn_nats(conn), &jo);
+        if (s != NATS_OK) {
+            *js = NULL;
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "the attempt ledger (bucket %s): %s",
+                        cfg->host.ledger_bucket, natsStatus_GetText(s));
+            return NULL;
+        }
     }
     g_autoptr(GError) local = NULL;
     JetLedger *ledger = jet_ledger_open(*js, cfg->host.ledger_bucket, create, cfg->host.ledger_max_age_ms,

@@ -161,26 +161,34 @@ static void histogram_family(GString *out, const char *name, const char *help, c
 
 /* The plugins' metrics: one family per name, jethost_plugin_<name> (a
  * counter's with _total, as the format wants), a series per binding that
- * declares it, labelled with the binding.  The first binding to declare a
- * name gives the family its type and help; a binding whose plugin declared
- * the same name with the other type is left out of it (one family has one
- * type), so two plugins cannot make the page invalid. */
+ * declares it, labelled with the binding.  The first metric to make a
+ * family gives it its type and help; another that would make the same
+ * family with the other type is left out of it (one family has one type),
+ * so two plugins cannot make the page invalid. */
+static char *plugin_family(const JetMetricsPlugin *p)
+{
+    gboolean total = p->counter && !g_str_has_suffix(p->name, "_total");
+    return g_strconcat("jethost_plugin_", p->name, total ? "_total" : "", NULL);
+}
+
 static void plugin_families(GString *out, const JetMetricsBinding *b, gsize n)
 {
-    g_autoptr(GHashTable) done = g_hash_table_new(g_str_hash, g_str_equal);
+    /* Keyed by the family's name, not the declared one: a counter `x` and
+     * a gauge `x_total` would both be jethost_plugin_x_total. */
+    g_autoptr(GHashTable) done = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (gsize i = 0; i < n; i++) {
         for (gsize k = 0; k < b[i].n_plugin; k++) {
             const JetMetricsPlugin *first = &b[i].plugin[k];
-            if (!g_hash_table_add(done, (gpointer)first->name))
+            char *family = plugin_family(first);
+            if (!g_hash_table_add(done, family))
                 continue;
-            gboolean total = first->counter && !g_str_has_suffix(first->name, "_total");
-            g_autofree char *family = g_strconcat("jethost_plugin_", first->name, total ? "_total" : "", NULL);
             g_autofree char *help = g_strdup_printf("The plugin's: %s", first->help != NULL ? first->help : "");
             jet_metrics_family(out, family, first->counter ? "counter" : "gauge", help);
             for (gsize j = i; j < n; j++) {
                 for (gsize q = 0; q < b[j].n_plugin; q++) {
                     const JetMetricsPlugin *p = &b[j].plugin[q];
-                    if (strcmp(p->name, first->name) != 0 || p->counter != first->counter)
+                    g_autofree char *its = plugin_family(p);
+                    if (strcmp(its, family) != 0 || p->counter != first->counter)
                         continue;
                     JetMetricLabel l = { "binding", b[j].name };
                     g_string_append(out, family);

@@ -496,9 +496,11 @@ static int deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
 int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out, size_t out_size)
 {
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
-    if (out != NULL && out_size < JET_MOCK_SETTLEMENT_SIZE_1_0)
+    if (out != NULL && out_size < JET_MOCK_SETTLEMENT_SIZE_1_0) {
+        memset(out, 0, out_size);
         return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver: a settlement of %zu bytes is smaller than any "
                               "header ever made it (%zu)", out_size, (size_t)JET_MOCK_SETTLEMENT_SIZE_1_0);
+    }
     jet_mock_settlement full;
     int rc = deliver(m, b, out != NULL ? &full : NULL);
     if (out != NULL)

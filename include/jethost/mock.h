@@ -290,8 +290,8 @@ typedef struct jet_mock_settlement {
     uint64_t held_behind;
     /* New members go here, at the end, only.  The caller allocates this
      * struct and the library writes no byte past the size the caller's
-     * header gave it (jet_mock_deliver() passes sizeof): a test built
-     * against an older header keeps its stack, and reads 0 for nothing. */
+     * header gave it (jet_mock_deliver() passes it): a test built against
+     * an older header keeps its stack intact. */
 } jet_mock_settlement;
 
 /* One publish sent.  Owned by the mock, valid as the settlement is. */
@@ -321,14 +321,16 @@ JET_MOCK_API int64_t jet_mock_metric(const jet_mock *m, const char *name, int *f
  * JET_MOCK_OK, JET_MOCK_VIOLATION (in record mode; out is filled), or a
  * negative code (not started; out is then zeroed). */
 JET_MOCK_API int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out);
-/* What jet_mock_deliver() calls: out_size is sizeof *out as the caller was
- * built, and no byte past it is written (bytes past the library's own size
- * are zeroed).  The symbol jet_mock_deliver itself, which binaries built
- * against a header before this one call, writes the settlement as it was
- * before held_behind. */
+/* What jet_mock_deliver() calls: out_size is sizeof(jet_mock_settlement)
+ * as the caller was built, and no byte past it is written (bytes past the
+ * library's own size are zeroed; a size smaller than any header ever had is
+ * JET_MOCK_EINVAL).  The symbol jet_mock_deliver itself, which binaries
+ * built against a header before this one call, writes the members before
+ * held_behind only: such a binary reads held_behind as it left it (rebuild
+ * it to have the member written). */
 JET_MOCK_API int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out,
                                         size_t out_size);
-#define jet_mock_deliver(m, b, out) jet_mock_deliver_sized((m), (b), (out), sizeof *(out))
+#define jet_mock_deliver(m, b, out) jet_mock_deliver_sized((m), (b), (out), sizeof(jet_mock_settlement))
 
 /* Turns b into its next delivery after settlement s, as the server and the
  * attempt ledger would: deliveries + 1, and the ledger record as the
@@ -368,7 +370,7 @@ JET_MOCK_API int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settleme
 JET_MOCK_API int jet_mock_deliver_held(jet_mock *m, jet_mock_settlement *out);
 /* The same with the caller's size, as jet_mock_deliver_sized(). */
 JET_MOCK_API int jet_mock_deliver_held_sized(jet_mock *m, jet_mock_settlement *out, size_t out_size);
-#define jet_mock_deliver_held(m, out) jet_mock_deliver_held_sized((m), (out), sizeof *(out))
+#define jet_mock_deliver_held(m, out) jet_mock_deliver_held_sized((m), (out), sizeof(jet_mock_settlement))
 
 /* How many messages the mock keeps unhandled: held behind their lane's
  * head, plus those released and waiting for jet_mock_deliver_held().  0

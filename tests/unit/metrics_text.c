@@ -259,8 +259,17 @@ static void test_render(void)
 }
 
 /* The plugins' metrics: a family per name, a counter's with _total once,
- * a series per binding, a gauge below zero, and a name two plugins declare
- * with different types kept to the first one's type. */
+ * a series per binding, a gauge below zero, one name declared with two
+ * types as two families, and two declarations that would make one family
+ * of two types (a counter x and a gauge x_total) kept to the first's. */
+static guint count_lines_with(const char *text, const char *needle)
+{
+    guint n = 0;
+    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
 static void test_plugin_metrics(void)
 {
     JetMetricsPlugin a[] = {
@@ -271,10 +280,11 @@ static void test_plugin_metrics(void)
     JetMetricsPlugin b[] = {
         { .name = "enriched", .help = g_strdup("another plugin's words"), .counter = TRUE, .value = 9 },
         { .name = "queue_depth", .help = g_strdup("a counter here"), .counter = TRUE, .value = 5 },
+        { .name = "enriched_total", .help = g_strdup("a gauge of that family's name"), .counter = FALSE, .value = 4 },
     };
     JetMetricsBinding bs[2] = {
         { .name = "orders", .num_pending = -1, .num_ack_pending = -1, .plugin = a, .n_plugin = 3 },
-        { .name = "audit", .num_pending = -1, .num_ack_pending = -1, .plugin = b, .n_plugin = 2 },
+        { .name = "audit", .num_pending = -1, .num_ack_pending = -1, .plugin = b, .n_plugin = 3 },
     };
     JetMetricsHost host = { 0 };
     g_autoptr(GString) out = g_string_new(NULL);
@@ -287,7 +297,12 @@ static void test_plugin_metrics(void)
     g_assert_nonnull(strstr(page, "# TYPE jethost_plugin_queue_depth gauge\n"
                                   "jethost_plugin_queue_depth{binding=\"orders\"} -3\n"));
     g_assert_null(strstr(page, "jethost_plugin_queue_depth{binding=\"audit\"}"));
-    g_assert_null(strstr(page, "jethost_plugin_queue_depth_total"));
+    g_assert_nonnull(strstr(page, "# TYPE jethost_plugin_queue_depth_total counter\n"
+                                  "jethost_plugin_queue_depth_total{binding=\"audit\"} 5\n"));
+    /* One TYPE line per family, and the gauge that would join a counter's
+     * family left out. */
+    g_assert_cmpuint(count_lines_with(page, "# TYPE jethost_plugin_enriched_total "), ==, 1);
+    g_assert_null(strstr(page, "jethost_plugin_enriched_total{binding=\"audit\"} 4"));
     g_assert_nonnull(strstr(page, "# TYPE jethost_plugin_sent_total counter\n"
                                   "jethost_plugin_sent_total{binding=\"orders\"} 1\n"));
     g_assert_null(strstr(page, "sent_total_total"));

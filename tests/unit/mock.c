@@ -490,11 +490,14 @@ static void test_settlement_size(void)
     g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
     g_assert_cmpuint(s.held_behind, ==, 0);
 
-    /* Smaller than any header ever made it: refused, nothing written. */
+    /* Smaller than any header ever made it: refused, zeroed as a refusal
+     * is, nothing past it written. */
     memset(buf, 0xAA, sizeof buf);
     g_assert_cmpint(jet_mock_deliver_sized(m, b, (jet_mock_settlement *)buf, v10 - 1), ==, JET_MOCK_EINVAL);
     assert_contains(jet_mock_error(m), "smaller than any header");
-    g_assert_cmpuint(buf[0], ==, 0xAA);
+    g_assert_cmpuint(buf[0], ==, 0);
+    g_assert_cmpuint(buf[v10 - 2], ==, 0);
+    g_assert_cmpuint(buf[v10 - 1], ==, 0xAA);
 
     /* jet_mock_deliver_held the symbol came with held_behind: that much is
      * written (zeroed, as nothing is held here), not a byte more. */
