@@ -159,11 +159,12 @@ JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint
     }
 
     /* What the server says now, not what was asked for.  A bucket just
-     * made on a cluster can be "not found" for a moment, while its stream's
-     * replicas elect a leader (seen on a loaded 2-core machine with
-     * nats-server 2.15 and 3 replicas): asked again for a few seconds. */
+     * made on a cluster can be "not found", or not answered, for a moment,
+     * while its stream's replicas elect a leader (seen on a loaded 2-core
+     * machine with nats-server 2.15 and 3 replicas): asked again for a few
+     * seconds. */
     gint64 until = g_get_monotonic_time() + CREATED_SETTLE_US;
-    while ((s = js_GetStreamInfo(&si, js, stream, NULL, NULL)) == NATS_NOT_FOUND && !found &&
+    while (((s = js_GetStreamInfo(&si, js, stream, NULL, NULL)) == NATS_NOT_FOUND || s == NATS_TIMEOUT) && !found &&
            g_get_monotonic_time() < until)
         g_usleep(100 * 1000);
     if (s != NATS_OK) {
