@@ -81,9 +81,10 @@ static char **node_args(JetTestCluster *c, int i)
     return (char **)g_ptr_array_free(a, FALSE);
 }
 
-JetTestCluster *jet_test_cluster_start(void)
+/* Three fresh nodes under a name never used before; TRUE once they elected
+ * a JetStream meta leader within timeout_ms. */
+static gboolean cluster_try(JetTestCluster *c, guint timeout_ms)
 {
-    JetTestCluster *c = g_new0(JetTestCluster, 1);
     static gint started;
     c->cluster_name = g_strdup_printf("jettest-%d-%d", (int)getpid(), g_atomic_int_add(&started, 1));
     GString *urls = g_string_new(NULL);
@@ -101,10 +102,37 @@ JetTestCluster *jet_test_cluster_start(void)
         g_auto(GStrv) args = node_args(c, i);
         jet_test_server_set_args(c->node[i], (const char *const *)args);
     }
+    return jet_test_cluster_wait_ready(c, timeout_ms);
+}
+
+static void cluster_stop(JetTestCluster *c)
+{
+    for (int i = 0; i < JET_TEST_CLUSTER_NODES; i++) {
+        jet_test_server_free(c->node[i]);
+        c->node[i] = NULL;
+        g_clear_pointer(&c->name[i], g_free);
+        c->cluster_port[i] = 0;
+        c->down[i] = c->paused[i] = FALSE;
+    }
+    g_clear_pointer(&c->urls, g_free);
+    g_clear_pointer(&c->cluster_name, g_free);
+}
+
+JetTestCluster *jet_test_cluster_start(void)
+{
+    JetTestCluster *c = g_new0(JetTestCluster, 1);
     /* 60 s: three clusters of three and a build at low priority share two
-     * cores in ./quickstart test; 2.10 once took more than 30 s there. */
-    if (!jet_test_cluster_wait_ready(c, 60000))
-        g_error("the cluster %s elected no JetStream meta leader within 60 s", c->urls);
+     * cores in ./quickstart test; 2.10 once took more than 30 s there.  A
+     * cluster that formed no meta group in that time (2.10.27 on a loaded
+     * 2-core machine, no host involved yet) is made again once, from new
+     * nodes, and said so: what the tests check starts after this. */
+    if (!cluster_try(c, 60000)) {
+        g_test_message("the cluster %s elected no JetStream meta leader within 60 s: started again from new "
+                       "nodes", c->urls);
+        cluster_stop(c);
+        if (!cluster_try(c, 60000))
+            g_error("the cluster %s elected no JetStream meta leader within 60 s, twice", c->urls);
+    }
     g_test_message("cluster %s: cluster ports %d, %d, %d", c->urls, c->cluster_port[0], c->cluster_port[1],
                    c->cluster_port[2]);
     return c;
