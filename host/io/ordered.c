@@ -80,6 +80,9 @@ struct JetOrdered {
     /* kind = kv with initial values: they are being handled (the watch has
      * not caught up with the bucket yet). */
     gboolean initial_open;
+    /* The consumer delivers the last message of each subject only (a
+     * watch's first consumer): a jump over older revisions is its job. */
+    gboolean per_subject;
     gboolean initial_empty;    /* nothing was pending when it opened */
     guint64 initial_last;      /* the stream's last seq before the first consumer: the last current value */
     guint64 initial_values;    /* handled since it opened (the stat counts every start and life) */
@@ -386,6 +389,7 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
             o->initial_last = last;
     }
     start_at(b, o->position, o->life_start, &cc);
+    o->per_subject = cc.DeliverPolicy == js_DeliverLastPerSubject;
     o->skip_before_ns = o->position == 0 && !o->life_start && b->deliver == JET_DELIVER_FROM_TIME
                             ? b->deliver_time_ns : 0;
     jsConsumerInfo *ci = NULL;
@@ -726,7 +730,11 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
 static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 seq)
 {
     const JetBindingConfig *b = e->b;
-    if (o->position == 0 || seq <= o->position + 1 || o->initial_open ||
+    /* While a last-per-subject consumer hands out the current values, a
+     * jump over older revisions is what it is for; a consumer re-created
+     * from a position during them delivers every message, and a jump there
+     * is a skip like any other (nats-server 2.9.10 made one after a pause). */
+    if (o->position == 0 || seq <= o->position + 1 || (o->initial_open && o->per_subject) ||
         (b->kind != JET_KIND_KV && b->filter_subject != NULL))
         return FALSE;
     g_autoptr(GError) err = NULL;
