@@ -113,7 +113,13 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
                     "behind one given back or unacked by an earlier run): pulls stop until they drain, except "
                     "one at a time for a head that is due back", c.waiting, e->b->max_lane_held, c.held);
         }
-        if (due > 0 && now >= e->lane_bound_next_us) {
+        /* The server sends redeliveries in the order they fell due, so a
+         * head may come back behind every other message the last run left
+         * unacked: while pulls bring redeliveries (messages the server
+         * already counts against MaxAckPending), the next goes at once.
+         * A first delivery or nothing puts the pace back. */
+        if (due > 0 && (e->lane_bound_again || now >= e->lane_bound_next_us)) {
+            e->lane_bound_again = FALSE;
             e->lane_bound_next_us = now + BOUND_PULL_US;
             return 1;
         }
@@ -176,6 +182,7 @@ void jet__lanes_route(Worker *w, Item *it, const JetAckMeta *meta)
     }
     if (meta->consumer_seq >= e->lane_next_cseq)
         e->lane_next_cseq = meta->consumer_seq + 1;
+    e->lane_bound_again = e->lane_at_bound && meta->delivered > 1;
     gpointer replaced = jet_lanes_offer(e->lanes, key, len, meta->stream_seq, meta->delivered == 1, it);
     JetLaneCounts c;
     jet_lanes_counts(e->lanes, &c);

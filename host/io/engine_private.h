@@ -277,6 +277,7 @@ struct JetEngine {
     /* The router's own (worker 0's thread). */
     gboolean lane_at_bound;
     gint64 lane_bound_next_us;
+    gboolean lane_bound_again;   /* at the bound, the last pull brought a redelivery: pull again at once */
 };
 
 /* The counters a delivery's work adds to: its worker's. */

@@ -481,9 +481,14 @@ static void crash_at_bound_run(const CrashCase *cc, guint64 seed)
         /* Killed while handling: once it has handled a few of its own. */
         g_autoptr(GArray) before = read_handled(r.dir);
         LogLines more = { r.dir, before->len + 3 };
-        g_assert_true(jet_test_wait_until(log_has_lines, &more, 60000));
+        gboolean moved = jet_test_wait_until(log_has_lines, &more, 60000);
         g_subprocess_force_exit(hk);
         g_assert_cmpint(jet_test_jethost_wait(hk, 10000), ==, 128 + SIGKILL);
+        if (!moved) {
+            g_autofree char *logk = jet_test_read_text(errk);
+            g_test_message("%s", logk);
+        }
+        g_assert_true(moved);
     }
     jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
     g_test_message("%s: killed with %" G_GINT64_FORMAT " unacked (ack floor %" G_GUINT64_FORMAT ", delivered %"
@@ -637,6 +642,11 @@ int main(int argc, char **argv)
         { "subject-key-batch-1-workers-8", 2000, 1, "key = subject:2\nworkers = 8\nbatch = 1\nack_wait = 2s\n"
           "max_ack_pending = 300\nmax_lane_held = 200\noption.sleep = 1ms\n",
           "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 200, 1 },
+        /* The postponed head falls due after the others' AckWait: the
+         * server sends it back behind all of them, one pull at a time. */
+        { "head-behind-redeliveries", 3000, 1, "key = subject:2\nworkers = 7\nbatch = 10\nmax_ack_pending = 734\n"
+          "max_lane_held = 502\nack_wait = 1s\noption.sleep = 1ms\n",
+          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 230, 1 },
         { "batch-500-hot-and-cold", 3000, 50, "key = header:Key\nworkers = 4\nbatch = 500\nack_wait = 2s\n"
           "option.sleep = 1ms\noption.random_percent = 3\noption.postpone_delay = 1s\n",
           "option.block_seq = 37\n", 0, 2 },
