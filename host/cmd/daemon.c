@@ -10,6 +10,7 @@
 #include "errors.h"
 #include "exclusive.h"
 #include "exit_codes.h"
+#include "heap.h"
 #include "host_api.h"
 #include "instance.h"
 #include "ledger.h"
@@ -25,6 +26,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* How often free heap pages go back to the kernel (heap.h). */
+#define HEAP_TRIM_S 30
 
 typedef struct {
     const JetBindingConfig *b;
@@ -863,6 +867,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     g_auto(GStrv) urls = NULL;
     int rc = JET_EXIT_OK;
 
+    jet_heap_tune();
     if (!jet_log_level_from_env(&err)) {
         jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);
         return JET_EXIT_CONFIG;
@@ -991,8 +996,11 @@ refused:
     /* The supervisor's side: active now, and a stuck main loop restarts us. */
     jet_notify_ready();
     jet_notify_watchdog_start();
+    guint heap_trim = jet_heap_trim_start(HEAP_TRIM_S);
 
     g_main_loop_run(d.loop);
+    if (heap_trim != 0)
+        g_source_remove(heap_trim);
     if (d.drainer != NULL)
         g_thread_join(d.drainer);
     /* A reload's drain ended with the host's, before it could finish. */
