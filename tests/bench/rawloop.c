@@ -22,6 +22,9 @@
  *       fetch with env RAWLOOP_BIND=1 binds to CONSUMER as it is (made by
  *       `rawloop mkcons`) instead of re-creating it, so several processes
  *       can share it (each then runs until stopped, N being the whole).
+ *   rawloop ceiling URL STREAM CONSUMER N BATCH
+ *       What the server can deliver here: `raw` on a consumer made with
+ *       AckNone (no MaxAckPending), no acks, no handler.
  *       raw with env RAWLOOP_LATENCY_FILE=PATH also writes, for each
  *       delivery, receipt time minus the stamp `rawloop pace` put in its
  *       payload (ns, one a line): the plain loop's side of the latency.
@@ -337,7 +340,7 @@ static int mode_publish(const char *url, const char *stream, const char *subject
 
 /* --- the two pull-and-ack loops ---------------------------------------- */
 
-static void make_consumer(jsCtx *js, const char *stream, const char *consumer)
+static void make_consumer_acking(jsCtx *js, const char *stream, const char *consumer, bool ack)
 {
     jsConsumerConfig cc;
     jsConsumerInfo *ci = NULL;
@@ -346,16 +349,21 @@ static void make_consumer(jsCtx *js, const char *stream, const char *consumer)
     js_DeleteConsumer(js, stream, consumer, NULL, NULL);   /* a fresh one */
     jsConsumerConfig_Init(&cc);
     cc.Durable = consumer;
-    cc.AckPolicy = js_AckExplicit;
+    cc.AckPolicy = ack ? js_AckExplicit : js_AckNone;
     cc.DeliverPolicy = js_DeliverAll;
     cc.AckWait = (int64_t)30 * 1000000000;
     cc.MaxDeliver = -1;
-    cc.MaxAckPending = 1000;
+    cc.MaxAckPending = ack ? 1000 : -1;
     natsStatus s = js_AddConsumer(&ci, js, stream, &cc, NULL, &jerr);
     if (s != NATS_OK)
         fprintf(stderr, "rawloop: add consumer: error code %d\n", (int)jerr);
     DIE_IF(s, "add consumer");
     jsConsumerInfo_Destroy(ci);
+}
+
+static void make_consumer(jsCtx *js, const char *stream, const char *consumer)
+{
+    make_consumer_acking(js, stream, consumer, true);
 }
 
 static void print_loop_result(const char *mode, long batch, long n, int64_t t0, int64_t t1, long pulls,
@@ -626,7 +634,7 @@ static void write_latencies(const char *path, const int64_t *v, long n)
     }
 }
 
-static int mode_raw(const char *url, const char *stream, const char *consumer, long n, long batch)
+static int mode_raw(const char *url, const char *stream, const char *consumer, long n, long batch, bool ack)
 {
     /* With RAWLOOP_LATENCY_FILE, the loop records publish -> receipt for
      * every delivery whose payload carries a stamp (the plain peer of the
@@ -650,7 +658,7 @@ static int mode_raw(const char *url, const char *stream, const char *consumer, l
     long want = 0, received = 0;   /* of the current pull */
     bool active = false;
 
-    make_consumer(js, stream, consumer);
+    make_consumer_acking(js, stream, consumer, ack);
     snprintf(next_subject, sizeof next_subject, "$JS.API.CONSUMER.MSG.NEXT.%s.%s", stream, consumer);
     DIE_IF(natsInbox_Create(&inbox), "inbox");
     snprintf(wildcard, sizeof wildcard, "%s.*", (const char *)inbox);
@@ -681,7 +689,8 @@ static int mode_raw(const char *url, const char *stream, const char *consumer, l
                 if (stamp >= 0)
                     lat[n_lat++] = mono_ns() - stamp;
             }
-            DIE_IF(natsConnection_PublishString(nc, reply, "+ACK"), "ack");
+            if (ack)
+                DIE_IF(natsConnection_PublishString(nc, reply, "+ACK"), "ack");
             got++;
             /* A delivery keeps the stream's subject, not the pull's reply:
              * with one pull outstanding it belongs to that pull. */
@@ -699,7 +708,7 @@ static int mode_raw(const char *url, const char *stream, const char *consumer, l
     }
     int64_t t1 = mono_ns();
     DIE_IF(natsConnection_Flush(nc), "flush");
-    print_loop_result("raw", batch, got, t0, t1, pulls, statuses);
+    print_loop_result(ack ? "raw" : "ceiling", batch, got, t0, t1, pulls, statuses);
     if (lat != NULL) {
         write_latencies(latency_file, lat, n_lat);
         free(lat);
@@ -1522,7 +1531,7 @@ static int mode_pctl(const char *path)
 static int usage(void)
 {
     fprintf(stderr, "usage: rawloop publish URL STREAM SUBJECT N SIZE\n"
-                    "       rawloop fetch|raw URL STREAM CONSUMER N BATCH\n"
+                    "       rawloop fetch|raw|ceiling URL STREAM CONSUMER N BATCH\n"
                     "       rawloop workers URL STREAM CONSUMER N BATCH WORKERS SLEEP_US\n"
                     "       rawloop multi URL STREAM PREFIX K N BATCH\n"
                     "       rawloop acks URL STREAM TOTAL TIMEOUT_S\n"
@@ -1566,7 +1575,9 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "acks") == 0 && argc == 6)
         rc = mode_acks(url, argv[3], arg_long(argv[4], "TOTAL", 1), arg_long(argv[5], "TIMEOUT_S", 1));
     else if (strcmp(mode, "raw") == 0 && argc == 7)
-        rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
+        rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), true);
+    else if (strcmp(mode, "ceiling") == 0 && argc == 7)
+        rc = mode_raw(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), false);
     else if (strcmp(mode, "capture") == 0 && (argc == 8 || argc == 9))
         rc = mode_capture(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7],
                           argc == 9 ? arg_long(argv[8], "WORKERS", 1) : 1);

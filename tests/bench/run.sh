@@ -43,7 +43,9 @@
 # RSS_LARGE (100000), NATSJS_DIR (a directory where `require('nats')` works;
 # default: the first of /tmp/natsjs, /tmp/anchors/js that has it),
 # ANCHORS_DIR (default ../shared/anchors beside the source tree), KEEP=1
-# keeps the work directory (logs of every run).
+# keeps the work directory (logs of every run).  The throughput part also
+# measures the ceiling: `rawloop ceiling` (an AckNone consumer, no acks, no
+# handler) at CEILING_BATCH (1000), and prints jethost's share of it.
 # The ordered and KV parts (CASES ordered, kv): ORD_N (N), CKPT_N (20000),
 # KV_KEYS (10000), KV_UPDATES (KV_KEYS), SLOW_N (5000), SLOW_KEYS (1000),
 # SLOW_UPDATES (4000), SLOW_SLEEP_US (1000), SLOW_LIMIT (SLOW_N / 5: the
@@ -173,6 +175,7 @@ HOSTS_PROCS=${HOSTS_PROCS:-1 2}
 KV_HISTORY=64   # the most a bucket keeps: every update of a run stays in the stream
 SIZE=128
 BATCHES="1 10 100"
+CEILING_BATCH=${CEILING_BATCH:-1000}   # the throughput part's ceiling: rawloop ceiling
 FAIL_BATCHES="10 100"
 DLQ_STREAM=JETHOST_DLQ             # jethost's managed default ...
 DLQ_SUBJECTS='jethost.dlq.>'       # ... and the subjects it would give it
@@ -492,6 +495,8 @@ run_case() {
         pay_raw) RUN_STREAM=PAY RUN_N=$PAY_COUNT run_client pay_raw "$batch" "$rep" \
             "$RAW" raw "$URL" PAY @C@ "$PAY_COUNT" "$PAY_BATCH" ;;
         raw) run_client raw "$batch" "$rep" "$RAW" raw "$URL" BENCH @C@ "$N" "$batch" ;;
+        # what the server can deliver: AckNone, no acks, no handler
+        ceiling) run_client ceiling "$batch" "$rep" "$RAW" ceiling "$URL" BENCH @C@ "$N" "$batch" ;;
         jethost_fail) run_failure jethost_fail "$batch" "$rep" ;;
         capture) run_failure capture "$batch" "$rep" ;;
         jethost_fwd) run_forward jethost_fwd "$batch" "$rep" ;;
@@ -839,6 +844,7 @@ want throughput && for rep in $(seq "$REPS"); do
             run_case "${cases[$(((i + rep - 1) % k))]}" "$batch" "$rep" || fails=$((fails + 1))
         done
     done
+    run_case ceiling "$CEILING_BATCH" "$rep" || fails=$((fails + 1))
 done
 
 # --- workers: a 1 ms handler on 1..8 workers -----------------------------------------
@@ -1283,6 +1289,13 @@ slow_row() {
         printf ' %-9s %-9s %-9s %-8s\n' "$(ratio "$jm" "$fm")" "$(ratio "$jm" "$rm")" "$(ratio "$jm" "$faster")" \
             "$([ "$t" -gt 0 ] && ratio "$(med jethost_thr "$b")" "$jm" || echo -)"
     done
+    echo
+    cm=$(med ceiling "$CEILING_BATCH")
+    printf 'ceiling: %s msgs/s, the raw pull loop on an AckNone consumer at batch %s, no acks, no handler;\n' \
+        "$(cell ceiling "$CEILING_BATCH")" "$CEILING_BATCH"
+    printf 'jethost as a share of it:'
+    for b in $BATCHES; do printf ' batch %s %s;' "$b" "$(ratio "$(med jethost "$b")" "$cm")"; done
+    echo
     echo
     printf 'peak RSS, MiB (median over reps):\n'
     printf '%-6s %-16s %-18s %-16s %-16s' batch jethost jethost+threshold Fetch raw
