@@ -3,16 +3,54 @@
 
 #include "log.h"
 
+#include <dlfcn.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+
+/* The library's name since systemd 209; the header above gives the types. */
+#define LIBSYSTEMD "libsystemd.so.0"
 
 static guint watchdog_source;
 static gboolean warned;
 
+/* libsystemd and the libraries it brings (compression, gcrypt) are a
+ * megabyte of the host's resident memory, and outside a service manager
+ * there is nobody to tell: it is opened only when NOTIFY_SOCKET is set
+ * (docs/systemd.md, "Outside systemd"). */
+static struct {
+    gsize once;
+    int (*notify)(int unset_environment, const char *state);
+    int (*watchdog_enabled)(int unset_environment, uint64_t *usec);
+} sd;
+
+static gboolean sd_open(void)
+{
+    if (g_once_init_enter(&sd.once)) {
+        const char *sock = g_getenv("NOTIFY_SOCKET");
+        void *lib = sock != NULL && *sock != '\0' ? dlopen(LIBSYSTEMD, RTLD_NOW | RTLD_LOCAL) : NULL;
+        if (lib != NULL) {
+            /* POSIX's way to a function pointer from dlsym. */
+            *(void **)&sd.notify = dlsym(lib, "sd_notify");
+            *(void **)&sd.watchdog_enabled = dlsym(lib, "sd_watchdog_enabled");
+        }
+        if (sock != NULL && *sock != '\0' && (sd.notify == NULL || sd.watchdog_enabled == NULL)) {
+            const char *why = dlerror();
+            sd.notify = NULL;
+            jet_log(JET_LOG_WARNING, NULL, "notify",
+                    "NOTIFY_SOCKET is set but %s cannot be used (%s): the service manager is not told the host "
+                    "is ready", LIBSYSTEMD, why != NULL ? why : "sd_notify or sd_watchdog_enabled missing");
+        }
+        g_once_init_leave(&sd.once, 1);
+    }
+    return sd.notify != NULL;
+}
+
 static void send_state(const char *state)
 {
+    if (!sd_open())
+        return;
     /* The environment stays set: the daemon notifies more than once. */
-    int r = sd_notify(0, state);
+    int r = sd.notify(0, state);
     /* Once: a broken socket would otherwise fill the log from the watchdog. */
     if (r < 0 && !warned) {
         warned = TRUE;
@@ -53,7 +91,7 @@ gboolean jet_notify_watchdog_start(void)
     uint64_t usec = 0;
     /* 0 without WATCHDOG_USEC, or when WATCHDOG_PID names another process
      * (a child that inherited the variables). */
-    if (watchdog_source != 0 || sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
+    if (watchdog_source != 0 || !sd_open() || sd.watchdog_enabled(0, &usec) <= 0 || usec == 0)
         return FALSE;
     guint64 ms = MAX(usec / 2000, 1);
     watchdog_source = g_timeout_add((guint)MIN(ms, G_MAXUINT), on_watchdog, NULL);

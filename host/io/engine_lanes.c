@@ -118,13 +118,15 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
          * unacked: while pulls bring redeliveries (messages the server
          * already counts against MaxAckPending), the next goes at once.
          * A first delivery or nothing puts the pace back. */
-        if (due > 0 && (e->lane_bound_again || now >= e->lane_bound_next_us)) {
-            e->lane_bound_again = FALSE;
+        gboolean again = e->lane_bound_again;
+        e->lane_bound_again = FALSE;
+        if (due > 0 && (again || now >= e->lane_bound_next_us)) {
             e->lane_bound_next_us = now + BOUND_PULL_US;
             return 1;
         }
         return 0;
     }
+    e->lane_bound_again = FALSE;
     if (e->lane_at_bound) {
         e->lane_at_bound = FALSE;
         jet_log(JET_LOG_INFO, e->b->name, "lanes-bound-cleared", "%u deliveries wait behind an earlier message "

@@ -22,12 +22,12 @@
  *       fetch with env RAWLOOP_BIND=1 binds to CONSUMER as it is (made by
  *       `rawloop mkcons`) instead of re-creating it, so several processes
  *       can share it (each then runs until stopped, N being the whole).
- *   rawloop ceiling URL STREAM CONSUMER N BATCH
- *       What the server can deliver here: `raw` on a consumer made with
- *       AckNone (no MaxAckPending), no acks, no handler.
  *       raw with env RAWLOOP_LATENCY_FILE=PATH also writes, for each
  *       delivery, receipt time minus the stamp `rawloop pace` put in its
  *       payload (ns, one a line): the plain loop's side of the latency.
+ *   rawloop ceiling URL STREAM CONSUMER N BATCH
+ *       What the server can deliver here: `raw` on a consumer made with
+ *       AckNone (no MaxAckPending), no acks, no handler.
  *   rawloop workers URL STREAM CONSUMER N BATCH WORKERS SLEEP_US
  *       The worker pool by hand, beside jethost with `workers`: WORKERS
  *       threads, each its own js_PullSubscribe on the one durable CONSUMER

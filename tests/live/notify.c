@@ -141,11 +141,30 @@ static void test_refused_never_ready(void)
     listener_close(&l);
 }
 
+/* Outside a service manager libsystemd is never mapped: nobody is told,
+ * and it would be a megabyte of the host's memory. */
+static void test_no_manager_no_library(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    g_unsetenv("NOTIFY_SOCKET");
+    g_unsetenv("WATCHDOG_USEC");
+    g_autofree char *errlog = NULL;
+    g_autoptr(GSubprocess) host = start_host(srv, "unmanaged", &errlog);
+    g_assert_true(jet_test_wait_log(errlog, "event=running", 20000));
+    g_autofree char *maps_path = g_strdup_printf("/proc/%s/maps", g_subprocess_get_identifier(host));
+    g_autofree char *maps = NULL;
+    g_assert_true(g_file_get_contents(maps_path, &maps, NULL, NULL));
+    g_assert_nonnull(strstr(maps, "libnats"));   /* the maps are the host's */
+    g_assert_null(strstr(maps, "libsystemd"));
+    jet_test_jethost_stop(host, errlog);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/notify/ready-watchdog-stopping", test_ready_watchdog_stopping);
     g_test_add_func("/notify/no-watchdog-unasked", test_no_watchdog_unasked);
     g_test_add_func("/notify/refused-never-ready", test_refused_never_ready);
+    g_test_add_func("/notify/no-manager-no-library", test_no_manager_no_library);
     return g_test_run();
 }

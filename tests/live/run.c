@@ -64,7 +64,9 @@ static void test_thousand_acked_in_order(void)
 /* Minor page faults of a process so far (/proc/PID/stat, field 10). */
 static guint64 minor_faults(GSubprocess *proc)
 {
-    g_autofree char *path = g_strdup_printf("/proc/%s/stat", g_subprocess_get_identifier(proc));
+    const char *pid = g_subprocess_get_identifier(proc);
+    g_assert_nonnull(pid);   /* still running */
+    g_autofree char *path = g_strdup_printf("/proc/%s/stat", pid);
     g_autofree char *text = NULL;
     g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
     const char *p = strrchr(text, ')');   /* the name may hold spaces */
@@ -74,54 +76,46 @@ static guint64 minor_faults(GSubprocess *proc)
     return g_ascii_strtoull(f[7], NULL, 10);   /* field 10: state is field 3 */
 }
 
-static gboolean floor_at_least(gpointer data)
-{
-    JetTestFloorWait *fw = data;
-    jsConsumerInfo *ci = NULL;
-    if (js_GetConsumerInfo(&ci, fw->js, fw->stream, fw->consumer, NULL, NULL) != NATS_OK)
-        return FALSE;
-    gboolean ok = ci->AckFloor.Stream >= fw->floor;
-    jsConsumerInfo_Destroy(ci);
-    return ok;
-}
-
 /* Large messages reuse the heap's pages: glibc's default trims the heap
  * whenever a batch of them is freed, so every page of the next batch was
  * faulted in again (up to 244 faults a 1 MB message, a third of the CPU).
  * Counted once the first batches ran, so start-up is not in it. */
 static void test_large_messages_keep_pages(void)
 {
+#if defined(__SANITIZE_ADDRESS__)
+    g_test_skip("ASan's allocator takes no mallopt()");
+    return;
+#endif
     enum { N = 96, WARM = 16, SIZE = 1000 * 1000 };
     g_autoptr(JetTestServer) srv = jet_test_server_start();
     natsConnection *nc = NULL;
     jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
     jet_test_stream_create(js, "ORDERS", "orders.>");
     g_autofree char *body = g_malloc0(SIZE);
-    for (guint i = 0; i < N; i++)
+    for (guint i = 0; i < WARM; i++)
         g_assert_cmpint(js_Publish(NULL, js, "orders.big", body, SIZE, NULL, NULL), ==, NATS_OK);
 
     g_autofree char *plugin = jet_test_plugin_copy("template");
     g_autofree char *text = config_for(jet_test_server_url(srv), plugin, "batch = 10\n");
     g_autofree char *conf = jet_test_write_file("large.conf", text);
+    g_unsetenv("GLIBC_TUNABLES");   /* an operator's malloc tunables would win over the host's */
     g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "large.stderr", NULL);
     const char *args[] = { "run", "-c", conf, NULL };
     g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
-    JetTestFloorWait warm_wait = { js, "ORDERS", "billing", WARM };
-    g_assert_true(jet_test_wait_until(floor_at_least, &warm_wait, 60000));
+    JetTestFloorWait fw = { js, "ORDERS", "billing", WARM };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 60000));
+    /* Idle now: what follows is counted from here. */
     guint64 warm = minor_faults(host);
-    jsConsumerInfo *ci = jet_test_consumer_info(js, "ORDERS", "billing");
-    guint64 from = ci->AckFloor.Stream;
-    jsConsumerInfo_Destroy(ci);
-    JetTestFloorWait fw = { js, "ORDERS", "billing", N };
+    for (guint i = WARM; i < N; i++)
+        g_assert_cmpint(js_Publish(NULL, js, "orders.big", body, SIZE, NULL, NULL), ==, NATS_OK);
+    fw.floor = N;
     g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 60000));
     guint64 faults = minor_faults(host) - warm;
     g_subprocess_send_signal(host, SIGTERM);
     g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
-    guint64 pages = (N - from) * SIZE / 4096;
-    g_test_message("%" G_GUINT64_FORMAT " minor page faults while the last %" G_GUINT64_FORMAT " messages of %u bytes "
-                   "ran (%" G_GUINT64_FORMAT " pages of payload; %" G_GUINT64_FORMAT " faults before)", faults,
-                   N - from, SIZE, pages, warm);
-    g_assert_cmpuint(N - from, >=, N / 2);
+    guint64 pages = (guint64)(N - WARM) * SIZE / 4096;
+    g_test_message("%" G_GUINT64_FORMAT " minor page faults while %u messages of %u bytes ran (%" G_GUINT64_FORMAT
+                   " pages of payload; %" G_GUINT64_FORMAT " faults before)", faults, N - WARM, SIZE, pages, warm);
     g_assert_cmpuint(faults, <, pages / 8);
     jet_test_js_close(nc, js);
 }
