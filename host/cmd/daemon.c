@@ -603,8 +603,10 @@ static void binding_setup(JetConn *conn, Binding *bd, StartFailures *f)
     /* Dead-letter streams: created in managed mode; in bind mode a missing
      * one is reported, and captures keep their messages until it exists.
      * local names the binding and the stream; a config error (a DLQ stream
-     * that cannot keep dlq_ttl) stops a bind-mode binding too. */
-    if (!jet_dlq_stream_ensure(nc, js, b, &local)) {
+     * that cannot keep dlq_ttl) stops a bind-mode binding too.  Managed
+     * mode asks again a few times before it gives up: a stream being
+     * deleted and re-created at this instant is refused for a moment. */
+    if (!jet_dlq_stream_ensure_retrying(nc, js, b, b->manage == JET_MANAGE_CREATE ? 5 : 1, &local)) {
         gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
         if (b->manage == JET_MANAGE_CREATE || config) {
             start_failed(f, bd, b->name, config, "dead-letter stream", local->message);

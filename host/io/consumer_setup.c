@@ -3,6 +3,7 @@
 #include "errors.h"
 #include "js_api.h"
 #include "log.h"
+#include "setup_retry.h"
 #include "stream_names.h"
 #include "subject_overlap.h"
 
@@ -359,31 +360,26 @@ gboolean jet_consumer_ensure(natsConnection *nc, jsCtx *js, const JetBindingConf
     return TRUE;
 }
 
+typedef struct {
+    natsConnection *nc;
+    jsCtx *js;
+    const JetBindingConfig *b;
+    guint64 start_seq;
+    JetConsumerFacts *facts;
+} EnsureArgs;
+
+static gboolean ensure_step(gpointer data, GError **error)
+{
+    EnsureArgs *a = data;
+    return jet_consumer_ensure(a->nc, a->js, a->b, a->start_seq, a->facts, error);
+}
+
 gboolean jet_consumer_ensure_retrying(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
                                       guint attempts, const gint *stop, JetConsumerFacts *facts,
                                       GError **error)
 {
-    guint64 wait_ms = 100;
-    for (guint i = 1;; i++) {
-        g_autoptr(GError) local = NULL;
-        if (jet_consumer_ensure(nc, js, b, start_seq, facts, &local))
-            return TRUE;
-        /* At start-up a consumer that does not fit is a config error, and
-         * waiting cannot fix it; recovery (attempts 0) waits for an operator. */
-        if (attempts > 0 && (i >= attempts || g_error_matches(local, JET_ERROR, JET_ERROR_INVALID))) {
-            g_propagate_error(error, g_steal_pointer(&local));
-            return FALSE;
-        }
-        /* Loud: in bind mode this is an operator's consumer gone missing. */
-        jet_log(b->manage == JET_MANAGE_BIND ? JET_LOG_ERROR : JET_LOG_WARNING, b->name, "resubscribing",
-                "attempt %u: %s; next in %" G_GUINT64_FORMAT " ms", i, local->message, wait_ms);
-        for (guint64 slept = 0; slept < wait_ms; slept += 50) {
-            if (stop != NULL && g_atomic_int_get(stop)) {
-                g_propagate_error(error, g_steal_pointer(&local));
-                return FALSE;
-            }
-            g_usleep(50000);
-        }
-        wait_ms = MIN(wait_ms * 2, 5000);
-    }
+    EnsureArgs a = { nc, js, b, start_seq, facts };
+    /* Loud: in bind mode this is an operator's consumer gone missing. */
+    return jet_setup_retrying(ensure_step, &a, b->name, "resubscribing",
+                              b->manage == JET_MANAGE_BIND ? JET_LOG_ERROR : JET_LOG_WARNING, attempts, stop, error);
 }

@@ -7,6 +7,7 @@
 #include "errors.h"
 #include "js_api.h"
 #include "log.h"
+#include "setup_retry.h"
 #include "stream_names.h"
 
 #define ERR_STREAM_NOT_FOUND 10059
@@ -213,4 +214,24 @@ gboolean jet_dlq_stream_ensure(natsConnection *nc, jsCtx *js, const JetBindingCo
             continue;
         return jet_stream_create_failed(js, b->name, b->dlq_stream, subjects, s, jerr, error);
     }
+}
+
+typedef struct {
+    natsConnection *nc;
+    jsCtx *js;
+    const JetBindingConfig *b;
+} EnsureArgs;
+
+static gboolean ensure_step(gpointer data, GError **error)
+{
+    EnsureArgs *a = data;
+    return jet_dlq_stream_ensure(a->nc, a->js, a->b, error);
+}
+
+gboolean jet_dlq_stream_ensure_retrying(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint attempts,
+                                        GError **error)
+{
+    EnsureArgs a = { nc, js, b };
+    return jet_setup_retrying(ensure_step, &a, b->name, "dlq-stream-retry", JET_LOG_WARNING, MAX(attempts, 1), NULL,
+                              error);
 }

@@ -25,4 +25,11 @@ gint64 jet_capture_max_payload(natsConnection *nc, jsCtx *js, const char *dlq_st
  * through the JetStream API itself). */
 gboolean jet_dlq_stream_ensure(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, GError **error);
 
+/* jet_dlq_stream_ensure up to `attempts` times (at least once), with the
+ * backoff of setup_retry.h: a stream deleted and re-created by someone else
+ * while the host creates it is refused for a moment (err 10049, 10058).
+ * A config error (JET_ERROR_INVALID) is not asked again. */
+gboolean jet_dlq_stream_ensure_retrying(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint attempts,
+                                        GError **error);
+
 #endif

@@ -573,6 +573,37 @@ static void test_failing_binding_exits(void)
     jet_test_js_close(nc, js);
 }
 
+/* A DLQ stream the server refuses for a moment at start-up (here one that
+ * does not cover the DLQ subject, until it is deleted; in a real run one
+ * being deleted and re-created by someone else, err 10049 or 10058): a
+ * managed binding asks again, and runs once the server allows it. */
+static void test_dlq_stream_refused_for_a_moment(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    jet_test_stream_create(js, "JETHOST_DLQ", "elsewhere.dlq");
+    jet_test_publish_n(js, "orders.new", 3);
+    g_autofree char *plugin = jet_test_plugin_copy("template");
+    g_autofree char *text = config_for(jet_test_server_url(srv), plugin, "");
+    g_autofree char *conf = jet_test_write_file("dlq-moment.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "dlq-moment.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    g_assert_true(jet_test_wait_log(errlog, "dlq-stream-retry", 20000));
+    g_assert_cmpint(js_DeleteStream(js, "JETHOST_DLQ", NULL, NULL), ==, NATS_OK);
+    JetTestFloorWait fw = { js, "ORDERS", "billing", 3 };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 30000));
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "does not capture dlq_subject"));
+    g_assert_nonnull(strstr(log, "created DLQ stream JETHOST_DLQ"));
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+    jet_test_js_close(nc, js);
+}
+
 /* ORDERS (orders.>) keeping messages for minutes, made or updated. */
 static void stream_max_age(jsCtx *js, int64_t minutes, gboolean update)
 {
@@ -866,6 +897,7 @@ int main(int argc, char **argv)
     g_test_add_func("/run/schedule-live", test_schedule_live);
     g_test_add_func("/run/schedule-live-ordered", test_schedule_live_ordered);
     g_test_add_func("/run/failing-binding-exits", test_failing_binding_exits);
+    g_test_add_func("/run/dlq-stream-refused-for-a-moment", test_dlq_stream_refused_for_a_moment);
     g_test_add_func("/run/reports-every-binding", test_reports_every_binding);
     g_test_add_func("/run/server-config-errors", test_server_config_errors);
     g_test_add_func("/run/many-bindings", test_many_bindings);
