@@ -264,6 +264,9 @@ static const KeyDef binding_keys[] = {
       "capture it with cause `breaker`; `off`: no breaker (the monitor still reports)" },
     { "min_deliveries", K_UINT, "2", NULL, FALSE, 1, G_MAXINT32, B(min_deliveries),
       "the breaker claims a message only once it has been delivered this many times" },
+    { "breaker_pause", K_DURATION, "0", NULL, FALSE, 0, DURATION_MAX_MS, B(breaker_pause_ms),
+      "`breaker = enforce`: once the breaker has captured a message, the consumer pauses this long "
+      "(nats-server 2.11+: for every host, by the server; before: this host's pulls); 0 = no pause" },
     { "exclusive", K_BOOL, "false", NULL, FALSE, NOB, B(exclusive),
       "one active host: hosts running this binding claim it in the host's KV bucket (`[host] "
       "ledger_bucket`); the others stand by and take over when the holder stops or dies" },
@@ -1203,7 +1206,7 @@ static gboolean kind_keys_fit(const Section *sec, JetBindingConfig *b, GError **
     }
     static const char *const durable_only[] = {
         "consumer", "workers", "threshold", "ack_wait", "max_deliver", "max_ack_pending", "capture_reserve",
-        "floor_age", "breaker", "min_deliveries", "key", "max_lane_held", "pin",
+        "floor_age", "breaker", "min_deliveries", "breaker_pause", "key", "max_lane_held", "pin",
     };
     for (gsize i = 0; i < G_N_ELEMENTS(durable_only); i++) {
         if (is_set(sec, durable_only[i])) {
@@ -1299,6 +1302,12 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
         key_error(error, JET_ERROR_INVALID, blame(sec, "breaker"), sec->group, "breaker",
                   "enforce needs the floor monitor (floor_age = 0 turns it off); set floor_age "
                   "or breaker = observe");
+        return NULL;
+    }
+    if (b->breaker_pause_ms > 0 && b->breaker != JET_BREAKER_MODE_ENFORCE) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "breaker_pause"), sec->group, "breaker_pause",
+                  "only with breaker = enforce (the pause follows a capture, which only enforce makes); "
+                  "set breaker = enforce or breaker_pause = 0");
         return NULL;
     }
     if (b->claim_heartbeat_ms > b->claim_ttl_ms / 2) {
@@ -1823,7 +1832,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
            SAME(max_attempts) && SAME(postpone_horizon_ms) && SAME(max_postpone_delay_ms) && SAME(capture_reserve) &&
            SAME(crash_limit) && SAME(max_hops) && SAME(max_time_to_dead_letter_ms) && SAME(accept_expiry) && SAME_STR(dlq_stream) && SAME(dlq_ttl_ms) && SAME(duplicate_window_ms) &&
            SAME_STR(dlq_subject) && SAME(replicas) && SAME(ledger) && SAME(publish_reserved) &&
-           strv_equal0(a->publish_streams, b->publish_streams) && SAME(allow_loop) && SAME(floor_age_ms) && SAME(breaker) &&
+           strv_equal0(a->publish_streams, b->publish_streams) && SAME(allow_loop) && SAME(floor_age_ms) && SAME(breaker) && SAME(breaker_pause_ms) &&
            SAME(min_deliveries) && SAME(exclusive) && SAME(claim_heartbeat_ms) && SAME(claim_ttl_ms) && SAME(pin) &&
            SAME(lane_key.kind) && strcmp(a->lane_key.header, b->lane_key.header) == 0 &&
            SAME(lane_key.token) && SAME(max_lane_held) && options_equal(a->options, b->options) &&

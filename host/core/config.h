@@ -152,6 +152,7 @@ typedef struct {
     guint64 floor_age_ms;    /* stalled at this age; 0 = monitor (and breaker) off */
     JetBreakerMode breaker;
     guint min_deliveries;    /* the breaker claims only from this delivery on */
+    guint64 breaker_pause_ms;   /* enforce: after a capture, the consumer pauses this long; 0 = not */
 
     /* One active host per binding (docs/exclusive.md) */
     gboolean exclusive;      /* claim the binding in the host's KV bucket before pulling */

@@ -821,7 +821,9 @@ static gpointer worker_main(gpointer data)
         guint n_active = active_pulls(w);
         gboolean care = careful(e);
         gint64 take_ms = TAKE_STEP_US / 1000;
-        if (lanes) {
+        if (jet__pulls_paused(e)) {
+            /* The breaker's pause: nothing new is asked for. */
+        } else if (lanes) {
             /* One pull at a time, sized by what the lanes can take in. */
             guint n = n_active == 0 && buffered == 0 ? jet__lanes_pull_size(w, &take_ms) : 0;
             if (n > 0)
@@ -1392,6 +1394,9 @@ void jet_engine_health(JetEngine *e, JetEngineHealth *out)
     out->recovering = g_atomic_int_get(&e->recovering) != 0 || g_atomic_int_get(&e->consumer_missing) != 0;
     out->num_pending = __atomic_load_n(&e->num_pending, __ATOMIC_RELAXED);
     out->num_ack_pending = __atomic_load_n(&e->num_ack_pending, __ATOMIC_RELAXED);
+    gint64 paused_until = __atomic_load_n(&e->paused_until_us, __ATOMIC_RELAXED);
+    /* At least 1 until a worker has seen the time and pulls again. */
+    out->pulls_paused_ms = paused_until > 0 ? MAX((paused_until - now_us()) / 1000, 1) : 0;
     for (guint i = 0; i < e->n_workers; i++)
         out->hung_workers += g_atomic_int_get(&e->workers[i].hung) ? 1 : 0;
     gint64 oldest = G_MAXINT64;

@@ -135,6 +135,10 @@ typedef struct {
      * since the oldest of them arrived: a binding that holds work and does
      * none of it (docs/operations.md, /readyz).  0 while it holds none. */
     gint64 idle_holding_ms;
+    /* What is left of the breaker's pause of this host's pulls (a server
+     * without the consumer pause), at least 1 until the workers pull
+     * again; 0 when none. */
+    gint64 pulls_paused_ms;
 } JetEngineHealth;
 void jet_engine_health(JetEngine *e, JetEngineHealth *out);
 const char *jet_engine_binding(const JetEngine *e);

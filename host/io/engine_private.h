@@ -278,6 +278,10 @@ struct JetEngine {
     gboolean lane_at_bound;
     gint64 lane_bound_next_us;
     gboolean lane_bound_again;   /* at the bound, the last pull brought a redelivery: pull again at once */
+
+    /* The breaker's pause on a server without the consumer pause: no
+     * worker pulls before this monotonic time (0: none).  Atomic. */
+    gint64 paused_until_us;
 };
 
 /* The counters a delivery's work adds to: its worker's. */
@@ -331,6 +335,15 @@ char *jet__read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrPars
 /* Whether this worker may pull now: FALSE while another worker's pull
  * without a pin id is out.  *probe: the pull goes without one; else id
  * gets the pin it carries ("" on a consumer that is not pinned). */
+/* The breaker's pause (docs/floor-monitor.md, "The pause").
+ * jet__breaker_pause: after an enforcing breaker's claim, on the worker
+ * that made it: the consumer paused by the server for every host, or
+ * (a server before 2.11, or a refusal) this host's pulls held.
+ * jet__pulls_paused: TRUE while this host's pulls are held; the first
+ * call after the time logs the end. */
+void jet__breaker_pause(JetEngine *e);
+gboolean jet__pulls_paused(JetEngine *e);
+
 gboolean jet__pin_may_pull(Worker *w, gboolean *probe, char id[JET_PIN_ID_MAX + 1]);
 /* The pull request's priority fields (",\"group\":...") for buf, with id
  * when it is not empty. */

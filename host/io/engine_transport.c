@@ -113,6 +113,8 @@ static gboolean t_breaker(gpointer t, const JetDelivery *jm, const JetLedgerReco
     jet_log(JET_LOG_WARNING, e->b->name, enforce ? "quarantine" : "would-quarantine",
             "stream seq %" G_GUINT64_FORMAT " (delivery %u): %s%s", jm->stream_seq, jm->deliveries, v.why,
             enforce ? "; capturing it (breaker = enforce)" : "; observe mode: counted only");
+    if (enforce)
+        jet__breaker_pause(e);
     return enforce;
 }
 

@@ -11,6 +11,7 @@
  * floor_age is 2 s, the ladder one 300 ms rung with unlimited attempts (room
  * for the breaker), min_deliveries 2, AckWait 2 s. */
 #include "rig.h"
+#include "consumer_pause.h"
 #include "ledger.h"
 
 #include <glib/gstdio.h>
@@ -250,6 +251,27 @@ typedef struct {
     Rig *a, *b;
 } Pair;
 
+/* Host b of a pair, on a.srv with its own fx_gate directory. */
+static void rig_second(Rig *a, Rig *b, const char *keys, const char *dir)
+{
+    memset(b, 0, sizeof *b);
+    b->srv = a->srv;
+    b->dir = g_build_filename(jet_test_private_dir(), dir, NULL);
+    g_assert_cmpint(g_mkdir(b->dir, 0700), ==, 0);
+    rig_engine(b, keys);
+}
+
+static void rig_second_free(Rig *b)
+{
+    jet_engine_free(b->eng);
+    jet_instance_free(b->inst);
+    jet_ledger_close(b->ledger);
+    jsCtx_Destroy(b->ledger_js);
+    jet_conn_close(b->conn);
+    jet_config_free(b->cfg);
+    g_free(b->dir);
+}
+
 /* Both hosts have asked: one claimed and the other lost the window or found
  * the blocker counted, or (wrongly) both made a claim. */
 static gboolean both_tried(gpointer data)
@@ -271,11 +293,7 @@ static void test_two_hosts_one_claim(void)
     rig_server(&a);
     const char *keys = BREAKER_KEYS_NO_BATCH "batch = 1\nbreaker = observe\n";
     rig_engine(&a, keys);
-    memset(&b, 0, sizeof b);
-    b.srv = a.srv;
-    b.dir = g_build_filename(jet_test_private_dir(), "gate-b", NULL);
-    g_assert_cmpint(g_mkdir(b.dir, 0700), ==, 0);
-    rig_engine(&b, keys);
+    rig_second(&a, &b, keys, "gate-b");
     publish_blocked(&a);
     Pair p = { &a, &b };
     gboolean tried = jet_test_wait_until(both_tried, &p, 30000);
@@ -302,13 +320,126 @@ static void test_two_hosts_one_claim(void)
     g_assert_nonnull(g_hash_table_lookup(ck, "5.0"));
     g_assert_cmpuint(fa.would_quarantine + fb.would_quarantine, ==, 1);
 
-    jet_engine_free(b.eng);
-    jet_instance_free(b.inst);
-    jet_ledger_close(b.ledger);
-    jsCtx_Destroy(b.ledger_js);
-    jet_conn_close(b.conn);
-    jet_config_free(b.cfg);
-    g_free(b.dir);
+    rig_second_free(&b);
+    rig_free(&a);
+}
+
+#define PAUSE_MS 4000
+
+static gboolean either_claimed(gpointer data)
+{
+    Pair *p = data;
+    JetFloorStats fa, fb;
+    floor_stats(p->a, &fa);
+    floor_stats(p->b, &fb);
+    return fa.claims + fb.claims >= 1;
+}
+
+static gboolean server_paused(gpointer data)
+{
+    Rig *r = data;
+    return jet_consumer_paused_until(r->nc, "ORDERS", "c") > 0;
+}
+
+static gboolean pulls_paused(gpointer data)
+{
+    JetEngineHealth h;
+    jet_engine_health(((Rig *)data)->eng, &h);
+    return h.pulls_paused_ms > 0;
+}
+
+static gboolean not_paused(gpointer data)
+{
+    return !pulls_paused(data);
+}
+
+typedef struct {
+    Rig *hosts[2];
+    guint n;
+    guint64 from, to;
+    gboolean all;   /* every seq of from..to (else any) */
+} HandledWait;
+
+static gboolean handled_range(gpointer data)
+{
+    HandledWait *w = data;
+    guint found = 0;
+    for (guint64 seq = w->from; seq <= w->to; seq++) {
+        guint n = 0;
+        for (guint h = 0; h < w->n; h++)
+            n += deliveries_of(w->hosts[h], seq);
+        found += n > 0;
+    }
+    return w->all ? found == w->to - w->from + 1 : found > 0;
+}
+
+/* Enforce with breaker_pause, two hosts on the consumer: once the blocker
+ * is captured, the consumer rests.  nats-server 2.11+: the server pauses
+ * it, neither host gets a message published meanwhile until the pause
+ * ends, and a host's start (its consumer update) keeps the pause.  Before
+ * 2.11: the host that captured pulls nothing for the pause, and the other
+ * goes on. */
+static void test_enforce_pause(void)
+{
+    gboolean server = jet_test_server_version() >= 21100;
+    Rig a = { 0 }, b;
+    rig_server(&a);
+    jet_test_stderr_begin("enforce-pause.log");
+    const char *keys = BREAKER_KEYS_NO_BATCH "batch = 1\nbreaker = enforce\nbreaker_pause = 4s\n";
+    rig_engine(&a, keys);
+    rig_second(&a, &b, keys, "gate-pause-b");
+    publish_blocked(&a);
+    Pair p = { &a, &b };
+    g_assert_true(jet_test_wait_until(either_claimed, &p, 30000));
+    JetFloorStats fa;
+    floor_stats(&a, &fa);
+    Rig *claimer = fa.claims > 0 ? &a : &b, *other = claimer == &a ? &b : &a;
+    gint64 t0 = g_get_monotonic_time();
+    if (server)
+        g_assert_true(jet_test_wait_until(server_paused, &a, 5000));
+    else
+        g_assert_true(jet_test_wait_until(pulls_paused, claimer, 5000));
+    gint64 paused_at = jet_consumer_paused_until(a.nc, "ORDERS", "c");
+
+    /* A host that starts now updates the consumer: the server keeps the
+     * pause through an update that does not name it. */
+    g_autoptr(GError) err = NULL;
+    const JetBindingConfig *bc = g_ptr_array_index(a.cfg->bindings, 0);
+    g_assert_true(jet_consumer_ensure(a.nc, a.js, bc, 0, NULL, &err));
+    g_assert_cmpint(jet_consumer_paused_until(a.nc, "ORDERS", "c"), ==, paused_at);
+
+    jet_test_publish_n(a.js, "orders.new", 5);   /* 16..20 */
+    gint64 left_ms = PAUSE_MS - 800 - (g_get_monotonic_time() - t0) / 1000;
+    g_assert_cmpint(left_ms, >, 500);
+    HandledWait paused = { { claimer, other }, server ? 2 : 1, 16, 20, FALSE };
+    gboolean early = jet_test_wait_until(handled_range, &paused, (guint)left_ms);
+    HandledWait by_other = { { other }, 1, 16, 20, TRUE };
+    gboolean other_went_on = !server && jet_test_wait_until(handled_range, &by_other, 10000);
+    HandledWait all = { { &a, &b }, 2, 16, 20, TRUE };
+    gboolean after = jet_test_wait_until(handled_range, &all, PAUSE_MS + 15000);
+    gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
+    gboolean resumed = server || jet_test_wait_until(not_paused, claimer, PAUSE_MS + 5000);
+    rig_stop(&a);
+    rig_stop(&b);
+    g_autofree char *log = jet_test_stderr_end();
+    g_test_message("server pause %s; 16..20 handled %" G_GINT64_FORMAT " ms after the pause began",
+                   server ? "yes" : "no", took_ms);
+    g_assert_false(early);
+    g_assert_true(after);
+    if (server) {
+        g_assert_cmpint(paused_at, >, 0);
+        g_assert_cmpint(took_ms, >=, PAUSE_MS - 800);
+        g_assert_cmpuint(jet_test_count_lines(log, "event=breaker-paused msg=\"consumer ORDERS/c paused by the "
+                                                   "server until"), ==, 1);
+    } else {
+        g_assert_cmpint(paused_at, ==, 0);
+        g_assert_true(other_went_on);
+        g_assert_true(resumed);
+        g_assert_cmpuint(jet_test_count_lines(log, "event=breaker-paused msg=\"this host pulls nothing on "
+                                                   "ORDERS/c until"), ==, 1);
+        g_assert_cmpuint(jet_test_count_lines(log, "event=breaker-resumed"), ==, 1);
+    }
+    rig_second_free(&b);
     rig_free(&a);
 }
 
@@ -394,6 +525,7 @@ int main(int argc, char **argv)
     g_test_add_func("/breaker/observe", test_observe);
     g_test_add_func("/breaker/enforce", test_enforce);
     g_test_add_func("/breaker/two-hosts-one-claim", test_two_hosts_one_claim);
+    g_test_add_func("/breaker/enforce-pause", test_enforce_pause);
     g_test_add_func("/breaker/saturation", test_saturation);
     int rc = g_test_run();
     nats_Close();

@@ -275,6 +275,12 @@ static const struct {
       "[binding orders] breaker: enforce needs the attempt ledger (ledger = false)" },
     { HOST BIND "breaker = enforce\nfloor_age = 0\n",
       "[binding orders] breaker: enforce needs the floor monitor (floor_age = 0 turns it off)" },
+    { HOST BIND "breaker_pause = 5s\n",
+      "[binding orders] breaker_pause: only with breaker = enforce" },
+    { HOST BIND "breaker = off\nbreaker_pause = 1m\n",
+      "[binding orders] breaker_pause: only with breaker = enforce" },
+    { HOST BIND "breaker = enforce\nbreaker_pause = -1s\n", "[binding orders] breaker_pause:" },
+    { HOST ORD "breaker_pause = 1s\n", "[binding orders] breaker_pause: not for kind = ordered" },
     { HOST BIND "ledger = yes\n", "[binding orders] ledger: 'yes' is not true or false" },
     /* dead-letter records kept for whole seconds */
     { HOST BIND "dlq_ttl = 1500ms\n",
