@@ -4,7 +4,10 @@
 #   - every built plugin exports exactly one symbol: jet_plugin_entry;
 #   - libjethost-mock, the mock host for plugin authors, sits on host/core
 #     alone (docs/mock.md): no nats.c symbol in it, defined or undefined,
-#     and no libnats among the libraries it needs.
+#     and no libnats among the libraries it needs;
+#   - jethost measures a header block with nats.c's public
+#     natsMsgHeader_EncodedLength where nats.h declares it (nats.c 3.14+),
+#     else with the undeclared natsMsgHeader_encodedLen (host/io/nats_raw.h).
 set -u
 : "${JET_BUILDDIR:?run through make check}"
 plugins=$(find "$JET_BUILDDIR/plugins" -path '*/.libs/*.so' | sort)
@@ -12,7 +15,7 @@ mock=$JET_BUILDDIR/host/.libs/libjethost-mock.so
 n=0
 for p in $plugins; do n=$((n + 1)); done
 # One point per plugin (one "none built" point when there is none), then two.
-if [ "$n" -eq 0 ]; then echo "1..3"; else echo "1..$((n + 2))"; fi
+if [ "$n" -eq 0 ]; then echo "1..4"; else echo "1..$((n + 3))"; fi
 i=0
 if [ "$n" -eq 0 ]; then
     i=$((i + 1)); echo "not ok $i - no plugin was built"
@@ -52,4 +55,25 @@ else
     "") echo "not ok $i - readelf found no NEEDED entry in libjethost-mock.so" ;;
     *) echo "ok $i - libjethost-mock.so needs no libnats ($needed)" ;;
     esac
+fi
+
+# The header the build read: the first nats/nats.h on libnats's include path.
+i=$((i + 1))
+host=$JET_BUILDDIR/host/jethost
+inc=$(pkg-config --cflags-only-I libnats 2>/dev/null | sed 's/-I//g')
+header=
+for d in $inc /usr/include /usr/local/include; do
+    if [ -f "$d/nats/nats.h" ]; then header=$d/nats/nats.h; break; fi
+done
+if [ ! -f "$host" ] || [ -z "$header" ]; then
+    echo "not ok $i - $host or nats/nats.h not found"
+else
+    if grep -q 'natsMsgHeader_EncodedLength *(' "$header"; then want=natsMsgHeader_EncodedLength; not=natsMsgHeader_encodedLen
+    else want=natsMsgHeader_encodedLen; not=natsMsgHeader_EncodedLength; fi
+    undef=$(nm -u "$host" | awk '{ print $NF }' | sed 's/@.*//')
+    if echo "$undef" | grep -qx "$want" && ! echo "$undef" | grep -qx "$not"; then
+        echo "ok $i - jethost measures header blocks with $want ($header)"
+    else
+        echo "not ok $i - jethost should use $want ($header), not $not"
+    fi
 fi

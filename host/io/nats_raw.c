@@ -14,7 +14,12 @@
 typedef struct __natsBuffer natsBuffer;
 natsStatus natsMsg_create(natsMsg **newMsg, const char *subject, int subjLen, const char *reply, int replyLen,
                           const char *buf, int bufLen, int hdrLen);
+#if HAVE_DECL_NATSMSGHEADER_ENCODEDLENGTH
+#define header_encoded_len natsMsgHeader_EncodedLength   /* public since nats.c 3.14 */
+#else
 int natsMsgHeader_encodedLen(natsMsg *msg);
+#define header_encoded_len natsMsgHeader_encodedLen
+#endif
 natsStatus natsMsgHeader_encode(natsBuffer *buf, natsMsg *msg);
 natsStatus natsBuf_CreateWithBackend(natsBuffer **newBuf, char *data, int len, int capacity);
 void natsBuf_Destroy(natsBuffer *buf);
@@ -26,7 +31,7 @@ gboolean jet_nats_raw_headers(natsMsg *m, char **block, gsize *block_len)
     *block_len = 0;
     if (m == NULL)
         return TRUE;
-    int n = natsMsgHeader_encodedLen(m);
+    int n = header_encoded_len(m);
     if (n <= 0)
         return TRUE;
     /* One spare byte: the buffer never has to grow (and so never leaves

@@ -5,7 +5,8 @@
  * and write the exact block (hdr_block.h, docs/headers.md), so this is the
  * one place that uses four functions libnats exports without declaring them
  * in nats.h: natsMsg_create (a message from a raw block and payload, as
- * nats.c builds the ones it receives), natsMsgHeader_encodedLen and
+ * nats.c builds the ones it receives), natsMsgHeader_encodedLen (public as
+ * natsMsgHeader_EncodedLength since nats.c 3.14, used when nats.h has it) and
  * natsMsgHeader_encode (which hand back a received block untouched until
  * something reads a header through nats.c), and natsBuf_CreateWithBackend /
  * natsBuf_Destroy (to receive those bytes in our own memory).  configure
