@@ -595,7 +595,7 @@ static void binding_setup(JetConn *conn, Binding *bd, StartFailures *f)
     if (JET_KIND_IS_ORDERED(b->kind)) {
         if (b->subjects != NULL)
             jet_stream_ensure(js, b, NULL);
-    } else if (!jet_consumer_ensure_retrying(nc, js, b, 0, 5, NULL, &bd->facts, &local)) {
+    } else if (!jet_consumer_ensure_retrying(nc, js, b, 0, 0, 5, NULL, &bd->facts, &local)) {
         gboolean config = g_error_matches(local, JET_ERROR, JET_ERROR_INVALID);
         start_failed(f, bd, b->name, config, config ? "consumer does not fit" : "cannot bind", local->message);
         return;

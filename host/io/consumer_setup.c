@@ -140,8 +140,10 @@ static gboolean stream_facts(jsCtx *js, const JetBindingConfig *b, gboolean chec
     jsStreamInfo *si = NULL;
     if (js_GetStreamInfo(&si, js, b->stream, NULL, NULL) != NATS_OK)
         return TRUE;
-    if (facts != NULL)
+    if (facts != NULL) {
         facts->stream_max_age_ms = si->Config->MaxAge / 1000000;
+        facts->stream_created_ns = si->Created;
+    }
     gboolean ok = !check_filter || jet_filter_check(b, si, error);
     jsStreamInfo_Destroy(si);
     return ok;
@@ -365,20 +367,53 @@ typedef struct {
     jsCtx *js;
     const JetBindingConfig *b;
     guint64 start_seq;
+    gint64 life_ns;
     JetConsumerFacts *facts;
 } EnsureArgs;
+
+/* Whether the stream is still the life life_ns: 0 gone (or another life),
+ * 1 the same, -1 not known (no answer). */
+static int same_life(jsCtx *js, const JetBindingConfig *b, gint64 life_ns)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_GetStreamInfo(&si, js, b->stream, NULL, &jerr);
+    if (s != NATS_OK)
+        return jerr == ERR_STREAM_NOT_FOUND || s == NATS_NOT_FOUND ? 0 : -1;
+    int same = si->Created == life_ns;
+    jsStreamInfo_Destroy(si);
+    return same;
+}
 
 static gboolean ensure_step(gpointer data, GError **error)
 {
     EnsureArgs *a = data;
-    return jet_consumer_ensure(a->nc, a->js, a->b, a->start_seq, a->facts, error);
+    guint64 start = a->start_seq;
+    if (start > 1 && a->life_ns != 0) {
+        int same = same_life(a->js, a->b, a->life_ns);
+        if (same < 0) {
+            g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stream %s info: no answer", a->b->name,
+                        a->b->stream);
+            return FALSE;
+        }
+        if (same == 0) {
+            jet_log(JET_LOG_WARNING, a->b->name, "stream-new-life",
+                    "stream %s was deleted (it is gone, or made again since): its sequences begin again, so "
+                    "consumer %s starts at its first message, not at stream seq %" G_GUINT64_FORMAT " of its "
+                    "previous life", a->b->stream,
+                    a->b->consumer, start);
+            start = 1;
+            a->start_seq = 1;   /* the next attempts too */
+        }
+    }
+    return jet_consumer_ensure(a->nc, a->js, a->b, start, a->facts, error);
 }
 
 gboolean jet_consumer_ensure_retrying(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
-                                      guint attempts, const gint *stop, JetConsumerFacts *facts,
+                                      gint64 life_ns, guint attempts, const gint *stop, JetConsumerFacts *facts,
                                       GError **error)
 {
-    EnsureArgs a = { nc, js, b, start_seq, facts };
+    EnsureArgs a = { nc, js, b, start_seq, life_ns, facts };
     /* Loud: in bind mode this is an operator's consumer gone missing. */
     return jet_setup_retrying(ensure_step, &a, b->name, "resubscribing",
                               b->manage == JET_MANAGE_BIND ? JET_LOG_ERROR : JET_LOG_WARNING, attempts, stop, error);

@@ -21,6 +21,7 @@ typedef struct {
     gint64 num_ack_pending;    /* delivered, not acked, at setup: held by a run that may have died */
     guint64 delivered_stream;  /* the last stream seq delivered, at setup */
     gint64 stream_max_age_ms;  /* 0 = unlimited */
+    gint64 stream_created_ns;  /* the stream's life: its creation time (0: not read) */
     /* The consumer's priority group (nats-server 2.11+; "" when it names
      * none): every pull carries it.  pinned: its policy is pinned_client,
      * so the server delivers only to the pull that carries the pin it gave
@@ -66,9 +67,14 @@ gboolean jet_filter_check(const JetBindingConfig *b, const jsStreamInfo *si, GEr
 
 /* Retries jet_consumer_ensure with backoff from 100 ms doubling to 5 s:
  * `attempts` times (0 = until *stop becomes non-zero); with attempts > 0, a
- * consumer that does not fit (JET_ERROR_INVALID) is not retried. */
+ * consumer that does not fit (JET_ERROR_INVALID) is not retried.
+ * start_seq > 1 is a sequence of the stream's life life_ns (its creation
+ * time; 0: not known, start_seq taken as it is): when an attempt finds the
+ * stream gone, or created at another time, it was deleted and created
+ * again, its sequences began again at 1, and a consumer made then starts
+ * at the new life's beginning (docs/engine.md, "A stream created again"). */
 gboolean jet_consumer_ensure_retrying(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
-                                      guint attempts, const gint *stop, JetConsumerFacts *facts,
+                                      gint64 life_ns, guint attempts, const gint *stop, JetConsumerFacts *facts,
                                       GError **error);
 
 #endif

@@ -528,6 +528,23 @@ static void observe_floor(JetEngine *e, guint64 floor)
     g_mutex_unlock(&e->floor_lock);
 }
 
+/* A consumer someone else made again: when the stream is a new life, the
+ * floor seen before counts nothing in it; the consumer's own does. */
+static void adopt_life(JetEngine *e, guint64 floor)
+{
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, NULL) != NATS_OK)
+        return;
+    gint64 created = si->Created;
+    jsStreamInfo_Destroy(si);
+    g_mutex_lock(&e->floor_lock);
+    if (created != e->floor_life_ns) {
+        __atomic_store_n(&e->observed_floor, floor, __ATOMIC_RELAXED);
+        e->floor_life_ns = created;
+    }
+    g_mutex_unlock(&e->floor_lock);
+}
+
 /* The consumer is gone (409 Consumer Deleted, or a probe found nothing):
  * managed bindings re-create it from the last ack floor observed + 1, never
  * from the start of the stream; bound ones wait for it, loudly. */
@@ -540,7 +557,9 @@ static void recover_consumer(Worker *w, const char *why)
     guint64 floor = 0;
     int exists = jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor);
     if (exists == 1) {
-        /* Another worker (or the operator) put it back already. */
+        /* Another worker, host or the operator put it back already, maybe
+         * on a new life of the stream. */
+        adopt_life(e, floor);
         g_mutex_unlock(&e->recover_lock);
         return;
     }
@@ -564,10 +583,24 @@ static void recover_consumer(Worker *w, const char *why)
         g_mutex_unlock(&e->lanes_lock);
     }
     g_autoptr(GError) err = NULL;
-    if (!jet_consumer_ensure_retrying(jet_conn_nats(e->conn), jet_conn_js(e->conn), e->b, start, 0, &e->stopping,
-                                      NULL, &err)) {
+    JetConsumerFacts facts;
+    memset(&facts, 0, sizeof facts);
+    g_mutex_lock(&e->floor_lock);
+    gint64 life = e->floor_life_ns;
+    g_mutex_unlock(&e->floor_lock);
+    if (!jet_consumer_ensure_retrying(jet_conn_nats(e->conn), jet_conn_js(e->conn), e->b, start, life, 0,
+                                      &e->stopping, &facts, &err)) {
         jet_log(JET_LOG_WARNING, e->b->name, "resubscribing", "stopped while recovering: %s", err->message);
     } else {
+        /* A new life of the stream: the floor seen before counts nothing
+         * in it (the next recovery starts from the new consumer's). */
+        g_mutex_lock(&e->floor_lock);
+        if (facts.stream_created_ns != 0 && facts.stream_created_ns != e->floor_life_ns) {
+            if (e->floor_life_ns != 0)
+                __atomic_store_n(&e->observed_floor, 0, __ATOMIC_RELAXED);
+            e->floor_life_ns = facts.stream_created_ns;
+        }
+        g_mutex_unlock(&e->floor_lock);
         jet_log(JET_LOG_INFO, e->b->name, "subscribed", "consumer %s/%s is back", e->b->stream, e->b->consumer);
         jet__pin_reread(e);   /* a consumer put back by someone else may name another group, or none */
     }
@@ -1110,6 +1143,7 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
     else
         e->facts.ack_wait_ms = (gint64)b->ack_wait_ms;
     e->observed_floor = e->facts.ack_floor_stream;
+    e->floor_life_ns = e->facts.stream_created_ns;
     e->num_pending = e->num_ack_pending = -1;
     jet_binding_settle_policy(b, e->facts.max_deliver, &e->policy);
     gboolean ordered = JET_KIND_IS_ORDERED(b->kind);

@@ -256,6 +256,7 @@ struct JetEngine {
     GMutex recover_lock;
     GMutex floor_lock;         /* the two below change together */
     guint64 observed_floor;    /* the last ack floor seen in consumer info (read atomically) */
+    gint64 floor_life_ns;      /* the stream's life that floor counts in: its creation time (0: not known) */
     gint64 observed_at_us;
 
     /* For the health endpoints (jet_engine_health), all atomic. */

@@ -243,6 +243,44 @@ static void test_consumer_deleted_managed(void)
     rig_free(&r);
 }
 
+/* The stream deleted and created again under a managed binding: its
+ * sequences start again at 1, so the consumer the host makes again must
+ * start at the new stream's beginning, not at the old life's floor + 1
+ * (which would skip every message of the new life below it). */
+static void test_stream_recreated(gconstpointer data)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 40);
+    g_autofree char *keys = g_strdup_printf("batch = 5\n" HB "%s", (const char *)data);
+    rig_engine(&r, keys);
+    Observed o = { &r, 40 };
+    g_assert_true(jet_test_wait_until(floor_observed, &o, 20000));
+    g_assert_cmpint(js_DeleteStream(r.js, "ORDERS", NULL, NULL), ==, NATS_OK);
+    jet_test_stream_create(r.js, "ORDERS", "orders.>");
+    jet_test_publish_n(r.js, "orders.new", 10);   /* seqs 1..10 of the new life */
+
+    g_autoptr(GArray) seqs = NULL;
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    for (;;) {
+        g_clear_pointer(&seqs, g_array_unref);
+        seqs = handled_seqs(&r, NULL);
+        if (seqs->len >= 50 || g_get_monotonic_time() > deadline)
+            break;
+        g_usleep(100000);
+    }
+    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_test_message("handled %u; the consumer starts at %" G_GUINT64_FORMAT " (policy %d), ack floor %" G_GUINT64_FORMAT,
+                   seqs->len, ci->Config->OptStartSeq, (int)ci->Config->DeliverPolicy, ci->AckFloor.Stream);
+    jsConsumerInfo_Destroy(ci);
+    g_assert_cmpuint(seqs->len, ==, 50);
+    for (guint i = 0; i < seqs->len; i++)
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, i < 40 ? i + 1 : i - 39);
+    FloorWait fw = { &r, 10 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 10000));
+    rig_free(&r);
+}
+
 static gboolean consumer_missing_logged(gpointer data)
 {
     Rig *r = data;
@@ -532,6 +570,8 @@ int main(int argc, char **argv)
     g_test_add_func("/recovery/silent-stall", test_silent_stall);
     g_test_add_func("/recovery/consumer-deleted-managed", test_consumer_deleted_managed);
     g_test_add_func("/recovery/consumer-deleted-bind", test_consumer_deleted_bind);
+    g_test_add_data_func("/recovery/stream-recreated", "", test_stream_recreated);
+    g_test_add_data_func("/recovery/stream-recreated-lanes", "key = subject:2\nworkers = 3\n", test_stream_recreated);
     g_test_add_func("/recovery/stale-status", test_stale_status);
     g_test_add_func("/recovery/host-killed", test_host_killed);
     g_test_add_func("/recovery/never-up", test_never_up);
