@@ -264,9 +264,10 @@ static const KeyDef binding_keys[] = {
       "capture it with cause `breaker`; `off`: no breaker (the monitor still reports)" },
     { "min_deliveries", K_UINT, "2", NULL, FALSE, 1, G_MAXINT32, B(min_deliveries),
       "the breaker claims a message only once it has been delivered this many times" },
-    { "breaker_pause", K_DURATION, "0", NULL, FALSE, 0, DURATION_MAX_MS, B(breaker_pause_ms),
-      "`breaker = enforce`: once the breaker has captured a message, the consumer pauses this long "
-      "(nats-server 2.11+: for every host, by the server; before: this host's pulls); 0 = no pause" },
+    { "breaker_pause", K_DURATION, "0", NULL, FALSE, 0, 24 * 3600 * 1000, B(breaker_pause_ms),
+      "`breaker = enforce`: once the breaker has claimed a message for capture, the consumer "
+      "pauses this long (nats-server 2.11+: for every host, by the server; before: this host's "
+      "pulls); 0 = no pause, at most 24h" },
     { "exclusive", K_BOOL, "false", NULL, FALSE, NOB, B(exclusive),
       "one active host: hosts running this binding claim it in the host's KV bucket (`[host] "
       "ledger_bucket`); the others stand by and take over when the holder stops or dies" },

@@ -20,14 +20,31 @@ static gint64 time_member(JsonObject *o, const char *name)
     g_autoptr(GDateTime) dt = g_date_time_new_from_iso8601(text, NULL);
     if (dt == NULL)
         return 0;
-    /* Microseconds are enough for a pause; a zero time ("0001-01-01...")
-     * comes out negative. */
-    return MAX(g_date_time_to_unix(dt) * 1000000000 + (gint64)g_date_time_get_microsecond(dt) * 1000, 0);
+    /* Microseconds are enough for a pause.  A zero time ("0001-01-01...")
+     * is before 1970: 0, and never multiplied out of range. */
+    gint64 s = g_date_time_to_unix(dt);
+    if (s <= 0 || s > G_MAXINT64 / 1000000000 - 1)
+        return 0;
+    return s * 1000000000 + (gint64)g_date_time_get_microsecond(dt) * 1000;
 }
 
-gboolean jet_consumer_pause(natsConnection *nc, const char *stream, const char *consumer, gint64 until_ns,
-                            GError **error)
+/* The server's time now (its consumer info's "ts", nats-server 2.10+), or 0. */
+static gint64 server_now_ns(natsConnection *nc, const char *stream, const char *consumer)
 {
+    g_autofree char *api = g_strdup_printf("CONSUMER.INFO.%s.%s", stream, consumer);
+    g_autoptr(JsonObject) o = jet_js_api_request(nc, api, "", 5000, NULL);
+    if (o == NULL || jet_js_api_error(o, NULL) != NULL)
+        return 0;
+    return time_member(o, "ts");
+}
+
+gboolean jet_consumer_pause(natsConnection *nc, const char *stream, const char *consumer, guint64 pause_ms,
+                            gint64 *until_ns_out, GError **error)
+{
+    gint64 now_ns = server_now_ns(nc, stream, consumer);
+    if (now_ns == 0)
+        now_ns = g_get_real_time() * 1000;
+    gint64 until_ns = now_ns + (gint64)pause_ms * 1000000;   /* pause_ms is at most a day (config) */
     g_autofree char *api = g_strdup_printf("CONSUMER.PAUSE.%s.%s", stream, consumer);
     g_autofree char *until = jet_time_format_ns(until_ns);
     g_autofree char *body = g_strdup_printf("{\"pause_until\":\"%s\"}", until);
@@ -44,6 +61,10 @@ gboolean jet_consumer_pause(natsConnection *nc, const char *stream, const char *
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "pause consumer %s/%s until %s: the server says it is not "
                     "paused", stream, consumer, until);
         return FALSE;
+    }
+    if (until_ns_out != NULL) {
+        gint64 given = time_member(o, "pause_until");
+        *until_ns_out = given > 0 ? given : until_ns;
     }
     return TRUE;
 }

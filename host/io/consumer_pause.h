@@ -11,11 +11,14 @@
  * nats-server 2.11).  FALSE also when that cannot be learned. */
 gboolean jet_consumer_pause_supported(natsConnection *nc);
 
-/* Pauses stream/consumer until until_ns (Unix time, UTC) for every client.
- * TRUE when the server says it is paused until then; FALSE with the
- * server's reason (JET_ERROR_SERVER) otherwise. */
-gboolean jet_consumer_pause(natsConnection *nc, const char *stream, const char *consumer, gint64 until_ns,
-                            GError **error);
+/* Pauses stream/consumer for every client for pause_ms from now by the
+ * server's clock (its consumer info's time; the host's when it gives
+ * none), so a host whose clock is off pauses for the time asked all the
+ * same.  TRUE when the server says it is paused, with the end it gave in
+ * *until_ns (Unix ns, UTC; may be NULL); FALSE with the server's reason
+ * (JET_ERROR_SERVER) otherwise. */
+gboolean jet_consumer_pause(natsConnection *nc, const char *stream, const char *consumer, guint64 pause_ms,
+                            gint64 *until_ns, GError **error);
 
 /* When the consumer's pause ends (Unix ns), or 0: not paused, paused until
  * a time already past, a server without the pause, or no answer. */

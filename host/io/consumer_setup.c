@@ -74,6 +74,7 @@ static void fill_facts(const jsConsumerInfo *ci, JetConsumerFacts *facts)
     facts->max_deliver = ci->Config->MaxDeliver;
     facts->max_ack_pending = ci->Config->MaxAckPending;
     facts->ack_floor_stream = ci->AckFloor.Stream;
+    facts->consumer_created_ns = ci->Created;
     facts->num_ack_pending = ci->NumAckPending;
     facts->delivered_stream = ci->Delivered.Stream;
     facts->pin_group[0] = '\0';
@@ -149,7 +150,7 @@ static gboolean stream_facts(jsCtx *js, const JetBindingConfig *b, gboolean chec
     return ok;
 }
 
-int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor)
+int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor, gint64 *created_ns)
 {
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
@@ -157,6 +158,8 @@ int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor
     if (s == NATS_OK) {
         if (ack_floor != NULL)
             *ack_floor = ci->AckFloor.Stream;
+        if (created_ns != NULL)
+            *created_ns = ci->Created;
         jsConsumerInfo_Destroy(ci);
         return 1;
     }
@@ -371,39 +374,43 @@ typedef struct {
     JetConsumerFacts *facts;
 } EnsureArgs;
 
-/* Whether the stream is still the life life_ns: 0 gone (or another life),
- * 1 the same, -1 not known (no answer). */
-static int same_life(jsCtx *js, const JetBindingConfig *b, gint64 life_ns)
+typedef enum { LIFE_SAME, LIFE_OTHER, LIFE_GONE, LIFE_UNKNOWN } Life;
+
+/* Whether the stream is still the life life_ns. */
+static Life stream_life(jsCtx *js, const JetBindingConfig *b, gint64 life_ns)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_GetStreamInfo(&si, js, b->stream, NULL, &jerr);
     if (s != NATS_OK)
-        return jerr == ERR_STREAM_NOT_FOUND || s == NATS_NOT_FOUND ? 0 : -1;
-    int same = si->Created == life_ns;
+        return jerr == ERR_STREAM_NOT_FOUND || s == NATS_NOT_FOUND ? LIFE_GONE : LIFE_UNKNOWN;
+    Life l = si->Created == life_ns ? LIFE_SAME : LIFE_OTHER;
     jsStreamInfo_Destroy(si);
-    return same;
+    return l;
 }
 
 static gboolean ensure_step(gpointer data, GError **error)
 {
     EnsureArgs *a = data;
     guint64 start = a->start_seq;
-    if (start > 1 && a->life_ns != 0) {
-        int same = same_life(a->js, a->b, a->life_ns);
-        if (same < 0) {
+    if (start > 1 && a->life_ns != 0 && a->b->manage == JET_MANAGE_CREATE) {
+        Life l = stream_life(a->js, a->b, a->life_ns);
+        if (l == LIFE_UNKNOWN) {
             g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stream %s info: no answer", a->b->name,
                         a->b->stream);
             return FALSE;
         }
-        if (same == 0) {
+        /* Gone: whatever stream this attempt finds (or makes, with
+         * subjects) is a new life; a not-found that was only a moment's
+         * (a cluster catching up) is asked again at the next attempt. */
+        if (l != LIFE_SAME) {
             jet_log(JET_LOG_WARNING, a->b->name, "stream-new-life",
-                    "stream %s was deleted (it is gone, or made again since): its sequences begin again, so "
-                    "consumer %s starts at its first message, not at stream seq %" G_GUINT64_FORMAT " of its "
-                    "previous life", a->b->stream,
-                    a->b->consumer, start);
+                    "stream %s %s: its sequences begin again, so consumer %s is made from its first message, not "
+                    "from stream seq %" G_GUINT64_FORMAT " of its previous life", a->b->stream,
+                    l == LIFE_GONE ? "is gone" : "was deleted and made again", a->b->consumer, start);
             start = 1;
-            a->start_seq = 1;   /* the next attempts too */
+            if (l == LIFE_OTHER)
+                a->start_seq = 1;   /* the next attempts too */
         }
     }
     return jet_consumer_ensure(a->nc, a->js, a->b, start, a->facts, error);

@@ -22,6 +22,7 @@ typedef struct {
     guint64 delivered_stream;  /* the last stream seq delivered, at setup */
     gint64 stream_max_age_ms;  /* 0 = unlimited */
     gint64 stream_created_ns;  /* the stream's life: its creation time (0: not read) */
+    gint64 consumer_created_ns;   /* the consumer's creation time: which one the floor is of */
     /* The consumer's priority group (nats-server 2.11+; "" when it names
      * none): every pull carries it.  pinned: its policy is pinned_client,
      * so the server delivers only to the pull that carries the pin it gave
@@ -47,8 +48,9 @@ gboolean jet_consumer_priority(natsConnection *nc, const char *stream, const cha
 gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error);
 
 /* Whether the consumer exists: 1 yes, 0 no (the server said so), -1 the
- * server could not say (it is unreachable, or timed out). */
-int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor);
+ * server could not say (it is unreachable, or timed out).  With 1, its ack
+ * floor and creation time (either pointer may be NULL). */
+int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor, gint64 *created_ns);
 
 /* Whether an existing consumer is one jethost can use: a pull consumer with
  * explicit acks and no server BackOff.  FALSE with JET_ERROR_INVALID (a

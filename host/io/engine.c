@@ -492,7 +492,7 @@ static gboolean ack_with_next_pull(Worker *w, const char *reply)
     if (w->sub == NULL || w->ordered != NULL || jet__lanes_on(e) || jet__pin_grouped(e) ||
         engine_stopping(e) || w->alone_next ||
         active_pulls(w) > 0 || waiting_msgs(w) > 0 || w->idle_windows > 0 ||
-        jet_conn_generation(e->conn) != w->generation || careful(e))
+        jet_conn_generation(e->conn) != w->generation || careful(e) || jet__pulls_paused(e))
         return FALSE;
     Pull *slot = free_pull_slot(w);
     if (slot == NULL)
@@ -519,18 +519,9 @@ static void pull_over(Worker *w, Pull *p)
         w->idle_windows = 0;
 }
 
-static void observe_floor(JetEngine *e, guint64 floor)
-{
-    g_mutex_lock(&e->floor_lock);
-    if (floor > e->observed_floor || e->observed_floor == 0)
-        __atomic_store_n(&e->observed_floor, floor, __ATOMIC_RELAXED);
-    e->observed_at_us = now_us();
-    g_mutex_unlock(&e->floor_lock);
-}
-
-/* A consumer someone else made again: when the stream is a new life, the
- * floor seen before counts nothing in it; the consumer's own does. */
-static void adopt_life(JetEngine *e, guint64 floor)
+/* The stream's life as it is now (docs/engine.md, "A stream created
+ * again"): read when the consumer the floor is of has changed. */
+static void refresh_life(JetEngine *e)
 {
     jsStreamInfo *si = NULL;
     if (js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, NULL) != NATS_OK)
@@ -538,11 +529,33 @@ static void adopt_life(JetEngine *e, guint64 floor)
     gint64 created = si->Created;
     jsStreamInfo_Destroy(si);
     g_mutex_lock(&e->floor_lock);
-    if (created != e->floor_life_ns) {
-        __atomic_store_n(&e->observed_floor, floor, __ATOMIC_RELAXED);
-        e->floor_life_ns = created;
-    }
+    e->floor_life_ns = created;
     g_mutex_unlock(&e->floor_lock);
+}
+
+/* A floor is of one consumer (consumer_ns, its creation time; 0: not
+ * known).  A reading of a consumer made since, by anyone, replaces the
+ * floor, lower or not (it may count in a new life of the stream, whose
+ * life is then read again); a late reading of an older one is dropped. */
+static void observe_floor(JetEngine *e, guint64 floor, gint64 consumer_ns)
+{
+    gboolean other = FALSE;
+    g_mutex_lock(&e->floor_lock);
+    if (consumer_ns != 0 && consumer_ns < e->floor_consumer_ns) {
+        g_mutex_unlock(&e->floor_lock);
+        return;
+    }
+    if (consumer_ns != 0 && consumer_ns != e->floor_consumer_ns) {
+        other = e->floor_consumer_ns != 0;
+        e->floor_consumer_ns = consumer_ns;
+        __atomic_store_n(&e->observed_floor, floor, __ATOMIC_RELAXED);
+    } else if (floor > e->observed_floor || e->observed_floor == 0) {
+        __atomic_store_n(&e->observed_floor, floor, __ATOMIC_RELAXED);
+    }
+    e->observed_at_us = now_us();
+    g_mutex_unlock(&e->floor_lock);
+    if (other)
+        refresh_life(e);
 }
 
 /* The consumer is gone (409 Consumer Deleted, or a probe found nothing):
@@ -555,11 +568,12 @@ static void recover_consumer(Worker *w, const char *why)
     jet__forget_stream_life(e);
     g_mutex_lock(&e->recover_lock);
     guint64 floor = 0;
-    int exists = jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor);
+    gint64 created = 0;
+    int exists = jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor, &created);
     if (exists == 1) {
         /* Another worker, host or the operator put it back already, maybe
          * on a new life of the stream. */
-        adopt_life(e, floor);
+        observe_floor(e, floor, created);
         g_mutex_unlock(&e->recover_lock);
         return;
     }
@@ -592,14 +606,13 @@ static void recover_consumer(Worker *w, const char *why)
                                       &e->stopping, &facts, &err)) {
         jet_log(JET_LOG_WARNING, e->b->name, "resubscribing", "stopped while recovering: %s", err->message);
     } else {
-        /* A new life of the stream: the floor seen before counts nothing
-         * in it (the next recovery starts from the new consumer's). */
+        /* From now on the floor is the new consumer's, in the stream's
+         * life it was made in (a new one: the floor before counts nothing). */
         g_mutex_lock(&e->floor_lock);
-        if (facts.stream_created_ns != 0 && facts.stream_created_ns != e->floor_life_ns) {
-            if (e->floor_life_ns != 0)
-                __atomic_store_n(&e->observed_floor, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->observed_floor, facts.ack_floor_stream, __ATOMIC_RELAXED);
+        e->floor_consumer_ns = facts.consumer_created_ns;
+        if (facts.stream_created_ns != 0)
             e->floor_life_ns = facts.stream_created_ns;
-        }
         g_mutex_unlock(&e->floor_lock);
         jet_log(JET_LOG_INFO, e->b->name, "subscribed", "consumer %s/%s is back", e->b->stream, e->b->consumer);
         jet__pin_reread(e);   /* a consumer put back by someone else may name another group, or none */
@@ -616,9 +629,10 @@ static void probe_consumer(Worker *w)
     JetEngine *e = w->eng;
     w->idle_windows = 0;
     guint64 floor = 0;
-    int exists = jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor);
+    gint64 created = 0;
+    int exists = jet_consumer_exists(jet_conn_js(e->conn), e->b, &floor, &created);
     if (exists == 1)
-        observe_floor(e, floor);
+        observe_floor(e, floor, created);
     else if (exists == 0)
         recover_consumer(w, "a probe after two idle windows found no consumer");
 }
@@ -930,7 +944,7 @@ static void observe_consumer(JetEngine *e)
     g_atomic_int_set(&e->consumer_missing, 0);
     __atomic_store_n(&e->num_pending, (gint64)ci->NumPending, __ATOMIC_RELAXED);
     __atomic_store_n(&e->num_ack_pending, (gint64)ci->NumAckPending, __ATOMIC_RELAXED);
-    observe_floor(e, ci->AckFloor.Stream);
+    observe_floor(e, ci->AckFloor.Stream, ci->Created);
     if (jet__lanes_on(e))
         jet__lanes_floor(e, ci->AckFloor.Stream);
     if (e->floor != NULL) {
@@ -1144,6 +1158,7 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         e->facts.ack_wait_ms = (gint64)b->ack_wait_ms;
     e->observed_floor = e->facts.ack_floor_stream;
     e->floor_life_ns = e->facts.stream_created_ns;
+    e->floor_consumer_ns = e->facts.consumer_created_ns;
     e->num_pending = e->num_ack_pending = -1;
     jet_binding_settle_policy(b, e->facts.max_deliver, &e->policy);
     gboolean ordered = JET_KIND_IS_ORDERED(b->kind);

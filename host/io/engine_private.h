@@ -257,6 +257,7 @@ struct JetEngine {
     GMutex floor_lock;         /* the two below change together */
     guint64 observed_floor;    /* the last ack floor seen in consumer info (read atomically) */
     gint64 floor_life_ns;      /* the stream's life that floor counts in: its creation time (0: not known) */
+    gint64 floor_consumer_ns;  /* the consumer that floor is of: its creation time (0: not known) */
     gint64 observed_at_us;
 
     /* For the health endpoints (jet_engine_health), all atomic. */

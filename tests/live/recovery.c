@@ -322,6 +322,55 @@ static void test_consumer_deleted_bind(void)
     rig_free(&r);
 }
 
+static gboolean floor_observed_exactly(gpointer data)
+{
+    Observed *o = data;
+    JetEngineStats st;
+    jet_engine_stats(o->r->eng, &st);
+    return st.observed_floor == o->floor;
+}
+
+/* manage = bind, and the operator deletes the stream, makes it again and
+ * puts the consumer back on it: the floor the host keeps (where it would
+ * start a consumer of its own) is the new consumer's, lower than the old
+ * life's, not the old life's 20. */
+static void test_stream_recreated_bind(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = "c";
+    cc.AckPolicy = js_AckExplicit;
+    jsConsumerInfo *ci = NULL;
+    g_assert_cmpint(js_AddConsumer(&ci, r.js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+    jet_test_publish_n(r.js, "orders.new", 20);
+    rig_engine(&r, "manage = bind\nbatch = 5\n" HB);
+    Observed o = { &r, 20 };
+    g_assert_true(jet_test_wait_until(floor_observed, &o, 20000));
+
+    g_assert_cmpint(js_DeleteStream(r.js, "ORDERS", NULL, NULL), ==, NATS_OK);
+    g_assert_true(jet_test_wait_until(consumer_missing_logged, &r, 20000));
+    jet_test_stream_create(r.js, "ORDERS", "orders.>");
+    g_assert_cmpint(js_AddConsumer(&ci, r.js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+    jet_test_publish_n(r.js, "orders.new", 5);
+    FloorWait fw = { &r, 5 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    o.floor = 5;
+    gboolean adopted = jet_test_wait_until(floor_observed_exactly, &o, 10000);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_test_message("the host's floor after the new life: %" G_GUINT64_FORMAT, st.observed_floor);
+    g_assert_true(adopted);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    g_assert_cmpuint(seqs->len, ==, 25);
+    for (guint i = 0; i < seqs->len; i++)
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, i < 20 ? i + 1 : i - 19);
+    rig_free(&r);
+}
+
 /* A raw status line, as the server would send it, to a subject. */
 static void send_raw_status(const char *url, const char *subject, const char *status_line)
 {
@@ -571,6 +620,7 @@ int main(int argc, char **argv)
     g_test_add_func("/recovery/consumer-deleted-managed", test_consumer_deleted_managed);
     g_test_add_func("/recovery/consumer-deleted-bind", test_consumer_deleted_bind);
     g_test_add_data_func("/recovery/stream-recreated", "", test_stream_recreated);
+    g_test_add_func("/recovery/stream-recreated-bind", test_stream_recreated_bind);
     g_test_add_data_func("/recovery/stream-recreated-lanes", "key = subject:2\nworkers = 3\n", test_stream_recreated);
     g_test_add_func("/recovery/stale-status", test_stale_status);
     g_test_add_func("/recovery/host-killed", test_host_killed);

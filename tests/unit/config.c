@@ -280,6 +280,7 @@ static const struct {
     { HOST BIND "breaker = off\nbreaker_pause = 1m\n",
       "[binding orders] breaker_pause: only with breaker = enforce" },
     { HOST BIND "breaker = enforce\nbreaker_pause = -1s\n", "[binding orders] breaker_pause:" },
+    { HOST BIND "breaker = enforce\nbreaker_pause = 25h\n", "[binding orders] breaker_pause:" },
     { HOST ORD "breaker_pause = 1s\n", "[binding orders] breaker_pause: not for kind = ordered" },
     { HOST BIND "ledger = yes\n", "[binding orders] ledger: 'yes' is not true or false" },
     /* dead-letter records kept for whole seconds */
