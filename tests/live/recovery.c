@@ -289,18 +289,29 @@ static gboolean consumer_missing_logged(gpointer data)
     return st.resubscribes >= 1;
 }
 
+/* The operator's consumer "c" on ORDERS, from start (0: the stream's first
+ * message). */
+static void add_consumer_c(Rig *r, guint64 start)
+{
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = "c";
+    cc.AckPolicy = js_AckExplicit;
+    if (start > 0) {
+        cc.DeliverPolicy = js_DeliverByStartSequence;
+        cc.OptStartSeq = start;
+    }
+    jsConsumerInfo *ci = NULL;
+    g_assert_cmpint(js_AddConsumer(&ci, r->js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+}
+
 /* manage = bind: the host waits, and resumes when the consumer is put back. */
 static void test_consumer_deleted_bind(void)
 {
     Rig r = { 0 };
     rig_server(&r);
-    jsConsumerConfig cc;
-    jsConsumerConfig_Init(&cc);
-    cc.Durable = "c";
-    cc.AckPolicy = js_AckExplicit;
-    jsConsumerInfo *ci = NULL;
-    g_assert_cmpint(js_AddConsumer(&ci, r.js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
-    jsConsumerInfo_Destroy(ci);
+    add_consumer_c(&r, 0);
     jet_test_publish_n(r.js, "orders.new", 20);
     rig_engine(&r, "manage = bind\nbatch = 5\n" HB);
     FloorWait fw = { &r, 20 };
@@ -309,10 +320,7 @@ static void test_consumer_deleted_bind(void)
     delete_consumer(&r);
     g_assert_true(jet_test_wait_until(consumer_missing_logged, &r, 20000));
     /* Put back by the operator, from where it was. */
-    cc.DeliverPolicy = js_DeliverByStartSequence;
-    cc.OptStartSeq = 21;
-    g_assert_cmpint(js_AddConsumer(&ci, r.js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
-    jsConsumerInfo_Destroy(ci);
+    add_consumer_c(&r, 21);
     jet_test_publish_n(r.js, "orders.new", 10);
     fw.floor = 30;
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
@@ -338,13 +346,7 @@ static void test_stream_recreated_bind(void)
 {
     Rig r = { 0 };
     rig_server(&r);
-    jsConsumerConfig cc;
-    jsConsumerConfig_Init(&cc);
-    cc.Durable = "c";
-    cc.AckPolicy = js_AckExplicit;
-    jsConsumerInfo *ci = NULL;
-    g_assert_cmpint(js_AddConsumer(&ci, r.js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
-    jsConsumerInfo_Destroy(ci);
+    add_consumer_c(&r, 0);
     jet_test_publish_n(r.js, "orders.new", 20);
     rig_engine(&r, "manage = bind\nbatch = 5\n" HB);
     Observed o = { &r, 20 };
@@ -353,8 +355,7 @@ static void test_stream_recreated_bind(void)
     g_assert_cmpint(js_DeleteStream(r.js, "ORDERS", NULL, NULL), ==, NATS_OK);
     g_assert_true(jet_test_wait_until(consumer_missing_logged, &r, 20000));
     jet_test_stream_create(r.js, "ORDERS", "orders.>");
-    g_assert_cmpint(js_AddConsumer(&ci, r.js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
-    jsConsumerInfo_Destroy(ci);
+    add_consumer_c(&r, 0);
     jet_test_publish_n(r.js, "orders.new", 5);
     FloorWait fw = { &r, 5 };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
