@@ -11,8 +11,11 @@
 #define ACCEPTS_PER_TURN 16
 /* What a refused client may still send while its answer reaches it (a
  * close with unread data would reset the connection and could lose the
- * answer): read and dropped, never kept. */
-#define LINGER_MAX (1024 * 1024)
+ * answer): read and dropped, never kept.  A client that writes its body
+ * before it reads has several MiB in flight (Linux grows a connection's
+ * buffers to 4 MiB sending and 6 MiB receiving): 1 MiB reset such a
+ * client at 3.4 MiB sent, before it read its answer (docs/operations.md). */
+#define LINGER_MAX (16 * 1024 * 1024)
 /* Without a descriptor to accept with, the listener waits this long. */
 #define ACCEPT_PAUSE_MS 100
 

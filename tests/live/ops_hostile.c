@@ -280,8 +280,12 @@ static void keepalive_phase(Host *h, guint baseline, guint slack)
 }
 
 /* A body of 200 MiB announced and streamed while the answer has not come:
- * refused from the head, next to nothing of it kept. */
-static void body_phase(Host *h, const char *head, guint want)
+ * refused from the head, next to nothing of it kept.  The first `blind`
+ * bytes are sent without looking for the answer, as a client does that
+ * writes its body before it reads (a loaded machine's test client too):
+ * the host must not reset the connection meanwhile, which would lose the
+ * answer. */
+static void body_phase_blind(Host *h, const char *head, guint want, gsize blind)
 {
     guint before = rss_kib(h->pid);
     int fd = tcp_open(h->port, FALSE);
@@ -291,6 +295,17 @@ static void body_phase(Host *h, const char *head, guint want)
     static char chunk[65536];
     memset(chunk, 'x', sizeof chunk);
     gsize sent = 0;
+    while (sent < blind) {
+        p.events = POLLOUT;
+        g_assert_cmpint(poll(&p, 1, 10000), ==, 1);
+        gssize w = send(fd, chunk, MIN(sizeof chunk, blind - sent), MSG_NOSIGNAL);
+        if (w < 0 && errno == EAGAIN)
+            continue;
+        if (w < 0)
+            g_error("%.*s: the host ended the connection after %" G_GSIZE_FORMAT " bytes of the body: %s",
+                    (int)MIN(strcspn(head, "\r"), 60), head, sent, g_strerror(errno));
+        sent += (gsize)w;
+    }
     gboolean answered = FALSE;
     while (sent < BODY_BYTES) {
         p.events = POLLIN | POLLOUT;
@@ -320,6 +335,11 @@ static void body_phase(Host *h, const char *head, guint want)
     answer_clear(&a);
 }
 
+static void body_phase(Host *h, const char *head, guint want)
+{
+    body_phase_blind(h, head, want, 0);
+}
+
 static void bodies_phase(Host *h)
 {
     g_autofree char *cl = g_strdup_printf("Content-Length: %d\r\n\r\n", BODY_BYTES);
@@ -329,6 +349,7 @@ static void bodies_phase(Host *h)
     body_phase(h, getb, 413);
     body_phase(h, "PUT /healthz HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", 405);
     body_phase(h, "GET /healthz HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", 413);
+    body_phase_blind(h, post, 405, 8 * 1024 * 1024);
 }
 
 /* 2,000 connections that send nothing, or half a head, and never close:
