@@ -554,8 +554,15 @@ static void observe_floor(JetEngine *e, guint64 floor, gint64 consumer_ns)
     }
     e->observed_at_us = now_us();
     g_mutex_unlock(&e->floor_lock);
-    if (other)
-        refresh_life(e);
+    if (!other)
+        return;
+    refresh_life(e);
+    if (jet__lanes_on(e)) {
+        /* Its delivery count began again at 1: not known until the next. */
+        g_mutex_lock(&e->lanes_lock);
+        e->lane_next_cseq = 0;
+        g_mutex_unlock(&e->lanes_lock);
+    }
 }
 
 /* The consumer is gone (409 Consumer Deleted, or a probe found nothing):

@@ -336,6 +336,10 @@ static void begin_new_life(JetEngine *e, JetOrdered *o, gint64 created, guint64 
                 ", handled already, so its sequences started again: starting over from the beginning of its new "
                 "life%s", b->stream, last, o->position, b->kind == JET_KIND_KV ? " (its current values, then updates)" : "");
     JET_STAT_ADD(&e->workers[0].stats, new_lives, 1);
+    /* A dead letter's Nats-Msg-Id names the life: with the old one's, the
+     * DLQ stream would take a capture of new seq N for a repeat of old
+     * seq N's and keep nothing of it (docs/dead-letters.md). */
+    __atomic_store_n(&e->stream_created_ns, created, __ATOMIC_RELAXED);
     o->life = created;
     o->life_start = TRUE;
     o->position = 0;
