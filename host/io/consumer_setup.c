@@ -213,6 +213,13 @@ static gboolean pinned_create(natsConnection *nc, const JetBindingConfig *b, gbo
     json_builder_begin_object(j);
     json_builder_set_member_name(j, "stream_name");
     json_builder_add_string_value(j, b->stream);
+    /* What the host means (nats-server 2.10+; this path runs on 2.11+ only):
+     * an update of a consumer deleted since it was read is refused, not
+     * made a new consumer from the stream's first message, and a create
+     * that finds one made meanwhile with another start is refused, not
+     * applied to it; the next attempt reads the consumer again. */
+    json_builder_set_member_name(j, "action");
+    json_builder_add_string_value(j, exists ? "update" : "create");
     json_builder_set_member_name(j, "config");
     json_builder_begin_object(j);
     json_builder_set_member_name(j, "durable_name");
