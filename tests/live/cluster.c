@@ -284,15 +284,16 @@ typedef struct {
     GThread *thread;
 } Progress;
 
-/* One sample of what is left; last: the previous sample's (-1: none). */
-static void progress_sample(Progress *p, gint64 *last)
+/* One sample of what is left; last: the previous sample's (-1: none).
+ * FALSE when no answer came. */
+static gboolean progress_sample(Progress *p, gint64 *last)
 {
     jsConsumerInfo *ci = NULL;
     jsOptions o;
     jsOptions_Init(&o);
     o.Wait = 500;
     if (js_GetConsumerInfo(&ci, p->js, p->stream, "c", &o, NULL) != NATS_OK)
-        return;
+        return FALSE;
     gint64 rem = (gint64)(ci->NumPending + ci->NumAckPending);
     jsConsumerInfo_Destroy(ci);
     gint64 now = g_get_monotonic_time();
@@ -309,6 +310,7 @@ static void progress_sample(Progress *p, gint64 *last)
     p->remaining = rem;
     g_mutex_unlock(&p->lock);
     *last = rem;
+    return TRUE;
 }
 
 static gpointer progress_run(gpointer data)
@@ -319,9 +321,11 @@ static gpointer progress_run(gpointer data)
         progress_sample(p, &last);
         g_usleep(100000);
     }
-    /* Once more: the run can end while no sample gets an answer (a paused
-     * leader), and its progress must not go unseen. */
-    progress_sample(p, &last);
+    /* Once more, until an answer comes (up to 10 s): the run can end while
+     * no sample gets one (a paused leader, a cluster still electing on a
+     * loaded machine), and its progress must not go unseen. */
+    for (int i = 0; i < 20 && !progress_sample(p, &last); i++)
+        g_usleep(G_USEC_PER_SEC / 2);
     return NULL;
 }
 
