@@ -144,6 +144,25 @@ GArray *handled_seqs(Rig *r, GArray **deliveries)
     return seqs;
 }
 
+typedef struct {
+    Rig *r;
+    guint64 n;
+} DeadLetterWait;
+
+static gboolean dead_lettered_n(gpointer data)
+{
+    DeadLetterWait *w = data;
+    JetEngineStats st;
+    jet_engine_stats(w->r->eng, &st);
+    return st.dead_lettered >= w->n;
+}
+
+void rig_wait_dead_lettered(Rig *r, guint64 n)
+{
+    DeadLetterWait w = { r, n };
+    g_assert_true(jet_test_wait_until(dead_lettered_n, &w, 10000));
+}
+
 gboolean floor_reached(gpointer data)
 {
     FloorWait *fw = data;

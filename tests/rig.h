@@ -61,5 +61,9 @@ typedef struct {
 } FloorWait;
 /* The consumer's ack floor reached fw->floor with nothing pending an ack. */
 gboolean floor_reached(gpointer data);
+/* The engine counted at least N dead letters (fails the test after 10 s).
+ * The server moves the floor when it takes an ack; the host counts a dead
+ * letter when that ack's confirmation reaches it, a moment later. */
+void rig_wait_dead_lettered(Rig *r, guint64 n);
 
 #endif

@@ -216,6 +216,8 @@ static void test_enforce(void)
     /* Captured, then acked: the floor moves past the blocker, to the end. */
     FloorWait fw = { &r, 15 };
     gboolean moved = got && jet_test_wait_until(floor_reached, &fw, 10000);
+    if (moved)
+        rig_wait_dead_lettered(&r, 1);
     JetFloorStats fs;
     floor_stats(&r, &fs);
     JetEngineStats st;

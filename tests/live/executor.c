@@ -621,6 +621,7 @@ static void test_triggers(void)
         g_assert_cmpuint(ack_spy_count(&spy, seq, at[seq], "+ACK"), ==, 1);
     }
     assert_consumer_done(&r, 3);
+    rig_wait_dead_lettered(&r, 3);
     JetEngineStats st = stats(&r);
     g_assert_cmpuint(st.dead_lettered, ==, 3);
     g_assert_cmpuint(st.stranded, ==, 0);
@@ -1031,6 +1032,7 @@ static void test_too_large(void)
     g_assert_cmpint(ci->NumAckPending, ==, 1);
     g_assert_cmpuint(ci->AckFloor.Stream, ==, 1);
     jsConsumerInfo_Destroy(ci);
+    rig_wait_dead_lettered(&r, 1);
     JetEngineStats st = stats(&r);
     g_assert_cmpuint(st.dead_lettered, ==, 1);
     g_assert_cmpuint(st.stranded, >=, 1);

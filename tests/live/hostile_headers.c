@@ -252,6 +252,9 @@ static void wait_done(Rig *r, guint64 records, guint64 floor)
     FloorWait fw = { r, floor };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
     g_assert_cmpuint(stream_msgs(r, DLQ), ==, records);
+    /* Every message here is dead-lettered: this engine counts one per
+     * sequence up to the floor. */
+    rig_wait_dead_lettered(r, floor);
 }
 
 /* --- the tests ----------------------------------------------------------------- */
