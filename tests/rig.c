@@ -51,11 +51,11 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
     const char *urls[] = { jet_test_server_url(r->srv), NULL };
     r->conn = jet_conn_open(urls, &r->cfg->host, 3, &err);
     g_assert_no_error(err);
-    if (r->ordered || r->kv_bucket != NULL)
-        g_assert_true(jet_stream_ensure(jet_conn_js(r->conn), b, &err));
-    else
-        g_assert_true(jet_consumer_ensure(jet_conn_nats(r->conn), jet_conn_js(r->conn), b, 0, &r->facts, &err));
-    g_assert_no_error(err);
+    gboolean ensured = r->ordered || r->kv_bucket != NULL
+                           ? jet_stream_ensure(jet_conn_js(r->conn), b, &err)
+                           : jet_consumer_ensure(jet_conn_nats(r->conn), jet_conn_js(r->conn), b, 0, &r->facts, &err);
+    g_assert_no_error(err);   /* first: it says why */
+    g_assert_true(ensured);
     if (b->manage == JET_MANAGE_CREATE)
         g_assert_true(jet_dlq_stream_ensure(jet_conn_nats(r->conn), jet_conn_js(r->conn), b, &err));
     if (b->ledger) {

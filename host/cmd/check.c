@@ -5,6 +5,7 @@
 #include "binding_plugin.h"
 #include "config.h"
 #include "conn.h"
+#include "consumer_put.h"
 #include "consumer_setup.h"
 #include "errors.h"
 #include "exit_codes.h"
@@ -76,14 +77,13 @@ static void publish_streams_check(const JetConfig *cfg, JetConn *conn, const Jet
  * refusal, so check and run call the same things config errors. */
 static gboolean live_consumer_fits(JetConn *conn, const JetBindingConfig *b, GError **error)
 {
-    jsConsumerInfo *ci = NULL;
     if (JET_KIND_IS_ORDERED(b->kind))
         return TRUE;   /* its consumer is the host's own */
-    if (js_GetConsumerInfo(&ci, jet_conn_js(conn), b->stream, b->consumer, NULL, NULL) != NATS_OK)
+    gboolean absent = FALSE;
+    g_autoptr(JsonObject) info = jet_consumer_info_json(jet_conn_nats(conn), b, &absent, NULL);
+    if (info == NULL)
         return TRUE;   /* absent: managed mode creates it, bind mode says so when it runs */
-    gboolean ok = jet_consumer_check_fits(b, ci, error);
-    jsConsumerInfo_Destroy(ci);
-    return ok;
+    return jet_consumer_check_fits(b, jet_consumer_info_config(info), error);
 }
 
 /* [host] replicas against the servers the connection knows of (the one it

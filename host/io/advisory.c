@@ -6,6 +6,7 @@
 #include "capture.h"
 #include "errors.h"
 #include "hdr_block.h"
+#include "js_api.h"
 #include "log.h"
 #include "stream_msg.h"
 #include "stream_names.h"
@@ -101,25 +102,6 @@ static guint64 uint_member(JsonObject *o, const char *name)
     return v > 0 ? (guint64)v : 0;
 }
 
-/* RFC 3339 with up to nanoseconds, as the server writes it; 0 when absent. */
-static gint64 time_ns(const char *s)
-{
-    if (s == NULL)
-        return 0;
-    g_autoptr(GDateTime) dt = g_date_time_new_from_iso8601(s, NULL);
-    if (dt == NULL)
-        return 0;
-    gint64 frac = 0;
-    int digits = 0;
-    const char *dot = strchr(s, '.');
-    if (dot != NULL)
-        for (const char *p = dot + 1; g_ascii_isdigit(*p) && digits < 9; p++, digits++)
-            frac = frac * 10 + (*p - '0');
-    for (; digits < 9; digits++)
-        frac *= 10;
-    return g_date_time_to_unix(dt) * G_GINT64_CONSTANT(1000000000) + frac;
-}
-
 gboolean jet_advisory_parse(const char *data, gsize len, JetAdvisoryMsg *out, GError **error)
 {
     g_return_val_if_fail(out != NULL, FALSE);
@@ -146,7 +128,7 @@ gboolean jet_advisory_parse(const char *data, gsize len, JetAdvisoryMsg *out, GE
     out->consumer = g_strdup(consumer);
     out->stream_seq = seq;
     out->deliveries = uint_member(o, "deliveries");
-    out->time_ns = time_ns(string_member(o, "timestamp"));
+    out->time_ns = jet_js_api_time_ns(string_member(o, "timestamp"));
     return TRUE;
 }
 

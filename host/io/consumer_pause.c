@@ -11,23 +11,6 @@ gboolean jet_consumer_pause_supported(natsConnection *nc)
     return jet_js_api_level(nc) >= 1;
 }
 
-/* A time the server wrote (RFC 3339, UTC) as Unix ns; 0 when absent. */
-static gint64 time_member(JsonObject *o, const char *name)
-{
-    const char *text = o != NULL && json_object_has_member(o, name) ? json_object_get_string_member(o, name) : NULL;
-    if (text == NULL)
-        return 0;
-    g_autoptr(GDateTime) dt = g_date_time_new_from_iso8601(text, NULL);
-    if (dt == NULL)
-        return 0;
-    /* Microseconds are enough for a pause.  A zero time ("0001-01-01...")
-     * is before 1970: 0, and never multiplied out of range. */
-    gint64 s = g_date_time_to_unix(dt);
-    if (s <= 0 || s > G_MAXINT64 / 1000000000 - 1)
-        return 0;
-    return s * 1000000000 + (gint64)g_date_time_get_microsecond(dt) * 1000;
-}
-
 /* The server's time now (its consumer info's "ts", nats-server 2.10+), or 0. */
 static gint64 server_now_ns(natsConnection *nc, const char *stream, const char *consumer)
 {
@@ -35,7 +18,7 @@ static gint64 server_now_ns(natsConnection *nc, const char *stream, const char *
     g_autoptr(JsonObject) o = jet_js_api_request(nc, api, "", 5000, NULL);
     if (o == NULL || jet_js_api_error(o, NULL) != NULL)
         return 0;
-    return time_member(o, "ts");
+    return jet_js_api_time_member(o, "ts");
 }
 
 gboolean jet_consumer_pause(natsConnection *nc, const char *stream, const char *consumer, guint64 pause_ms,
@@ -63,7 +46,7 @@ gboolean jet_consumer_pause(natsConnection *nc, const char *stream, const char *
         return FALSE;
     }
     if (until_ns_out != NULL) {
-        gint64 given = time_member(o, "pause_until");
+        gint64 given = jet_js_api_time_member(o, "pause_until");
         *until_ns_out = given > 0 ? given : until_ns;
     }
     return TRUE;
@@ -78,5 +61,5 @@ gint64 jet_consumer_paused_until(natsConnection *nc, const char *stream, const c
     if (!json_object_has_member(o, "paused") || !json_object_get_boolean_member(o, "paused"))
         return 0;
     JsonObject *c = json_object_has_member(o, "config") ? json_object_get_object_member(o, "config") : NULL;
-    return time_member(c, "pause_until");
+    return jet_js_api_time_member(c, "pause_until");
 }

@@ -1,5 +1,6 @@
 #include "consumer_setup.h"
 #include "conn.h"
+#include "consumer_put.h"
 #include "errors.h"
 #include "js_api.h"
 #include "log.h"
@@ -66,36 +67,74 @@ gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error)
     return TRUE;
 }
 
-static void fill_facts(const jsConsumerInfo *ci, JetConsumerFacts *facts)
+static gint64 int_member(JsonObject *o, const char *name)
+{
+    JsonNode *n = o != NULL && json_object_has_member(o, name) ? json_object_get_member(o, name) : NULL;
+    return n != NULL && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64 ? json_node_get_int(n)
+                                                                                               : 0;
+}
+
+static JsonObject *object_member(JsonObject *o, const char *name)
+{
+    JsonNode *n = o != NULL && json_object_has_member(o, name) ? json_object_get_member(o, name) : NULL;
+    return n != NULL && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
+}
+
+static const char *string_member(JsonObject *o, const char *name)
+{
+    JsonNode *n = o != NULL && json_object_has_member(o, name) ? json_object_get_member(o, name) : NULL;
+    return n != NULL && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING
+               ? json_node_get_string(n) : NULL;
+}
+
+/* The priority group a consumer config names, and whether it pins. */
+static void priority_of(JsonObject *c, char group[JET_PIN_GROUP_MAX + 1], gboolean *pinned)
+{
+    const char *policy = string_member(c, "priority_policy");
+    JsonNode *gn = c != NULL && json_object_has_member(c, "priority_groups")
+                       ? json_object_get_member(c, "priority_groups") : NULL;
+    JsonArray *groups = gn != NULL && JSON_NODE_HOLDS_ARRAY(gn) ? json_node_get_array(gn) : NULL;
+    JsonNode *fn = groups != NULL && json_array_get_length(groups) > 0 ? json_array_get_element(groups, 0) : NULL;
+    const char *first = fn != NULL && JSON_NODE_HOLDS_VALUE(fn) && json_node_get_value_type(fn) == G_TYPE_STRING
+                            ? json_node_get_string(fn) : NULL;
+    gboolean any = policy != NULL && *policy && strcmp(policy, "none") != 0 && first != NULL;
+    g_strlcpy(group, any ? first : "", JET_PIN_GROUP_MAX + 1);
+    *pinned = any && strcmp(policy, "pinned_client") == 0;
+}
+
+/* The facts of a consumer info (CONSUMER.INFO, or a create's reply). */
+static void fill_facts(JsonObject *info, JetConsumerFacts *facts)
 {
     if (facts == NULL)
         return;
-    facts->ack_wait_ms = ci->Config->AckWait / 1000000;
-    facts->max_deliver = ci->Config->MaxDeliver;
-    facts->max_ack_pending = ci->Config->MaxAckPending;
-    facts->ack_floor_stream = ci->AckFloor.Stream;
-    facts->consumer_created_ns = ci->Created;
-    facts->num_ack_pending = ci->NumAckPending;
-    facts->delivered_stream = ci->Delivered.Stream;
-    facts->pin_group[0] = '\0';
-    facts->pinned = FALSE;
+    JsonObject *c = jet_consumer_info_config(info);
+    facts->ack_wait_ms = int_member(c, "ack_wait") / 1000000;
+    facts->max_deliver = int_member(c, "max_deliver");
+    facts->max_ack_pending = int_member(c, "max_ack_pending");
+    facts->ack_floor_stream = (guint64)MAX(int_member(object_member(info, "ack_floor"), "stream_seq"), 0);
+    facts->consumer_created_ns = jet_js_api_time_member(info, "created");
+    facts->num_ack_pending = int_member(info, "num_ack_pending");
+    facts->delivered_stream = (guint64)MAX(int_member(object_member(info, "delivered"), "stream_seq"), 0);
+    priority_of(c, facts->pin_group, &facts->pinned);
 }
 
-gboolean jet_consumer_check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error)
+gboolean jet_consumer_check_fits(const JetBindingConfig *b, JsonObject *config, GError **error)
 {
-    const jsConsumerConfig *cc = ci->Config;
-    if (cc->DeliverSubject != NULL && *cc->DeliverSubject) {
+    const char *deliver_subject = string_member(config, "deliver_subject");
+    if (deliver_subject != NULL && *deliver_subject) {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
                     "binding %s: consumer %s/%s is a push consumer; jethost needs a pull consumer",
                     b->name, b->stream, b->consumer);
         return FALSE;
     }
-    if (cc->AckPolicy != js_AckExplicit) {
+    if (g_strcmp0(string_member(config, "ack_policy"), "explicit") != 0) {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
                     "binding %s: consumer %s/%s does not use explicit acks", b->name, b->stream, b->consumer);
         return FALSE;
     }
-    if (cc->BackOffLen > 0) {
+    JsonNode *bn = config != NULL && json_object_has_member(config, "backoff")
+                       ? json_object_get_member(config, "backoff") : NULL;
+    if (bn != NULL && JSON_NODE_HOLDS_ARRAY(bn) && json_array_get_length(json_node_get_array(bn)) > 0) {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
                     "binding %s: consumer %s/%s has a server BackOff; jethost owns the retry ladder "
                     "and two schedulers compose wrongly (remove BackOff from the consumer)",
@@ -178,16 +217,7 @@ gboolean jet_consumer_priority(natsConnection *nc, const char *stream, const cha
             json_object_unref(o);
         return FALSE;
     }
-    JsonObject *c = json_object_has_member(o, "config") ? json_object_get_object_member(o, "config") : NULL;
-    const char *policy = c != NULL && json_object_has_member(c, "priority_policy")
-                             ? json_object_get_string_member(c, "priority_policy") : NULL;
-    JsonArray *groups = c != NULL && json_object_has_member(c, "priority_groups")
-                            ? json_object_get_array_member(c, "priority_groups") : NULL;
-    const char *first = groups != NULL && json_array_get_length(groups) > 0
-                            ? json_array_get_string_element(groups, 0) : NULL;
-    gboolean any = policy != NULL && *policy && strcmp(policy, "none") != 0 && first != NULL;
-    g_strlcpy(group, any ? first : "", JET_PIN_GROUP_MAX + 1);
-    *pinned = any && strcmp(policy, "pinned_client") == 0;
+    priority_of(jet_consumer_info_config(o), group, pinned);
     json_object_unref(o);
     return TRUE;
 }
@@ -200,92 +230,9 @@ static gboolean wants_pin(natsConnection *nc, const JetBindingConfig *b)
     return b->exclusive && b->pin && b->kind == JET_KIND_DURABLE && jet_js_api_level(nc) >= 1;
 }
 
-/* Creates or updates the consumer as below, as a pinned priority group: a
- * request of the host's own, since nats.c 3.4 knows no priority fields (and
- * its update would remove them).  The server gives the pin up after
- * expires + claim_ttl without a pull of the holder's: an idle holder, whose
- * pull waits out `expires`, keeps it; a new holder does not wait for that,
- * it takes the pin when it starts (engine_pin.c). */
-static gboolean pinned_create(natsConnection *nc, const JetBindingConfig *b, gboolean exists, guint64 start_seq,
-                              GError **error)
-{
-    g_autoptr(JsonBuilder) j = json_builder_new();
-    json_builder_begin_object(j);
-    json_builder_set_member_name(j, "stream_name");
-    json_builder_add_string_value(j, b->stream);
-    /* What the host means (nats-server 2.10+; this path runs on 2.11+ only):
-     * an update of a consumer deleted since it was read is refused, not
-     * made a new consumer from the stream's first message, and a create
-     * that finds one made meanwhile with another start is refused, not
-     * applied to it; the next attempt reads the consumer again. */
-    json_builder_set_member_name(j, "action");
-    json_builder_add_string_value(j, exists ? "update" : "create");
-    json_builder_set_member_name(j, "config");
-    json_builder_begin_object(j);
-    json_builder_set_member_name(j, "durable_name");
-    json_builder_add_string_value(j, b->consumer);
-    json_builder_set_member_name(j, "deliver_policy");
-    gboolean from_seq = !exists && start_seq > 1;
-    json_builder_add_string_value(j, from_seq ? "by_start_sequence" : "all");
-    if (from_seq) {
-        json_builder_set_member_name(j, "opt_start_seq");
-        json_builder_add_int_value(j, (gint64)start_seq);
-    }
-    json_builder_set_member_name(j, "ack_policy");
-    json_builder_add_string_value(j, "explicit");
-    json_builder_set_member_name(j, "ack_wait");
-    json_builder_add_int_value(j, (gint64)b->ack_wait_ms * 1000000);
-    json_builder_set_member_name(j, "max_deliver");
-    json_builder_add_int_value(j, b->max_deliver);
-    json_builder_set_member_name(j, "max_ack_pending");
-    json_builder_add_int_value(j, b->max_ack_pending);
-    if (b->filter_subject != NULL) {
-        json_builder_set_member_name(j, "filter_subject");
-        json_builder_add_string_value(j, b->filter_subject);
-    }
-    json_builder_set_member_name(j, "replay_policy");
-    json_builder_add_string_value(j, "instant");
-    json_builder_set_member_name(j, "priority_groups");
-    json_builder_begin_array(j);
-    json_builder_add_string_value(j, JET_PIN_GROUP);
-    json_builder_end_array(j);
-    json_builder_set_member_name(j, "priority_policy");
-    json_builder_add_string_value(j, "pinned_client");
-    json_builder_set_member_name(j, "priority_timeout");
-    guint64 pin_ttl_ms = MIN(b->expires_ms + b->claim_ttl_ms, (guint64)(G_MAXINT64 / 1000000));
-    json_builder_add_int_value(j, (gint64)pin_ttl_ms * 1000000);
-    json_builder_end_object(j);
-    json_builder_end_object(j);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(j);
-    json_generator_set_root(gen, root);
-    g_autofree char *body = json_generator_to_data(gen, NULL);
-    g_autofree char *api = g_strdup_printf("CONSUMER.CREATE.%s.%s", b->stream, b->consumer);
-    natsStatus s = NATS_OK;
-    JsonObject *o = jet_js_api_request(nc, api, body, 5000, &s);
-    if (o == NULL)
-        return fail(error, b, exists ? "update consumer (pinned)" : "create consumer (pinned)",
-                    s != NATS_OK ? s : NATS_ERR, 0);
-    gint64 code = 0;
-    const char *why = jet_js_api_error(o, &code);
-    if (why != NULL) {
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: %s consumer %s/%s as a pinned priority group: "
-                    "%s [err %" G_GINT64_FORMAT "]", b->name, exists ? "update" : "create", b->stream, b->consumer,
-                    why, code);
-        json_object_unref(o);
-        return FALSE;
-    }
-    json_object_unref(o);
-    return TRUE;
-}
-
 gboolean jet_consumer_ensure(natsConnection *nc, jsCtx *js, const JetBindingConfig *b, guint64 start_seq,
                              JetConsumerFacts *facts, GError **error)
 {
-    jsConsumerInfo *ci = NULL;
-    jsErrCode jerr = 0;
-    natsStatus s;
-
     if (b->manage == JET_MANAGE_CREATE && !jet_stream_ensure(js, b, error))
         return FALSE;
     /* The host checks the filter of a consumer it makes, on every server
@@ -293,82 +240,35 @@ gboolean jet_consumer_ensure(natsConnection *nc, jsCtx *js, const JetBindingConf
     if (!stream_facts(js, b, b->manage != JET_MANAGE_BIND, facts, error))
         return FALSE;
 
-    s = js_GetConsumerInfo(&ci, js, b->stream, b->consumer, NULL, &jerr);
-    gboolean exists = (s == NATS_OK);
-    if (!exists && jerr != ERR_CONSUMER_NOT_FOUND && jerr != ERR_STREAM_NOT_FOUND && s != NATS_NOT_FOUND)
-        return fail(error, b, "consumer info", s, jerr);
+    gboolean absent = FALSE;
+    g_autoptr(JsonObject) info = jet_consumer_info_json(nc, b, &absent, error);
+    if (info == NULL && !absent)
+        return FALSE;
+    JsonObject *current = jet_consumer_info_config(info);
+    if (info != NULL && !jet_consumer_check_fits(b, current, error))
+        return FALSE;
 
     if (b->manage == JET_MANAGE_BIND) {
-        if (!exists) {
+        if (info == NULL) {
             g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
                         "binding %s: consumer %s/%s does not exist (manage = bind never creates it)",
                         b->name, b->stream, b->consumer);
             return FALSE;
         }
-        gboolean ok = jet_consumer_check_fits(b, ci, error);
-        if (ok)
-            fill_facts(ci, facts);
-        jsConsumerInfo_Destroy(ci);
         /* An operator's consumer may name a priority group: pulls must too. */
-        if (ok && facts != NULL)
-            jet_consumer_priority(nc, b->stream, b->consumer, facts->pin_group, &facts->pinned);
-        return ok;
-    }
-
-    if (exists && !jet_consumer_check_fits(b, ci, error)) {
-        jsConsumerInfo_Destroy(ci);
-        return FALSE;
-    }
-    jsConsumerInfo_Destroy(ci);
-    ci = NULL;
-
-    if (wants_pin(nc, b)) {
-        if (!pinned_create(nc, b, exists, start_seq, error))
-            return FALSE;
-        if (!exists)
-            jet_log(JET_LOG_INFO, b->name, "consumer-created",
-                    "created durable pull consumer %s/%s starting at stream seq %" G_GUINT64_FORMAT
-                    ", a pinned priority group", b->stream, b->consumer, MAX(start_seq, 1));
-        jerr = 0;
-        s = js_GetConsumerInfo(&ci, js, b->stream, b->consumer, NULL, &jerr);
-        if (s != NATS_OK)
-            return fail(error, b, "consumer info", s, jerr);
-        fill_facts(ci, facts);
-        jsConsumerInfo_Destroy(ci);
-        if (facts != NULL)
-            jet_consumer_priority(nc, b->stream, b->consumer, facts->pin_group, &facts->pinned);
+        fill_facts(info, facts);
         return TRUE;
     }
 
-    jsConsumerConfig cc;
-    jsConsumerConfig_Init(&cc);
-    cc.Durable = b->consumer;
-    cc.AckPolicy = js_AckExplicit;
-    if (!exists && start_seq > 1) {
-        cc.DeliverPolicy = js_DeliverByStartSequence;
-        cc.OptStartSeq = start_seq;
-    } else {
-        cc.DeliverPolicy = js_DeliverAll;
-    }
-    cc.AckWait = (int64_t)b->ack_wait_ms * 1000000;
-    cc.MaxDeliver = b->max_deliver;
-    cc.MaxAckPending = b->max_ack_pending;
-    cc.FilterSubject = b->filter_subject;
-    jerr = 0;
-    if (exists)
-        s = js_UpdateConsumer(&ci, js, b->stream, &cc, NULL, &jerr);
-    else
-        s = js_AddConsumer(&ci, js, b->stream, &cc, NULL, &jerr);
-    if (s != NATS_OK)
-        return fail(error, b, exists ? "update consumer" : "create consumer", s, jerr);
-    if (!exists)
+    gboolean pinned = wants_pin(nc, b);
+    g_autoptr(JsonObject) now = jet_consumer_put(nc, b, current, start_seq, pinned, error);
+    if (now == NULL)
+        return FALSE;
+    if (info == NULL)
         jet_log(JET_LOG_INFO, b->name, "consumer-created",
-                "created durable pull consumer %s/%s starting at stream seq %" G_GUINT64_FORMAT,
-                b->stream, b->consumer, MAX(start_seq, 1));
-    fill_facts(ci, facts);
-    jsConsumerInfo_Destroy(ci);
-    /* Without a pin the consumer has no priority group: an update by nats.c
-     * removes the ones an earlier run (or pin = true) set. */
+                "created durable pull consumer %s/%s starting at stream seq %" G_GUINT64_FORMAT "%s", b->stream,
+                b->consumer, MAX(start_seq, 1), pinned ? ", a pinned priority group" : "");
+    fill_facts(now, facts);
     return TRUE;
 }
 

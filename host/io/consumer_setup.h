@@ -4,13 +4,11 @@
 #define JET_CONSUMER_SETUP_H
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <nats/nats.h>
 #include "config.h"
+#include "consumer_put.h"
 
-/* The longest priority group name the server accepts. */
-#define JET_PIN_GROUP_MAX 16
-/* The group of the consumers jethost pins for its exclusive bindings. */
-#define JET_PIN_GROUP "jethost"
 
 /* What the engine needs to know about the consumer it pulls from. */
 typedef struct {
@@ -53,9 +51,10 @@ gboolean jet_stream_ensure(jsCtx *js, const JetBindingConfig *b, GError **error)
 int jet_consumer_exists(jsCtx *js, const JetBindingConfig *b, guint64 *ack_floor, gint64 *created_ns);
 
 /* Whether an existing consumer is one jethost can use: a pull consumer with
- * explicit acks and no server BackOff.  FALSE with JET_ERROR_INVALID (a
+ * explicit acks and no server BackOff.  config: the "config" member of its
+ * info (consumer_put.h).  FALSE with JET_ERROR_INVALID (a
  * config error, never retried) naming the binding. */
-gboolean jet_consumer_check_fits(const JetBindingConfig *b, const jsConsumerInfo *ci, GError **error);
+gboolean jet_consumer_check_fits(const JetBindingConfig *b, JsonObject *config, GError **error);
 
 /* Whether a consumer has nothing left to deliver (its NumPending, asked of
  * the server; an answer that does not come counts as something left). */

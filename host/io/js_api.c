@@ -55,3 +55,33 @@ gint64 jet_js_api_level(natsConnection *nc)
     json_object_unref(o);
     return level;
 }
+
+gint64 jet_js_api_time_ns(const char *text)
+{
+    if (text == NULL)
+        return 0;
+    g_autoptr(GDateTime) dt = g_date_time_new_from_iso8601(text, NULL);
+    if (dt == NULL)
+        return 0;
+    gint64 s = g_date_time_to_unix(dt);
+    if (s <= 0 || s > G_MAXINT64 / 1000000000 - 1)
+        return 0;
+    /* GDateTime keeps microseconds; the nanoseconds are in the text. */
+    gint64 frac = 0;
+    int digits = 0;
+    const char *dot = strchr(text, '.');
+    if (dot != NULL)
+        for (const char *p = dot + 1; g_ascii_isdigit(*p) && digits < 9; p++, digits++)
+            frac = frac * 10 + (*p - '0');
+    for (; digits < 9; digits++)
+        frac *= 10;
+    return s * G_GINT64_CONSTANT(1000000000) + frac;
+}
+
+gint64 jet_js_api_time_member(JsonObject *o, const char *name)
+{
+    JsonNode *n = o != NULL && json_object_has_member(o, name) ? json_object_get_member(o, name) : NULL;
+    if (n == NULL || json_node_get_value_type(n) != G_TYPE_STRING)
+        return 0;
+    return jet_js_api_time_ns(json_node_get_string(n));
+}

@@ -21,6 +21,14 @@ JsonObject *jet_js_api_request(natsConnection *nc, const char *api, const char *
  * no error.  Borrowed from o. */
 const char *jet_js_api_error(JsonObject *o, gint64 *code);
 
+/* A time the server wrote (RFC 3339, up to nanoseconds, as Go writes it) as
+ * Unix ns, to the nanosecond nats.c reads the same text to; 0 when text is
+ * NULL, not a time, or not after 1970 (Go's zero time, "0001-01-01..."). */
+gint64 jet_js_api_time_ns(const char *text);
+
+/* The same for member `name` of o (either may be absent: 0). */
+gint64 jet_js_api_time_member(JsonObject *o, const char *name);
+
 /* The server's JetStream API level ($JS.API.INFO's api.level): 0 before
  * nats-server 2.11 (which has none), 1 or more since; -1 when no answer
  * came or JetStream refused (nothing known). */

@@ -30,26 +30,6 @@ static GBytes *b64(JsonObject *o, const char *member)
     return g_bytes_new_take(raw, len);
 }
 
-static gint64 parse_time(const char *s)
-{
-    if (s == NULL)
-        return 0;
-    g_autoptr(GDateTime) dt = g_date_time_new_from_iso8601(s, NULL);
-    if (dt == NULL)
-        return 0;
-    /* GDateTime keeps microseconds; the nanoseconds are in the text. */
-    gint64 ns = g_date_time_to_unix(dt) * G_GINT64_CONSTANT(1000000000);
-    const char *dot = strchr(s, '.');
-    gint64 frac = 0;
-    int digits = 0;
-    if (dot != NULL)
-        for (const char *p = dot + 1; g_ascii_isdigit(*p) && digits < 9; p++, digits++)
-            frac = frac * 10 + (*p - '0');
-    for (; digits < 9; digits++)
-        frac *= 10;
-    return ns + frac;
-}
-
 static JetStoredStatus msg_get(natsConnection *nc, const char *stream, guint64 seq, const char *next_by_subject,
                                gint64 timeout_ms, JetStoredMsg **out, GError **error)
 {
@@ -94,7 +74,7 @@ static JetStoredStatus msg_get(natsConnection *nc, const char *stream, guint64 s
     JetStoredMsg *r = g_new0(JetStoredMsg, 1);
     r->subject = g_strdup(json_object_has_member(m, "subject") ? json_object_get_string_member(m, "subject") : "");
     r->seq = json_object_has_member(m, "seq") ? (guint64)json_object_get_int_member(m, "seq") : seq;
-    r->time_ns = parse_time(json_object_has_member(m, "time") ? json_object_get_string_member(m, "time") : NULL);
+    r->time_ns = jet_js_api_time_member(m, "time");
     r->hdrs = b64(m, "hdrs");
     r->data = b64(m, "data");
     if (r->data == NULL)

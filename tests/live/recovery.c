@@ -240,6 +240,17 @@ static void test_consumer_deleted_managed(void)
     g_test_message("duplicates %u, resubscribes %" G_GUINT64_FORMAT, dup, st.resubscribes);
     g_assert_cmpuint(dup, ==, 1);
     g_assert_cmpuint(st.resubscribes, >=, 1);
+    /* The host starts again on the consumer it made from a sequence: an
+     * update that asked to start elsewhere was refused by the server. */
+    ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    gint64 created = ci->Created;
+    jsConsumerInfo_Destroy(ci);
+    rig_engine_end(&r);
+    rig_engine(&r, "batch = 5\n" HB);
+    ci = jet_test_consumer_info(r.js, "ORDERS", "c");
+    g_assert_cmpint(ci->Created, ==, created);
+    g_assert_cmpuint(ci->Config->OptStartSeq, ==, floor + 1);
+    jsConsumerInfo_Destroy(ci);
     rig_free(&r);
 }
 
