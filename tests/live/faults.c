@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 #include "dlq_record.h"
+#include "relay.h"
 
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -57,6 +58,7 @@ typedef enum {
     F_SECOND_HOST,
     F_SERVER_RESTART,
     F_SERVER_PAUSE,
+    F_CONN_CUT,
     F_CONSUMER_DELETED,
     F_DLQ_RECREATED,
     F_STREAM_RECREATED,
@@ -102,6 +104,7 @@ static const Fault faults[] = {
     { "second-host", F_SECOND_HOST, 5000 },
     { "server-restart", F_SERVER_RESTART, 10000 },
     { "server-pause", F_SERVER_PAUSE, 8000 },
+    { "connection-cut", F_CONN_CUT, 8000 },
     { "consumer-deleted", F_CONSUMER_DELETED, 8000 },
     { "dlq-recreated", F_DLQ_RECREATED, 8000 },
     { "stream-recreated", F_STREAM_RECREATED, 8000 },
@@ -133,6 +136,7 @@ typedef struct {
     GRand *rng;
     char *id;            /* workload/fault */
     JetTestServer *srv;
+    JetTestRelay *relay; /* connection-cut: the hosts reach the server through it */
     natsConnection *nc;
     jsCtx *js;
     kvStore *kv;
@@ -178,7 +182,8 @@ static char *host_config(Cell *c, Host *h)
     const Workload *w = c->w;
     g_autoptr(GString) t = g_string_new(NULL);
     g_string_append_printf(t, "[host]\nserver = %s\nname = %s\ndrain_timeout = 5s\n\n[binding b]\nplugin = %s\n",
-                           jet_test_server_url(c->srv), h->name, c->plugin);
+                           c->relay != NULL ? jet_test_relay_url(c->relay) : jet_test_server_url(c->srv),
+                           h->name, c->plugin);
     if (w->kind == K_KV)
         g_string_append_printf(t, "bucket = %s\n", BUCKET);
     else
@@ -829,6 +834,25 @@ static void apply_fault(Cell *c)
         g_usleep(3000 * 1000);
         jet_test_server_resume(c->srv);
         break;
+    case F_CONN_CUT: {
+        /* Every host's connection closed under it three times, at moments
+         * from the seed, while the server runs on: pulls, acks and their
+         * confirmations in flight are lost with the connection. */
+        guint cut = 0;
+        for (int i = 0; i < 3; i++) {
+            cut += jet_test_relay_cut(c->relay);
+            g_usleep((gulong)g_rand_int_range(c->rng, 50, 1000) * 1000);
+        }
+        g_test_message("%s: %u connections cut", c->id, cut);
+        if (cut == 0)
+            problem(c, "the relay had no connection to cut");
+        for (guint i = 0; i < c->hosts->len; i++) {
+            Host *h = g_ptr_array_index(c->hosts, i);
+            if (host_running(h) && !host_logged(h, "event=reconnected", 10000))
+                problem(c, "h%u did not log event=reconnected within 10 s of the cuts", h->id);
+        }
+        break;
+    }
     case F_CONSUMER_DELETED:
         delete_consumers(c);
         break;
@@ -1141,6 +1165,8 @@ static void run_cell(const CellSpec *spec, guint run)
     c->after = c->n / 3;
     c->srv = jet_test_server_start();
     c->js = jet_test_js_open(jet_test_server_url(c->srv), &c->nc);
+    if (c->f->kind == F_CONN_CUT)
+        c->relay = jet_test_relay_start(jet_test_server_port(c->srv));
     c->dir = g_strdup_printf("%s/%s-%s-%u", jet_test_private_dir(), c->w->name, c->f->name, run);
     g_assert_cmpint(g_mkdir_with_parents(c->dir, 0700), ==, 0);
     c->plugin = jet_test_plugin_copy("fx_gate");
@@ -1247,6 +1273,7 @@ static void run_cell(const CellSpec *spec, guint run)
     if (c->kv != NULL)
         kvStore_Destroy(c->kv);
     jet_test_js_close(c->nc, c->js);
+    jet_test_relay_stop(c->relay);
     jet_test_server_free(c->srv);
     g_ptr_array_unref(c->hosts);
     g_ptr_array_unref(c->keys);

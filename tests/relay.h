@@ -1,0 +1,24 @@
+/* A TCP relay on loopback between a client and a nats-server, which a test
+ * can cut: every connection through it is closed at once (both sides), as
+ * a network fault or a server's kick would, while the server runs on and
+ * the relay goes on accepting, so the client reconnects through it. */
+#ifndef JET_TEST_RELAY_H
+#define JET_TEST_RELAY_H
+
+#include <glib.h>
+
+typedef struct JetTestRelay JetTestRelay;
+
+/* Listens on a free loopback port and relays to 127.0.0.1:target_port. */
+JetTestRelay *jet_test_relay_start(int target_port);
+
+/* "nats://127.0.0.1:<port>" of the relay (borrowed). */
+const char *jet_test_relay_url(const JetTestRelay *r);
+
+/* Closes every connection through the relay now; returns how many. */
+guint jet_test_relay_cut(JetTestRelay *r);
+
+/* Stops accepting, closes every connection, frees r. */
+void jet_test_relay_stop(JetTestRelay *r);
+
+#endif
