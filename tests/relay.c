@@ -25,6 +25,7 @@ struct JetTestRelay {
     GPtrArray *pairs;   /* Pair *, guarded by lock */
     GThread *acceptor;
     gint stopping;
+    gint blocked;
 };
 
 typedef struct {
@@ -113,6 +114,10 @@ static gpointer accept_main(gpointer data)
         int client = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (client < 0)
             continue;
+        if (g_atomic_int_get(&r->blocked)) {
+            close(client);
+            continue;
+        }
         int server = connect_target(r->target_port);
         if (server < 0) {
             close(client);   /* the server is down: as a refused connect */
@@ -172,6 +177,13 @@ guint jet_test_relay_cut(JetTestRelay *r)
     g_ptr_array_set_size(r->pairs, 0);
     g_mutex_unlock(&r->lock);
     return n;
+}
+
+void jet_test_relay_block(JetTestRelay *r, gboolean blocked)
+{
+    g_atomic_int_set(&r->blocked, blocked ? 1 : 0);
+    if (blocked)
+        jet_test_relay_cut(r);
 }
 
 void jet_test_relay_stop(JetTestRelay *r)

@@ -18,6 +18,12 @@ const char *jet_test_relay_url(const JetTestRelay *r);
 /* Closes every connection through the relay now; returns how many. */
 guint jet_test_relay_cut(JetTestRelay *r);
 
+/* Blocked: every connection through the relay is cut, and those made
+ * until it is unblocked are closed as soon as they are accepted (a
+ * network partition of the client; the server runs on).  Unblocked: the
+ * relay relays again. */
+void jet_test_relay_block(JetTestRelay *r, gboolean blocked);
+
 /* Stops accepting, closes every connection, frees r. */
 void jet_test_relay_stop(JetTestRelay *r);
 

@@ -59,6 +59,7 @@ typedef enum {
     F_SERVER_RESTART,
     F_SERVER_PAUSE,
     F_CONN_CUT,
+    F_PARTITION,
     F_CONSUMER_DELETED,
     F_DLQ_RECREATED,
     F_STREAM_RECREATED,
@@ -105,6 +106,7 @@ static const Fault faults[] = {
     { "server-restart", F_SERVER_RESTART, 10000 },
     { "server-pause", F_SERVER_PAUSE, 8000 },
     { "connection-cut", F_CONN_CUT, 8000 },
+    { "partition-host", F_PARTITION, 8000 },
     { "consumer-deleted", F_CONSUMER_DELETED, 8000 },
     { "dlq-recreated", F_DLQ_RECREATED, 8000 },
     { "stream-recreated", F_STREAM_RECREATED, 8000 },
@@ -127,6 +129,7 @@ typedef struct {
     int fds;             /* open descriptors at the fault's start (-1: not measured) */
     long rss_kib;        /* its resident set then */
     gboolean faster;     /* reloaded with a faster handler (option.sleep 1ms) */
+    JetTestRelay *relay; /* connection-cut, partition-host: its way to the server */
 } Host;
 
 typedef struct {
@@ -136,7 +139,6 @@ typedef struct {
     GRand *rng;
     char *id;            /* workload/fault */
     JetTestServer *srv;
-    JetTestRelay *relay; /* connection-cut: the hosts reach the server through it */
     natsConnection *nc;
     jsCtx *js;
     kvStore *kv;
@@ -169,6 +171,7 @@ typedef struct {
 static void host_free(gpointer p)
 {
     Host *h = p;
+    jet_test_relay_stop(h->relay);
     g_clear_object(&h->proc);
     g_free(h->name);
     g_free(h->dir);
@@ -182,7 +185,7 @@ static char *host_config(Cell *c, Host *h)
     const Workload *w = c->w;
     g_autoptr(GString) t = g_string_new(NULL);
     g_string_append_printf(t, "[host]\nserver = %s\nname = %s\ndrain_timeout = 5s\n\n[binding b]\nplugin = %s\n",
-                           c->relay != NULL ? jet_test_relay_url(c->relay) : jet_test_server_url(c->srv),
+                           h->relay != NULL ? jet_test_relay_url(h->relay) : jet_test_server_url(c->srv),
                            h->name, c->plugin);
     if (w->kind == K_KV)
         g_string_append_printf(t, "bucket = %s\n", BUCKET);
@@ -208,6 +211,8 @@ static Host *host_start(Cell *c, guint slot, const char *extra)
     h->dir = g_strdup_printf("%s/h%u", c->dir, h->id);
     h->extra = g_strdup(extra);
     h->fds = -1;
+    if (c->f->kind == F_CONN_CUT || c->f->kind == F_PARTITION)
+        h->relay = jet_test_relay_start(jet_test_server_port(c->srv));
     g_assert_cmpint(g_mkdir_with_parents(h->dir, 0700), ==, 0);
     if (c->released) {
         g_autofree char *go = g_strdup_printf("%s/go-%" G_GUINT64_FORMAT, h->dir, c->special);
@@ -840,7 +845,10 @@ static void apply_fault(Cell *c)
          * confirmations in flight are lost with the connection. */
         guint cut = 0;
         for (int i = 0; i < 3; i++) {
-            cut += jet_test_relay_cut(c->relay);
+            for (guint k = 0; k < c->hosts->len; k++) {
+                Host *h = g_ptr_array_index(c->hosts, k);
+                cut += host_running(h) ? jet_test_relay_cut(h->relay) : 0;
+            }
             g_usleep((gulong)g_rand_int_range(c->rng, 50, 1000) * 1000);
         }
         g_test_message("%s: %u connections cut", c->id, cut);
@@ -853,6 +861,23 @@ static void apply_fault(Cell *c)
         }
         break;
     }
+    case F_PARTITION:
+        /* The first host (an exclusive binding's holder) cut off from the
+         * server past ack_wait and claim_ttl, running on meanwhile: unlike
+         * a pause, its handlers are not frozen, so none may start once its
+         * claim can have moved. */
+        jet_test_relay_block(h0->relay, TRUE);
+        g_usleep(4500 * 1000);
+        jet_test_relay_block(h0->relay, FALSE);
+        /* The standby took the binding over meanwhile. */
+        for (guint i = 0; w->exclusive && i < c->hosts->len; i++) {
+            Host *h = g_ptr_array_index(c->hosts, i);
+            if (h->slot == 1 && !host_logged(h, "event=taken-over", 1000))
+                problem(c, "the standby h%u did not take the binding over during the partition", h->id);
+        }
+        if (host_running(h0) && !host_logged(h0, "event=reconnected", 10000))
+            problem(c, "h%u did not log event=reconnected within 10 s of the partition's end", h0->id);
+        break;
     case F_CONSUMER_DELETED:
         delete_consumers(c);
         break;
@@ -1165,8 +1190,6 @@ static void run_cell(const CellSpec *spec, guint run)
     c->after = c->n / 3;
     c->srv = jet_test_server_start();
     c->js = jet_test_js_open(jet_test_server_url(c->srv), &c->nc);
-    if (c->f->kind == F_CONN_CUT)
-        c->relay = jet_test_relay_start(jet_test_server_port(c->srv));
     c->dir = g_strdup_printf("%s/%s-%s-%u", jet_test_private_dir(), c->w->name, c->f->name, run);
     g_assert_cmpint(g_mkdir_with_parents(c->dir, 0700), ==, 0);
     c->plugin = jet_test_plugin_copy("fx_gate");
@@ -1273,7 +1296,6 @@ static void run_cell(const CellSpec *spec, guint run)
     if (c->kv != NULL)
         kvStore_Destroy(c->kv);
     jet_test_js_close(c->nc, c->js);
-    jet_test_relay_stop(c->relay);
     jet_test_server_free(c->srv);
     g_ptr_array_unref(c->hosts);
     g_ptr_array_unref(c->keys);
