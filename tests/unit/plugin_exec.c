@@ -121,7 +121,7 @@ static void test_timeout_kills_the_group(void)
     gint64 took = g_get_monotonic_time() - t0;
     g_assert_cmpstr(m.reason, ==, "timeout");
     g_assert_cmpint(took, >=, 200000);
-    g_assert_cmpint(took, <, 3000000);
+    g_assert_cmpint(took, <, 8000000);   /* not the sleep's 10 s, on a busy machine too */
 
     /* A shell that started a grandchild: both die, the child is reaped. */
     g_autofree char *pids = g_build_filename(jet_test_private_dir(), "pids", NULL);
@@ -131,14 +131,14 @@ static void test_timeout_kills_the_group(void)
     t0 = g_get_monotonic_time();
     g_assert_cmpint(drive_handle(sh, &m), ==, JET_RETRY);
     g_assert_cmpstr(m.reason, ==, "timeout");
-    g_assert_cmpint(g_get_monotonic_time() - t0, <, 3000000);
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 8000000);
     g_autofree char *text = NULL;
     g_assert_true(g_file_get_contents(pids, &text, NULL, NULL));
     int child = 0, grandchild = 0;
     g_assert_cmpint(sscanf(text, "%d %d", &child, &grandchild), ==, 2);
     g_assert_cmpint(kill(child, 0), ==, -1);   /* killed and reaped: no zombie left */
     g_assert_cmpint(errno, ==, ESRCH);
-    g_assert_true(jet_test_wait_until(pid_gone, GINT_TO_POINTER(grandchild), 2000));
+    g_assert_true(jet_test_wait_until(pid_gone, GINT_TO_POINTER(grandchild), 8000));
 }
 
 static void test_env_vars(void)

@@ -155,7 +155,7 @@ static void test_sleep_and_hang(void)
     jet_instance_set_stopping(inst);
     t0 = g_get_monotonic_time();
     g_assert_cmpint(decide(inst, "sleep=10s", 1, 0, 0, &m), ==, JET_ACK);
-    g_assert_cmpint(g_get_monotonic_time() - t0, <, 1000000);
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 5000000);   /* not the 10 s */
     t0 = g_get_monotonic_time();
     g_assert_cmpint(decide(inst, "hang=300ms", 1, 0, 0, &m), ==, JET_ACK);
     g_assert_cmpint(g_get_monotonic_time() - t0, >=, 300000);
