@@ -330,6 +330,12 @@ void jet_test_cluster_stop(JetTestCluster *c, int i)
     c->down[i] = TRUE;
 }
 
+void jet_test_cluster_wipe_store(JetTestCluster *c, int i)
+{
+    g_assert_true(c->down[i]);
+    jet_test_server_wipe_store(c->node[i]);
+}
+
 void jet_test_cluster_restart(JetTestCluster *c, int i)
 {
     jet_test_server_restart(c->node[i]);

@@ -49,6 +49,8 @@ void jet_test_cluster_resume(JetTestCluster *c, int i);
 void jet_test_cluster_kill(JetTestCluster *c, int i);
 void jet_test_cluster_stop(JetTestCluster *c, int i);
 void jet_test_cluster_restart(JetTestCluster *c, int i);
+/* Node i, killed or stopped, loses its store (jet_test_server_wipe_store). */
+void jet_test_cluster_wipe_store(JetTestCluster *c, int i);
 gboolean jet_test_cluster_running(const JetTestCluster *c, int i);
 
 /* Creates a file-store stream of `replicas` replicas on one subject pattern,

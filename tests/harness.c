@@ -325,6 +325,13 @@ void jet_test_server_restart(JetTestServer *s)
     server_spawn(s);
 }
 
+void jet_test_server_wipe_store(JetTestServer *s)
+{
+    g_assert_null(s->proc);
+    g_autofree char *store = g_build_filename(s->dir, "store", NULL);
+    remove_tree(store);
+}
+
 void jet_test_server_free(JetTestServer *s)
 {
     if (s == NULL)

@@ -65,6 +65,9 @@ void jet_test_server_pause(JetTestServer *s);
 void jet_test_server_resume(JetTestServer *s);
 /* Starts it again on the same port and store (after stop or kill). */
 void jet_test_server_restart(JetTestServer *s);
+/* Removes the store of a server that is not running (after stop or kill):
+ * the next restart begins with none, as a node whose disk was lost. */
+void jet_test_server_wipe_store(JetTestServer *s);
 /* Stops it if running and removes its store. */
 void jet_test_server_free(JetTestServer *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(JetTestServer, jet_test_server_free)

@@ -186,6 +186,7 @@ typedef enum {
     F_QUORUM_LOSS,
     F_KILL_DLQ_LEADER,
     F_KILL_HOST_3X,
+    F_LEADER_STORE_LOST,
     F_RANDOM,
     F_COUNT
 } Fault;
@@ -193,7 +194,7 @@ typedef enum {
 static const char *const fault_names[F_COUNT] = {
     "stream-leader-stepdown", "consumer-leader-stepdown", "pause-stream-leader", "kill-follower-restart",
     "kill-host-node",         "kill-both-hosts-node",     "quorum-loss",         "kill-dlq-leader",
-    "kill-host-3x",           "random-all",
+    "kill-host-3x",           "leader-store-lost",        "random-all",
 };
 
 typedef struct {
@@ -525,6 +526,15 @@ static void inject(Run *r, Fault f, Progress *prog)
             g_test_message("host h0 killed and restarted (%d of 3)", k + 1);
         }
         break;
+    case F_LEADER_STORE_LOST:
+        /* The stream leader's node killed and started again with an empty
+         * store, as after a lost disk: its replicas come back from its peers
+         * (R3), and the hosts connected to it reconnect. */
+        jet_test_cluster_kill(c, sl);
+        jet_test_cluster_wipe_store(c, sl);
+        g_usleep(3 * G_USEC_PER_SEC);
+        jet_test_cluster_restart(c, sl);
+        break;
     case F_RANDOM:
         /* Every other fault once, in a seeded order, back to back. */
         {
@@ -797,7 +807,8 @@ static void test_faults(void)
     g_assert_true(jet_test_wait_until(term_seen, &tw, 10000));
 
     static const Fault short_faults[] = { F_STREAM_STEPDOWN, F_CONSUMER_STEPDOWN, F_PAUSE_LEADER,
-                                          F_KILL_FOLLOWER,   F_KILL_HOST_NODE,    F_KILL_DLQ_LEADER };
+                                          F_KILL_FOLLOWER,   F_KILL_HOST_NODE,    F_KILL_DLQ_LEADER,
+                                          F_LEADER_STORE_LOST };
     guint nf = mode.lng ? F_COUNT : G_N_ELEMENTS(short_faults);
     g_test_message("| fault | published | handled | lost | dups | dead-lettered | rejected+exhausted | "
                    "DLQ doubles/other | stranded | uncertain | Term | longest gap ms | recovery ms |");
