@@ -12,6 +12,9 @@
  *   once, but for a handler a pause froze;
  * - KV: the last revision of each key is handled;
  * - forwards: each message not dead-lettered is in the target stream once;
+ * - replays (dlq-replay, an operator's `jethost dlq replay --remove` run
+ *   beside the fault and again when it fails): every message or a replay
+ *   of it acked or in the DLQ, no DLQ record replayed twice;
  * - recovery: from the fault's end to the first handling after it, within
  *   the fault's bound;
  * - exits: a host ends only as documented (SIGTERM: 0; all workers hung:
@@ -48,6 +51,7 @@ typedef struct {
     gboolean exclusive; /* one process at a time may handle */
     const char *binding;
     gboolean forward;   /* publishes each acked message to FWD (publish-then-ack) */
+    gboolean replay;    /* an operator replays the DLQ (`jethost dlq replay --remove`) during the fault */
 } Workload;
 
 typedef enum {
@@ -78,23 +82,26 @@ typedef struct {
 #define CLAIM "claim_ttl = 2s\nclaim_heartbeat = 500ms\n"
 
 static const Workload workloads[] = {
-    { "durable-1", K_DURABLE, 1, 20, 0, FALSE, "workers = 1\nexclusive = false\n" COMMON, FALSE },
-    { "durable-4", K_DURABLE, 1, 20, 0, FALSE, "workers = 4\nexclusive = false\n" COMMON, FALSE },
-    { "lanes-uniform", K_LANES, 1, 50, 0, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
-    { "lanes-hot", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE },
-    { "exclusive-2", K_LANES, 2, 20, 0, TRUE, "key = subject:2\nworkers = 2\n" CLAIM COMMON, FALSE },
+    { "durable-1", K_DURABLE, 1, 20, 0, FALSE, "workers = 1\nexclusive = false\n" COMMON, FALSE, FALSE },
+    { "durable-4", K_DURABLE, 1, 20, 0, FALSE, "workers = 4\nexclusive = false\n" COMMON, FALSE, FALSE },
+    { "lanes-uniform", K_LANES, 1, 50, 0, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE, FALSE },
+    { "lanes-hot", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE, FALSE },
+    { "exclusive-2", K_LANES, 2, 20, 0, TRUE, "key = subject:2\nworkers = 2\n" CLAIM COMMON, FALSE, FALSE },
     { "ordered", K_ORDERED, 1, 20, 0, FALSE,
       "kind = ordered\ncheckpoint = kv\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\n"
       "option.sleep = 2ms\n"
-      "option.reject_percent = 2\noption.flaky_percent = 5\n", FALSE },
+      "option.reject_percent = 2\noption.flaky_percent = 5\n", FALSE, FALSE },
     { "kv", K_KV, 1, 30, 0, FALSE,
       "kind = kv\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\noption.sleep = 2ms\n"
-      "option.flaky_percent = 5\n", FALSE },
+      "option.flaky_percent = 5\n", FALSE, FALSE },
     { "forward", K_DURABLE, 1, 20, 0, FALSE,
-      "workers = 2\nexclusive = false\noption.forward_prefix = fwd\npublish_streams = FWD\n" COMMON, TRUE },
+      "workers = 2\nexclusive = false\noption.forward_prefix = fwd\npublish_streams = FWD\n" COMMON, TRUE, FALSE },
     { "retry-heavy", K_DURABLE, 1, 20, 0, FALSE,
       "workers = 2\nexclusive = false\noption.random_percent = 20\noption.postpone_delay = 200ms\n"
-      "option.fail_percent = 3\n" COMMON, FALSE },
+      "option.fail_percent = 3\n" COMMON, FALSE, FALSE },
+    { "dlq-replay", K_DURABLE, 1, 20, 0, FALSE,
+      "workers = 2\nexclusive = false\nack_wait = 2s\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\n"
+      "max_attempts = 3\noption.sleep = 2ms\noption.reject_percent = 10\noption.flaky_percent = 5\n", FALSE, TRUE },
 };
 
 static const Fault faults[] = {
@@ -166,6 +173,12 @@ typedef struct {
     guint life_base;
     gint64 life_ns;
     guint64 dlq_mark, fwd_mark;
+    /* dlq-replay: the message each stream seq carries (its payload's
+     * msg-N: a replay carries its original's, at index seq - 1), and how
+     * many replayer runs it took. */
+    GArray *origin;
+    guint replayer_runs;
+    char *replay_log;    /* the last run's stderr */
 } Cell;
 
 static void host_free(gpointer p)
@@ -486,11 +499,51 @@ static Seen *tally(Cell *c, GArray *hist)
 
 /* --- done? ---------------------------------------------------------------- */
 
+/* The records a deleted DLQ stream held (the spy saw them captured) count
+ * as dead letters: added to causes. */
+static void add_spied(Cell *c, GHashTable *causes)
+{
+    g_mutex_lock(&c->spy_lock);
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, c->spied);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        if (!g_hash_table_contains(causes, k)) {
+            gint64 *key = g_new(gint64, 1);
+            *key = *(gint64 *)k;
+            g_hash_table_insert(causes, key, g_strdup(v));
+        }
+    g_mutex_unlock(&c->spy_lock);
+}
+
+static void origin_fill(Cell *c);
+static gboolean origin_accounted(Cell *c, const Seen *seen, GHashTable *causes, guint64 s);
+
 static gboolean all_accounted(Cell *c)
 {
     g_autoptr(GArray) hist = read_history(c);
     g_autofree Seen *seen = tally(c, hist);
     guint64 total = c->keys->len;
+    if (c->origin != NULL) {
+        /* Replayed records are no longer in the DLQ: each seq is acked, in
+         * the DLQ, or accounted for through a replay of it. */
+        origin_fill(c);
+        Dlq d = { 0 };
+        read_dlq(c, &d);
+        if (c->spied != NULL)
+            add_spied(c, d.causes);
+        gboolean all = TRUE;
+        for (guint64 s = 1; all && s <= total; s++) {
+            gint64 key = (gint64)s;
+            all = seen[s].acks > 0 || g_hash_table_contains(d.causes, &key) ||
+                  origin_accounted(c, seen, d.causes, s);
+        }
+        g_hash_table_destroy(d.causes);
+        if (!all)
+            return FALSE;
+        JetTestFloorWait fw = { c->js, STREAM, CONSUMER, total };
+        return jet_test_floor_reached(&fw);
+    }
     if (c->w->kind == K_KV) {
         GHashTableIter it;
         gpointer k, v;
@@ -766,6 +819,104 @@ static void measure_fds(Cell *c)
     }
 }
 
+/* --- the operator's replay (dlq-replay) ------------------------------------ */
+
+static GSubprocess *replayer_start(Cell *c)
+{
+    g_free(c->replay_log);
+    c->replay_log = g_strdup_printf("%s/replay-%u.stderr", c->dir, c->replayer_runs++);
+    const char *log = c->replay_log;
+    /* Slow enough to last through the fault: every record there is now. */
+    const char *argv[] = { "dlq", "-s", jet_test_server_url(c->srv), "replay", "--remove", "--yes", "--rate", "10",
+                           "--from", "1", NULL };
+    return jet_test_jethost_spawn(log, argv);
+}
+
+/* Waits for the replayer; a run that failed (the server restarted or
+ * paused under it, or it was killed) is run again, as an operator would:
+ * what it replayed already is not replayed twice (docs/dead-letters.md,
+ * "Once"). */
+static void replayer_finish(Cell *c, GSubprocess *p)
+{
+    for (guint tries = 0;; tries++) {
+        int status = jet_test_jethost_wait(p, 120000);
+        g_object_unref(p);
+        if (status == 0)
+            return;
+        g_autofree char *text = NULL;
+        g_file_get_contents(c->replay_log, &text, NULL, NULL);
+        g_test_message("%s: the replay exited %d:\n%s", c->id, status, text != NULL ? text : "");
+        if (tries == 5) {
+            problem(c, "the replay failed %u times (last exit %d)", tries + 1, status);
+            return;
+        }
+        g_usleep(500 * 1000);
+        p = replayer_start(c);
+    }
+}
+
+/* Each published message is its own original. */
+static void origin_fill(Cell *c)
+{
+    if (c->origin == NULL)
+        return;
+    for (guint64 n = c->origin->len + 1; n <= c->keys->len; n++)
+        g_array_append_val(c->origin, n);
+}
+
+/* The replays the stream now holds, after what was published: each one's
+ * key and original, and no DLQ record replayed twice. */
+static void absorb_replays(Cell *c)
+{
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, c->js, STREAM, NULL, NULL), ==, NATS_OK);
+    guint64 last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    g_autoptr(GHashTable) of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    origin_fill(c);
+    for (guint64 s = c->keys->len + 1; s <= last; s++) {
+        natsMsg *m = NULL;
+        g_assert_cmpint(js_GetMsg(&m, c->js, STREAM, s, NULL, NULL), ==, NATS_OK);
+        const char *subject = natsMsg_GetSubject(m);
+        g_ptr_array_add(c->keys, g_strdup(g_str_has_prefix(subject, "orders.") ? subject + 7 : subject));
+        g_autofree char *data = g_strndup(natsMsg_GetData(m), (gsize)natsMsg_GetDataLength(m));
+        guint64 n = g_str_has_prefix(data, "msg-") ? g_ascii_strtoull(data + 4, NULL, 10) : 0;
+        if (n < 1 || n >= s)
+            problem(c, "stream seq %" G_GUINT64_FORMAT " is no replay of a message published (payload %s)", s, data);
+        else
+            n = g_array_index(c->origin, guint64, n - 1);
+        g_array_append_val(c->origin, n);
+        const char *replay_of = jet_test_msg_header(m, "Jethost-Replay-Of");
+        if (replay_of == NULL)
+            problem(c, "stream seq %" G_GUINT64_FORMAT " has no Jethost-Replay-Of", s);
+        else if (!g_hash_table_add(of, g_strdup(replay_of)))
+            problem(c, "DLQ record %s replayed twice (again at stream seq %" G_GUINT64_FORMAT ")", replay_of, s);
+        natsMsg_Destroy(m);
+    }
+    g_test_message("%s: %u replays in %u replayer runs", c->id, g_hash_table_size(of), c->replayer_runs);
+    /* A DLQ stream deleted under it can leave nothing to replay. */
+    if (g_hash_table_size(of) == 0 && c->f->kind != F_DLQ_RECREATED)
+        problem(c, "nothing was replayed");
+}
+
+/* Whether seq s's message (or a replay of it, or its original) was acked
+ * or is in the DLQ: a record the replay removed is accounted for by the
+ * replay it made. */
+static gboolean origin_accounted(Cell *c, const Seen *seen, GHashTable *causes, guint64 s)
+{
+    if (c->origin == NULL)
+        return FALSE;
+    guint64 n = g_array_index(c->origin, guint64, s - 1);
+    for (guint64 t = 1; t <= c->origin->len && t <= c->keys->len; t++) {
+        if (g_array_index(c->origin, guint64, t - 1) != n)
+            continue;
+        gint64 key = (gint64)t;
+        if (seen[t].acks > 0 || g_hash_table_contains(causes, &key))
+            return TRUE;
+    }
+    return FALSE;
+}
+
 static void apply_fault(Cell *c)
 {
     const Workload *w = c->w;
@@ -933,7 +1084,8 @@ static void check_lost_and_dlq(Cell *c, GArray *hist, Dlq *d, guint *lost, guint
     } else {
         for (guint64 s = 1; s <= c->keys->len; s++) {
             gint64 key = (gint64)s;
-            if (seen[s].acks == 0 && !g_hash_table_contains(d->causes, &key)) {
+            if (seen[s].acks == 0 && !g_hash_table_contains(d->causes, &key) &&
+                !origin_accounted(c, seen, d->causes, s)) {
                 (*lost)++;
                 if (*lost <= 5)
                     problem(c, "seq %" G_GUINT64_FORMAT " neither acked nor dead-lettered (%u handlings: %u "
@@ -1186,6 +1338,8 @@ static void run_cell(const CellSpec *spec, guint run)
     c->hosts = g_ptr_array_new_with_free_func(host_free);
     c->keys = g_ptr_array_new_with_free_func(g_free);
     c->last_rev = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    if (spec->w->replay)
+        c->origin = g_array_new(FALSE, FALSE, sizeof(guint64));
     c->n = longer ? 2000 : 300;
     c->after = c->n / 3;
     c->srv = jet_test_server_start();
@@ -1234,8 +1388,27 @@ static void run_cell(const CellSpec *spec, guint run)
         guint first = c->w->kind == K_KV ? g_hash_table_size(c->last_rev) : c->n;
         wait_handled(c, (guint)g_rand_int_range(c->rng, (gint32)first / 5, (gint32)first / 2));
     }
+    GSubprocess *replayer = NULL;
+    if (c->w->replay) {
+        /* The operator replays what the DLQ holds while the fault happens. */
+        gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+        while (jet_test_stream_msgs(c->js, "JETHOST_DLQ") < 3 && g_get_monotonic_time() < deadline) {
+            supervise(c);
+            g_usleep(20 * 1000);
+        }
+        replayer = replayer_start(c);
+    }
     apply_fault(c);
+    if (replayer != NULL) {
+        if (c->f->kind == F_KILL || c->f->kind == F_KILL_IN_HANDLER) {
+            /* The replayer dies too, mid-run, and is run again. */
+            g_subprocess_force_exit(replayer);
+        }
+        replayer_finish(c, replayer);
+        absorb_replays(c);
+    }
     publish(c, c->after, TRUE);
+    origin_fill(c);
     gboolean done = wait_done(c, longer ? 300000 : 90000);
     release_all(c);
     if (!done) {
@@ -1261,15 +1434,7 @@ static void run_cell(const CellSpec *spec, guint run)
     if (c->spied != NULL) {
         /* The records the deleted stream held count as dead letters. */
         natsSubscription_Destroy(c->dlq_spy);
-        GHashTableIter it;
-        gpointer k, v;
-        g_hash_table_iter_init(&it, c->spied);
-        while (g_hash_table_iter_next(&it, &k, &v))
-            if (!g_hash_table_contains(d.causes, k)) {
-                gint64 *key = g_new(gint64, 1);
-                *key = *(gint64 *)k;
-                g_hash_table_insert(d.causes, key, g_strdup(v));
-            }
+        add_spied(c, d.causes);
         g_hash_table_destroy(c->spied);
         g_mutex_clear(&c->spy_lock);
     }
@@ -1300,6 +1465,9 @@ static void run_cell(const CellSpec *spec, guint run)
     g_ptr_array_unref(c->hosts);
     g_ptr_array_unref(c->keys);
     g_hash_table_destroy(c->last_rev);
+    if (c->origin != NULL)
+        g_array_unref(c->origin);
+    g_free(c->replay_log);
     g_string_free(c->problems, TRUE);
     g_rand_free(c->rng);
     g_free(c->dir);
@@ -1333,6 +1501,11 @@ int main(int argc, char **argv)
     for (guint i = 0; i < G_N_ELEMENTS(workloads); i++)
         for (guint j = 0; j < G_N_ELEMENTS(faults); j++) {
             if (part > 0 && i % 2 != part - 1)
+                continue;
+            /* The stream deleted under a replay takes the replays made so
+             * far with it, after their records were removed: the operator's
+             * loss, not the host's (docs/reliability.md). */
+            if (workloads[i].replay && faults[j].kind == F_STREAM_RECREATED)
                 continue;
             specs[n] = (CellSpec){ &workloads[i], &faults[j] };
             g_autofree char *path = g_strdup_printf("/faults/%s/%s", workloads[i].name, faults[j].name);
