@@ -566,8 +566,25 @@ static void read_dlq(World *w, const char *subject, GHashTable *dlq, guint *reco
     natsSubscription *sub = NULL;
     jsErrCode jerr = 0;
     g_assert_cmpint(js_SubscribeSync(&sub, w->js, subject, NULL, &so, &jerr), ==, NATS_OK);
+    /* As many as the stream holds on the subject: an ordered read can stall
+     * for seconds after a node came back (its consumer re-made on a replica
+     * catching up), so a pause is no end. */
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Stream.Info.SubjectsFilter = subject;
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, w->js, "JETHOST_DLQ", &o, NULL), ==, NATS_OK);
+    guint64 want = 0;
+    for (int i = 0; si->State.Subjects != NULL && i < si->State.Subjects->Count; i++)
+        want += si->State.Subjects->List[i].Msgs;
+    jsStreamInfo_Destroy(si);
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
     natsMsg *m = NULL;
-    while (natsSubscription_NextMsg(&m, sub, 2000) == NATS_OK) {
+    for (;;) {
+        if (*records >= want || g_get_monotonic_time() > deadline)
+            break;
+        if (natsSubscription_NextMsg(&m, sub, 2000) != NATS_OK)
+            continue;
         const char *seq = jet_test_msg_header(m, "Jethost-Origin-Seq");
         const char *cause = jet_test_msg_header(m, "Jethost-Cause");
         g_assert_nonnull(seq);
