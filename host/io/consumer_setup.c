@@ -245,6 +245,11 @@ gboolean jet_consumer_ensure(natsConnection *nc, jsCtx *js, const JetBindingConf
     if (info == NULL && !absent)
         return FALSE;
     JsonObject *current = jet_consumer_info_config(info);
+    if (info != NULL && current == NULL) {
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: consumer %s/%s: the server's info has no "
+                    "config", b->name, b->stream, b->consumer);
+        return FALSE;
+    }
     if (info != NULL && !jet_consumer_check_fits(b, current, error))
         return FALSE;
 
