@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,12 +27,46 @@ struct JetTestRelay {
     GThread *acceptor;
     gint stopping;
     gint blocked;
+    /* jet_test_relay_cut_on's, guarded by needle_lock: never lock, which
+     * jet_test_relay_cut holds while it joins the copier threads. */
+    GMutex needle_lock;
+    char *needle;
+    guint cuts_left, cuts_made;
 };
 
 typedef struct {
+    JetTestRelay *relay;
     Pair *pair;
     int from, to;
+    gboolean up;        /* client to server */
+    gsize tail_len;     /* the end of the last read, for a needle split over two */
+    char scan[256 + 65536];
 } Copy;
+
+#define NEEDLE_MAX 256
+
+/* Whether these bytes from the client (after the end of the last read)
+ * are the ones to cut on; counts the cut. */
+static gboolean cut_here(Copy *c, const char *buf, gsize n)
+{
+    JetTestRelay *r = c->relay;
+    gboolean cut = FALSE;
+    g_mutex_lock(&r->needle_lock);
+    if (r->cuts_left > 0) {
+        gsize nl = strlen(r->needle);
+        memcpy(c->scan + c->tail_len, buf, n);
+        gsize len = c->tail_len + n;
+        if (memmem(c->scan, len, r->needle, nl) != NULL) {
+            cut = TRUE;
+            r->cuts_left--;
+            r->cuts_made++;
+        }
+        c->tail_len = MIN(len, nl - 1);
+        memmove(c->scan, c->scan + len - c->tail_len, c->tail_len);
+    }
+    g_mutex_unlock(&r->needle_lock);
+    return cut;
+}
 
 static gpointer copy_main(gpointer data)
 {
@@ -42,6 +77,8 @@ static gpointer copy_main(gpointer data)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
+            break;
+        if (c->up && cut_here(c, buf, (gsize)n))
             break;
         for (ssize_t off = 0; off < n;) {
             ssize_t w = write(c->to, buf + off, (size_t)(n - off));
@@ -130,8 +167,11 @@ static gpointer accept_main(gpointer data)
         p->server = server;
         p->alive = 2;
         Copy *up = g_new0(Copy, 1), *down = g_new0(Copy, 1);
-        *up = (Copy){ p, client, server };
-        *down = (Copy){ p, server, client };
+        up->relay = down->relay = r;
+        up->pair = down->pair = p;
+        up->from = down->to = client;
+        up->to = down->from = server;
+        up->up = TRUE;
         g_mutex_lock(&r->lock);
         p->up = g_thread_new("relay-up", copy_main, up);
         p->down = g_thread_new("relay-down", copy_main, down);
@@ -155,6 +195,7 @@ JetTestRelay *jet_test_relay_start(int target_port)
     g_assert_cmpint(getsockname(r->listen_fd, (struct sockaddr *)&a, &len), ==, 0);
     r->url = g_strdup_printf("nats://127.0.0.1:%d", ntohs(a.sin_port));
     g_mutex_init(&r->lock);
+    g_mutex_init(&r->needle_lock);
     r->pairs = g_ptr_array_new();
     r->acceptor = g_thread_new("relay-accept", accept_main, r);
     return r;
@@ -186,6 +227,24 @@ void jet_test_relay_block(JetTestRelay *r, gboolean blocked)
         jet_test_relay_cut(r);
 }
 
+void jet_test_relay_cut_on(JetTestRelay *r, const char *needle, guint times)
+{
+    g_assert_true(needle != NULL && *needle != '\0' && strlen(needle) < NEEDLE_MAX);
+    g_mutex_lock(&r->needle_lock);
+    g_free(r->needle);
+    r->needle = g_strdup(needle);
+    r->cuts_left = times;
+    g_mutex_unlock(&r->needle_lock);
+}
+
+guint jet_test_relay_cuts_made(JetTestRelay *r)
+{
+    g_mutex_lock(&r->needle_lock);
+    guint n = r->cuts_made;
+    g_mutex_unlock(&r->needle_lock);
+    return n;
+}
+
 void jet_test_relay_stop(JetTestRelay *r)
 {
     if (r == NULL)
@@ -196,6 +255,8 @@ void jet_test_relay_stop(JetTestRelay *r)
     close(r->listen_fd);
     g_ptr_array_free(r->pairs, TRUE);
     g_mutex_clear(&r->lock);
+    g_mutex_clear(&r->needle_lock);
+    g_free(r->needle);
     g_free(r->url);
     g_free(r);
 }

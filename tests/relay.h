@@ -24,6 +24,15 @@ guint jet_test_relay_cut(JetTestRelay *r);
  * relay relays again. */
 void jet_test_relay_block(JetTestRelay *r, gboolean blocked);
 
+/* A cut at a chosen moment of the protocol: the next `times` times a
+ * client sends bytes that hold needle (a request's subject, say), those
+ * bytes are not passed on and that client's connection is cut, so the
+ * request is lost with its connection.  times 0 disarms it. */
+void jet_test_relay_cut_on(JetTestRelay *r, const char *needle, guint times);
+
+/* How many cuts jet_test_relay_cut_on has made so far. */
+guint jet_test_relay_cuts_made(JetTestRelay *r);
+
 /* Stops accepting, closes every connection, frees r. */
 void jet_test_relay_stop(JetTestRelay *r);
 

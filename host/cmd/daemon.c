@@ -20,6 +20,7 @@
 #include "plugin_guard.h"
 #include "publish_loop.h"
 #include "schedule_facts.h"
+#include "setup_retry.h"
 #include "stream_names.h"
 
 #include <glib-unix.h>
@@ -499,9 +500,35 @@ static gboolean ledger_wanted(const JetConfig *cfg, gboolean *create)
     return want;
 }
 
+typedef struct {
+    jsCtx *js;
+    const JetConfig *cfg;
+    gboolean create;
+    JetLedger *ledger;
+} LedgerOpen;
+
+/* One attempt; a bucket that is not there in bind mode, or not ours, is a
+ * config error that asking again cannot mend. */
+static gboolean ledger_open_step(gpointer data, GError **error)
+{
+    LedgerOpen *o = data;
+    g_autoptr(GError) local = NULL;
+    o->ledger = jet_ledger_open(o->js, o->cfg->host.ledger_bucket, o->create, o->cfg->host.ledger_max_age_ms,
+                                o->cfg->host.replicas, &local);
+    if (o->ledger != NULL)
+        return TRUE;
+    gboolean config = g_error_matches(local, JET_LEDGER_ERROR, JET_LEDGER_ERROR_INVALID) ||
+                      g_error_matches(local, JET_LEDGER_ERROR, JET_LEDGER_ERROR_MISSING);
+    g_set_error(error, JET_ERROR, config ? JET_ERROR_INVALID : JET_ERROR_SERVER, "the attempt ledger (bucket %s): %s",
+                o->cfg->host.ledger_bucket, local->message);
+    return FALSE;
+}
+
 /* The attempt ledger, on a JetStream context of its own (*js, made the
  * first time) with a short wait: a handler thread waits on it, and an
- * unreachable ledger must fall back quickly, not hang. */
+ * unreachable ledger must fall back quickly, not hang.  Opening it is asked
+ * again as a binding's consumer is: a connection lost for a moment at
+ * start-up is not a reason to exit (docs/engine.md, "Start-up"). */
 static JetLedger *ledger_open(JetConn *conn, const JetConfig *cfg, gboolean create, jsCtx **js, GError **error)
 {
     if (*js == NULL) {
@@ -517,16 +544,11 @@ static JetLedger *ledger_open(JetConn *conn, const JetConfig *cfg, gboolean crea
             return NULL;
         }
     }
-    g_autoptr(GError) local = NULL;
-    JetLedger *ledger = jet_ledger_open(*js, cfg->host.ledger_bucket, create, cfg->host.ledger_max_age_ms,
-                                        cfg->host.replicas, &local);
-    if (ledger == NULL) {
-        g_set_error(error, JET_ERROR, local->code, "the attempt ledger (bucket %s): %s", cfg->host.ledger_bucket,
-                    local->message);
+    LedgerOpen o = { *js, cfg, create, NULL };
+    if (!jet_setup_retrying(ledger_open_step, &o, NULL, "ledger-retry", JET_LOG_WARNING, 5, NULL, error))
         return NULL;
-    }
-    jet_ledger_set_cooldown(ledger, 2000);
-    return ledger;
+    jet_ledger_set_cooldown(o.ledger, 2000);
+    return o.ledger;
 }
 
 /* The ledger, for a reload that adds the first binding to use it. */
