@@ -842,7 +842,9 @@ int jet_test_jethost_run(const char *const *args, char **out, char **err_text)
         *err_text = e;
     else
         g_free(e);
-    return g_subprocess_get_if_exited(p) ? g_subprocess_get_exit_status(p) : 128;
+    if (g_subprocess_get_if_signaled(p))
+        return 128 + g_subprocess_get_term_sig(p);   /* a crash names its signal */
+    return g_subprocess_get_exit_status(p);
 }
 
 int jet_test_mock_cli(const char *input, char **out, char **err, ...)

@@ -15,6 +15,7 @@
 #include "names.h"
 #include "nats_raw.h"
 #include "provenance.h"
+#include "sub_end.h"
 
 #include <glib.h>
 #include <signal.h>
@@ -176,7 +177,7 @@ static int read_subject(JetConn *conn, const char *subject, SubOut *o)
         s = natsConnection_Flush(jet_conn_nats(conn));
     if (s != NATS_OK) {
         fprintf(stderr, "jethost sub: subscribe to %s: %s\n", subject, natsStatus_GetText(s));
-        natsSubscription_Destroy(sub);
+        jet_sub_end_destroy(jet_conn_nats(conn), sub);
         return JET_EXIT_FAILURE;
     }
     struct sigaction sa = { 0 };
@@ -210,8 +211,7 @@ static int read_subject(JetConn *conn, const char *subject, SubOut *o)
         if (!more)
             break;
     }
-    natsSubscription_Unsubscribe(sub);
-    natsSubscription_Destroy(sub);
+    jet_sub_end_destroy(jet_conn_nats(conn), sub);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "stream_msg.h"
 #include "stream_names.h"
+#include "sub_end.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -286,7 +287,7 @@ static void install(JetAdvisory *a, natsSubscription *sub, JetAdvisoryMode mode,
     g_free(a->stream);
     a->stream = g_strdup(stream);
     g_mutex_unlock(&a->lock);
-    natsSubscription_Destroy(old);
+    jet_sub_end_destroy(jet_conn_nats(a->conn), old);
 }
 
 /* The watch works: a later problem is news again. */

@@ -8,6 +8,7 @@
 #include "consumer_setup.h"
 #include "msg_payload.h"
 #include "start_time.h"
+#include "sub_end.h"
 
 #include "ack_subject.h"
 #include "errors.h"
@@ -72,19 +73,19 @@ static void on_complete(void *closure)
 }
 
 /* Unsubscribes and frees what the subscription fed.  Should nats.c never
- * say it is done, the sink and the subscription are left as they are: a
- * leak in a command about to exit, rather than a thread writing into freed
- * memory. */
-static void unsubscribe(natsSubscription *sub, Sink *k)
+ * say it is done, or the reading thread not be known to be done with it
+ * (sub_end.h), the sink and the subscription are left as they are: a leak
+ * in a command about to exit, rather than a thread using freed memory. */
+static void unsubscribe(natsConnection *nc, natsSubscription *sub, Sink *k)
 {
-    natsSubscription_Unsubscribe(sub);
+    gboolean ended = jet_sub_end(nc, sub);
     gint64 until = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
     g_mutex_lock(&k->lock);
     while (!k->complete && g_cond_wait_until(&k->cond, &k->lock, until))
         ;
     gboolean complete = k->complete;
     g_mutex_unlock(&k->lock);
-    if (!complete)
+    if (!complete || !ended)
         return;
     natsSubscription_Destroy(sub);
     g_async_queue_unref(k->q);   /* destroys what is left in it */
@@ -387,7 +388,7 @@ gboolean jet_dlq_read(JetConn *conn, const char *stream, const JetDlqReadOptions
     }
     drop_consumer(&r);
     if (r.sub != NULL) {
-        unsubscribe(r.sub, k);
+        unsubscribe(jet_conn_nats(conn), r.sub, k);
     } else {
         g_async_queue_unref(k->q);
         g_mutex_clear(&k->lock);

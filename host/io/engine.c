@@ -9,6 +9,7 @@
 #include "pull_status.h"
 #include "settle.h"
 #include "stats.h"
+#include "sub_end.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -1393,8 +1394,7 @@ void jet_engine_free(JetEngine *e)
     jet_conn_off_reconnect(e->conn, on_reconnect, e);
     for (guint i = 0; i < e->n_workers; i++) {
         Worker *w = &e->workers[i];
-        if (w->sub != NULL)
-            natsSubscription_Destroy(w->sub);
+        jet_sub_end_destroy(jet_conn_nats(e->conn), w->sub);
         Item *it;
         while ((it = g_queue_pop_head(&w->moved)) != NULL) {
             if (it->is_delivery)

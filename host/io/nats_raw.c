@@ -6,6 +6,7 @@
 #include "errors.h"
 #include "log.h"
 #include "pull_status.h"
+#include "sub_end.h"
 
 #include <string.h>
 
@@ -150,7 +151,7 @@ void jet_nats_raw_probe(natsConnection *nc)
     }
     natsMsg_Destroy(in);
     natsMsg_Destroy(out);
-    natsSubscription_Destroy(sub);
+    jet_sub_end_destroy(nc, sub);
     natsInbox_Destroy(ib);
     g_mutex_unlock(&lock);
 }

@@ -35,6 +35,7 @@
 #include "stream_msg.h"
 #include "nats_raw.h"
 #include "pull_status.h"
+#include "sub_end.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -974,7 +975,7 @@ gpointer jet__ordered_main(gpointer data)
             o->pull.active = FALSE;
         }
     }
-    natsSubscription_Unsubscribe(w->sub);
+    jet_sub_end(jet_conn_nats(e->conn), w->sub);   /* destroyed with the engine */
     drop_consumer(e, o);
     /* Stopped cleanly: nothing in the handler. */
     record_write(e, o, 0, 1);

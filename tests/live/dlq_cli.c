@@ -8,12 +8,14 @@
 #include "capture.h"
 #include "cli.h"
 #include "dlq_cli.h"
+#include "dlq_reader.h"
 #include "hdr_block.h"
 #include "nats_raw.h"
 #include "replay.h"
 #include "stream_msg.h"
 
 #include <json-glib/json-glib.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -830,6 +832,44 @@ static void test_resume_after_failure(Fx *fx, gconstpointer data)
     g_assert_nonnull(strstr(r.err, "; to go on, run the same command with --from 2\n"));
 }
 
+/* --- a read stopped early -------------------------------------------------- */
+
+static gboolean stop_at_first(const JetDlqRecord *r, gpointer data)
+{
+    (void)r;
+    (*(guint *)data)++;
+    return FALSE;
+}
+
+/* A read that stops at its first record while the rest of the pull's batch
+ * is still arriving, 300 times, with freed memory poisoned: with nats.c
+ * before 3.7 the subscription was freed under the connection's reading
+ * thread (sub_end.h), which crashed `jethost dlq rm FIRST-LAST` about one
+ * run in 20 here (a use of freed memory that poisoning turns into a
+ * crash every time it happens). */
+static void test_read_stopped_early(Fx *fx, gconstpointer unused)
+{
+    (void)unused;
+    stream_create(fx, DLQ, DLQ_SUBJECT, FALSE);
+    /* Large records: the rest of a batch takes the reading thread longer. */
+    g_autofree char *big = g_malloc0(16384);
+    for (guint i = 0; i < 1000; i++)
+        g_assert_cmpint(js_Publish(NULL, fx->js, DLQ_SUBJECT, big, 16384, NULL, NULL), ==, NATS_OK);
+    g_autoptr(GError) err = NULL;
+    JetConn *conn = jet_conn_open_config(NULL, fx->url, &err);
+    g_assert_no_error(err);
+    mallopt(M_PERTURB, 0xa5);
+    for (guint i = 0; i < 150; i++) {
+        JetDlqReadOptions o = { .start_seq = (guint64)g_test_rand_int_range(1, 500), .batch = 128 };
+        guint got = 0;
+        g_assert_true(jet_dlq_read(conn, DLQ, &o, stop_at_first, &got, NULL, &err));
+        g_assert_no_error(err);
+        g_assert_cmpuint(got, ==, 1);
+    }
+    mallopt(M_PERTURB, 0);
+    jet_conn_close(conn);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -842,6 +882,7 @@ int main(int argc, char **argv)
     ADD("/dlq-cli/replay-to", test_replay_to);
     ADD("/dlq-cli/pub", test_pub);
     ADD("/dlq-cli/resume-after-failure", test_resume_after_failure);
+    ADD("/dlq-cli/read-stopped-early", test_read_stopped_early);
 #undef ADD
     int rc = g_test_run();
     nats_Close();
