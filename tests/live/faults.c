@@ -27,6 +27,7 @@
  * JET_FAULTS_SEEDS times with more messages (JET_FAULTS_LONG=1). */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "cluster.h"
 #include "dlq_record.h"
 #include "relay.h"
 
@@ -69,12 +70,15 @@ typedef enum {
     F_STREAM_RECREATED,
     F_HUNG,
     F_CRASHING_PLUGIN,
+    F_LEADER_STEPDOWN,
+    F_STORE_LOST,
 } FaultKind;
 
 typedef struct {
     const char *name;
     FaultKind kind;
     guint recovery_ms;  /* fault end to the first handling after it */
+    gboolean cluster;   /* on three nodes, everything R3 (the hosts run with replicas = 3) */
 } Fault;
 
 #define COMMON "ack_wait = 2s\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\n" \
@@ -105,20 +109,22 @@ static const Workload workloads[] = {
 };
 
 static const Fault faults[] = {
-    { "kill", F_KILL, 8000 },
-    { "kill-in-handler", F_KILL_IN_HANDLER, 8000 },
-    { "pause-host", F_PAUSE_HOST, 8000 },
-    { "reload", F_RELOAD, 5000 },
-    { "second-host", F_SECOND_HOST, 5000 },
-    { "server-restart", F_SERVER_RESTART, 10000 },
-    { "server-pause", F_SERVER_PAUSE, 8000 },
-    { "connection-cut", F_CONN_CUT, 8000 },
-    { "partition-host", F_PARTITION, 8000 },
-    { "consumer-deleted", F_CONSUMER_DELETED, 8000 },
-    { "dlq-recreated", F_DLQ_RECREATED, 8000 },
-    { "stream-recreated", F_STREAM_RECREATED, 8000 },
-    { "hung-handler", F_HUNG, 0 },
-    { "crashing-plugin", F_CRASHING_PLUGIN, 0 },
+    { "kill", F_KILL, 8000, FALSE },
+    { "kill-in-handler", F_KILL_IN_HANDLER, 8000, FALSE },
+    { "pause-host", F_PAUSE_HOST, 8000, FALSE },
+    { "reload", F_RELOAD, 5000, FALSE },
+    { "second-host", F_SECOND_HOST, 5000, FALSE },
+    { "server-restart", F_SERVER_RESTART, 10000, FALSE },
+    { "server-pause", F_SERVER_PAUSE, 8000, FALSE },
+    { "connection-cut", F_CONN_CUT, 8000, FALSE },
+    { "partition-host", F_PARTITION, 8000, FALSE },
+    { "consumer-deleted", F_CONSUMER_DELETED, 8000, FALSE },
+    { "dlq-recreated", F_DLQ_RECREATED, 8000, FALSE },
+    { "stream-recreated", F_STREAM_RECREATED, 8000, FALSE },
+    { "hung-handler", F_HUNG, 0, FALSE },
+    { "crashing-plugin", F_CRASHING_PLUGIN, 0, FALSE },
+    { "leader-stepdown", F_LEADER_STEPDOWN, 10000, TRUE },
+    { "leader-store-lost", F_STORE_LOST, 15000, TRUE },
 };
 
 /* --- one process of jethost ------------------------------------------------ */
@@ -145,7 +151,8 @@ typedef struct {
     guint64 seed;
     GRand *rng;
     char *id;            /* workload/fault */
-    JetTestServer *srv;
+    JetTestServer *srv;  /* or, for a cluster fault: */
+    JetTestCluster *cl;
     natsConnection *nc;
     jsCtx *js;
     kvStore *kv;
@@ -193,13 +200,26 @@ static void host_free(gpointer p)
     g_free(h);
 }
 
+/* text with every old replaced by new (g_free). */
+static char *replaced(const char *text, const char *old, const char *new)
+{
+    g_auto(GStrv) parts = g_strsplit(text, old, -1);
+    return g_strjoinv(new, parts);
+}
+
+/* Where the hosts and the test connect: the server, or every node. */
+static const char *cell_url(Cell *c)
+{
+    return c->cl != NULL ? jet_test_cluster_urls(c->cl) : jet_test_server_url(c->srv);
+}
+
 static char *host_config(Cell *c, Host *h)
 {
     const Workload *w = c->w;
     g_autoptr(GString) t = g_string_new(NULL);
-    g_string_append_printf(t, "[host]\nserver = %s\nname = %s\ndrain_timeout = 5s\n\n[binding b]\nplugin = %s\n",
-                           h->relay != NULL ? jet_test_relay_url(h->relay) : jet_test_server_url(c->srv),
-                           h->name, c->plugin);
+    g_string_append_printf(t, "[host]\nserver = %s\nname = %s\ndrain_timeout = 5s\n%s\n[binding b]\nplugin = %s\n",
+                           h->relay != NULL ? jet_test_relay_url(h->relay) : cell_url(c), h->name,
+                           c->cl != NULL ? "replicas = 3\n" : "", c->plugin);
     if (w->kind == K_KV)
         g_string_append_printf(t, "bucket = %s\n", BUCKET);
     else
@@ -207,6 +227,15 @@ static char *host_config(Cell *c, Host *h)
     if (w->kind == K_DURABLE || w->kind == K_LANES)
         g_string_append(t, "consumer = " CONSUMER "\n");
     g_autofree char *binding = g_strdup(w->binding);
+    if (c->cl != NULL) {
+        /* On a cluster the ladder outlasts a node's restart, as
+         * docs/reliability.md advises: a node taking clients before its
+         * routes are up answers a publish with "no responders" for a
+         * moment, which a 200 ms ladder would dead-letter. */
+        g_autofree char *longer = replaced(binding, "rungs = 100ms", "rungs = 500ms, 1s, 2s, 4s");
+        g_free(binding);
+        binding = replaced(longer, "max_attempts = 3", "max_attempts = 6");
+    }
     char *sleep = strstr(binding, "option.sleep = 2ms");
     if (h->faster && sleep != NULL)
         sleep[strlen("option.sleep = ")] = '1';
@@ -387,15 +416,23 @@ static void publish(Cell *c, guint count, gboolean purges)
             guint64 rev = 0;
             int op = g_rand_int_range(c->rng, 0, 100);
             natsStatus s;
-            if (op < 8) {
-                s = kvStore_Delete(c->kv, key);
-                rev = 0;
-            } else if (op < 10 && purges) {
-                s = kvStore_Purge(c->kv, key, NULL);
-            } else {
-                char val[32];
-                snprintf(val, sizeof val, "v%u", c->keys->len + 1);
-                s = kvStore_PutString(&rev, c->kv, key, val);
+            /* "No responders" stored nothing: asked again, as a node that
+             * came back takes clients a moment before its routes are up. */
+            gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+            for (;;) {
+                if (op < 8) {
+                    s = kvStore_Delete(c->kv, key);
+                    rev = 0;
+                } else if (op < 10 && purges) {
+                    s = kvStore_Purge(c->kv, key, NULL);
+                } else {
+                    char val[32];
+                    snprintf(val, sizeof val, "v%u", c->keys->len + 1);
+                    s = kvStore_PutString(&rev, c->kv, key, val);
+                }
+                if (s != NATS_NO_RESPONDERS || g_get_monotonic_time() > deadline)
+                    break;
+                g_usleep(200 * 1000);
             }
             g_assert_cmpint(s, ==, NATS_OK);
             g_ptr_array_add(c->keys, g_strdup(key));
@@ -614,7 +651,7 @@ static void reconnect(Cell *c)
         kvStore_Destroy(c->kv);
     c->kv = NULL;
     jet_test_js_close(c->nc, c->js);
-    c->js = jet_test_js_open(jet_test_server_url(c->srv), &c->nc);
+    c->js = c->cl != NULL ? jet_test_cluster_js_open(c->cl, &c->nc) : jet_test_js_open(cell_url(c), &c->nc);
     if (c->w->kind == K_KV)
         g_assert_cmpint(js_KeyValue(&c->kv, c->js, BUCKET), ==, NATS_OK);
 }
@@ -706,9 +743,58 @@ static void make_source(Cell *c)
         kvConfig_Init(&kc);
         kc.Bucket = BUCKET;
         kc.History = 5;
+        kc.Replicas = c->cl != NULL ? 3 : 1;
         g_assert_cmpint(js_CreateKeyValue(&c->kv, c->js, &kc), ==, NATS_OK);
+    } else if (c->cl != NULL) {
+        jet_test_cluster_stream_create(c->js, STREAM, "orders.>", 3, 0);
     } else {
         jet_test_stream_create(c->js, STREAM, "orders.>");
+    }
+}
+
+/* The stream the workload reads (its KV bucket's, for a KV watch). */
+static const char *source_stream(Cell *c)
+{
+    return c->w->kind == K_KV ? "KV_" BUCKET : STREAM;
+}
+
+/* The node leading the source stream now (0 when none can be read). */
+static int source_leader(Cell *c)
+{
+    return MAX(jet_test_cluster_stream_leader(c->cl, c->js, source_stream(c)), 0);
+}
+
+/* A stream's info, asked until it answers (up to 60 s): a node that lost
+ * its store answers JetStream requests late while it catches up. */
+static jsStreamInfo *stream_info(Cell *c, const char *stream)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    for (;;) {
+        jsStreamInfo *si = NULL;
+        natsStatus s = js_GetStreamInfo(&si, c->js, stream, NULL, NULL);
+        if (s == NATS_OK)
+            return si;
+        if (g_get_monotonic_time() > deadline)
+            g_error("%s: stream %s: no info in 60 s: %s", c->id, stream, natsStatus_GetText(s));
+        g_usleep(200 * 1000);
+    }
+}
+
+/* A stored message, asked until the server answers (NULL: not there). */
+static natsMsg *stream_get(Cell *c, const char *stream, guint64 seq)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    for (;;) {
+        natsMsg *m = NULL;
+        jsErrCode jerr = 0;
+        natsStatus s = js_GetMsg(&m, c->js, stream, seq, NULL, &jerr);
+        if (s == NATS_OK)
+            return m;
+        if (s == NATS_NOT_FOUND || jerr == 10037)
+            return NULL;
+        if (g_get_monotonic_time() > deadline)
+            g_error("%s: %s:%" G_GUINT64_FORMAT ": not read in 60 s: %s", c->id, stream, seq, natsStatus_GetText(s));
+        g_usleep(200 * 1000);
     }
 }
 
@@ -826,9 +912,12 @@ static GSubprocess *replayer_start(Cell *c)
     g_free(c->replay_log);
     c->replay_log = g_strdup_printf("%s/replay-%u.stderr", c->dir, c->replayer_runs++);
     const char *log = c->replay_log;
-    /* Slow enough to last through the fault: every record there is now. */
-    const char *argv[] = { "dlq", "-s", jet_test_server_url(c->srv), "replay", "--remove", "--yes", "--rate", "10",
-                           "--from", "1", NULL };
+    /* Slow enough to last through the fault: every record there is now.
+     * On a cluster, through a node that does not lead the stream (the one
+     * a fault kills). */
+    const char *url = c->cl != NULL ? jet_test_cluster_url(c->cl, (source_leader(c) + 1) % JET_TEST_CLUSTER_NODES)
+                                    : jet_test_server_url(c->srv);
+    const char *argv[] = { "dlq", "-s", url, "replay", "--remove", "--yes", "--rate", "10", "--from", "1", NULL };
     return jet_test_jethost_spawn(log, argv);
 }
 
@@ -868,15 +957,14 @@ static void origin_fill(Cell *c)
  * key and original, and no DLQ record replayed twice. */
 static void absorb_replays(Cell *c)
 {
-    jsStreamInfo *si = NULL;
-    g_assert_cmpint(js_GetStreamInfo(&si, c->js, STREAM, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo *si = stream_info(c, STREAM);
     guint64 last = si->State.LastSeq;
     jsStreamInfo_Destroy(si);
     g_autoptr(GHashTable) of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     origin_fill(c);
     for (guint64 s = c->keys->len + 1; s <= last; s++) {
-        natsMsg *m = NULL;
-        g_assert_cmpint(js_GetMsg(&m, c->js, STREAM, s, NULL, NULL), ==, NATS_OK);
+        natsMsg *m = stream_get(c, STREAM, s);
+        g_assert_nonnull(m);
         const char *subject = natsMsg_GetSubject(m);
         g_ptr_array_add(c->keys, g_strdup(g_str_has_prefix(subject, "orders.") ? subject + 7 : subject));
         g_autofree char *data = g_strndup(natsMsg_GetData(m), (gsize)natsMsg_GetDataLength(m));
@@ -1038,6 +1126,33 @@ static void apply_fault(Cell *c)
     case F_STREAM_RECREATED:
         recreate_stream(c);
         break;
+    case F_LEADER_STEPDOWN: {
+        /* Every group the hosts use elects a new leader: the source
+         * stream's, the consumer's, the attempt ledger's and the DLQ's. */
+        const char *stream = source_stream(c);
+        guint moved = jet_test_cluster_stream_stepdown(c->nc, stream);
+        if (w->kind == K_DURABLE || w->kind == K_LANES)
+            moved += jet_test_cluster_consumer_stepdown(c->nc, stream, CONSUMER);
+        moved += jet_test_cluster_stream_stepdown(c->nc, "KV_jethost_ledger");
+        moved += jet_test_cluster_stream_stepdown(c->nc, "JETHOST_DLQ");
+        g_test_message("%s: %u leaders stepped down", c->id, moved);
+        if (moved == 0)
+            problem(c, "no leader stepped down");
+        break;
+    }
+    case F_STORE_LOST: {
+        /* The source stream's leader killed, its disk lost, and started
+         * again: its replicas come back from the other two. */
+        int leader = source_leader(c);
+        jet_test_cluster_kill(c->cl, leader);
+        jet_test_cluster_wipe_store(c->cl, leader);
+        g_usleep(1000 * 1000);
+        jet_test_cluster_restart(c->cl, leader);
+        if (!jet_test_cluster_wait_ready(c->cl, 60000))
+            problem(c, "the cluster was not whole again 60 s after node %d came back", leader);
+        g_test_message("%s: node %d lost its store", c->id, leader);
+        break;
+    }
     case F_HUNG:
     case F_CRASHING_PLUGIN: {
         /* The fault is in the plugin from the start: it begins when the
@@ -1120,13 +1235,12 @@ static void check_forwards(Cell *c, Dlq *d, guint *lost, guint *dups)
     if (!c->w->forward)
         return;
     g_autofree guint *copies = g_new0(guint, c->keys->len + 1);
-    jsStreamInfo *si = NULL;
-    g_assert_cmpint(js_GetStreamInfo(&si, c->js, "FWD", NULL, NULL), ==, NATS_OK);
+    jsStreamInfo *si = stream_info(c, "FWD");
     guint64 first = si->State.FirstSeq, last = si->State.LastSeq;
     jsStreamInfo_Destroy(si);
     for (guint64 s = first; s >= 1 && s <= last; s++) {
-        natsMsg *m = NULL;
-        if (js_GetMsg(&m, c->js, "FWD", s, NULL, NULL) != NATS_OK)
+        natsMsg *m = stream_get(c, "FWD", s);
+        if (m == NULL)
             continue;
         guint64 seq = g_ascii_strtoull(natsMsg_GetSubject(m) + strlen("fwd."), NULL, 10);
         if (c->life_ns != 0 && s > c->fwd_mark)
@@ -1342,13 +1456,20 @@ static void run_cell(const CellSpec *spec, guint run)
         c->origin = g_array_new(FALSE, FALSE, sizeof(guint64));
     c->n = longer ? 2000 : 300;
     c->after = c->n / 3;
-    c->srv = jet_test_server_start();
-    c->js = jet_test_js_open(jet_test_server_url(c->srv), &c->nc);
+    if (c->f->cluster) {
+        c->cl = jet_test_cluster_start();
+        c->js = jet_test_cluster_js_open(c->cl, &c->nc);
+    } else {
+        c->srv = jet_test_server_start();
+        c->js = jet_test_js_open(jet_test_server_url(c->srv), &c->nc);
+    }
     c->dir = g_strdup_printf("%s/%s-%s-%u", jet_test_private_dir(), c->w->name, c->f->name, run);
     g_assert_cmpint(g_mkdir_with_parents(c->dir, 0700), ==, 0);
     c->plugin = jet_test_plugin_copy("fx_gate");
     make_source(c);
-    if (c->w->forward)
+    if (c->w->forward && c->cl != NULL)
+        jet_test_cluster_stream_create(c->js, "FWD", "fwd.>", 3, 0);
+    else if (c->w->forward)
         jet_test_stream_create(c->js, "FWD", "fwd.>");
     if (c->f->kind == F_DLQ_RECREATED)
         spy_captures(c);
@@ -1462,6 +1583,7 @@ static void run_cell(const CellSpec *spec, guint run)
         kvStore_Destroy(c->kv);
     jet_test_js_close(c->nc, c->js);
     jet_test_server_free(c->srv);
+    jet_test_cluster_free(c->cl);
     g_ptr_array_unref(c->hosts);
     g_ptr_array_unref(c->keys);
     g_hash_table_destroy(c->last_rev);
