@@ -23,6 +23,11 @@
 /* A waiting fetch; stop() wakes it, so this only paces idle pulls. */
 #define FETCH_MS 5000
 #define BATCH 8
+/* nats.c before 3.9.0 writes past its own array in a fetch that finds 5 or
+ * more of a batch of 8 already waiting (its second loop counts to the
+ * batch it asked the server for, not to the whole): one at a time there
+ * (docs/architecture.md, "nats.c versions"). */
+#define FETCH_FIXED_VERSION 0x030900
 /* Idle fetches between checks that the watch still stands (the consumer was
  * not deleted; a live watch looks for a stream that now keeps advisories). */
 #define CHECK_EVERY 6
@@ -643,7 +648,8 @@ static gpointer run(gpointer data)
         if (mode == JET_ADVISORY_KEPT) {
             natsMsgList list = { 0 };
             jsErrCode jerr = 0;
-            natsStatus s = natsSubscription_Fetch(&list, sub, BATCH, FETCH_MS, &jerr);
+            int batch = nats_GetVersionNumber() >= FETCH_FIXED_VERSION ? BATCH : 1;
+            natsStatus s = natsSubscription_Fetch(&list, sub, batch, FETCH_MS, &jerr);
             if (s == NATS_OK) {
                 idle = 0;
                 healthy(a, &backoff);
