@@ -481,6 +481,43 @@ static GArray *read_history(Cell *c)
     return a;
 }
 
+/* A stream's info, asked until it answers (up to 60 s): a node that lost
+ * its store answers JetStream requests late while it catches up.  NULL:
+ * the stream does not exist. */
+static jsStreamInfo *stream_info(Cell *c, const char *stream)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    for (;;) {
+        jsStreamInfo *si = NULL;
+        natsStatus s = js_GetStreamInfo(&si, c->js, stream, NULL, NULL);
+        if (s == NATS_OK)
+            return si;
+        if (s == NATS_NOT_FOUND)
+            return NULL;
+        if (g_get_monotonic_time() > deadline)
+            g_error("%s: stream %s: no info in 60 s: %s", c->id, stream, natsStatus_GetText(s));
+        g_usleep(200 * 1000);
+    }
+}
+
+/* A stored message, asked until the server answers (NULL: not there). */
+static natsMsg *stream_get(Cell *c, const char *stream, guint64 seq)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    for (;;) {
+        natsMsg *m = NULL;
+        jsErrCode jerr = 0;
+        natsStatus s = js_GetMsg(&m, c->js, stream, seq, NULL, &jerr);
+        if (s == NATS_OK)
+            return m;
+        if (s == NATS_NOT_FOUND || jerr == 10037)
+            return NULL;
+        if (g_get_monotonic_time() > deadline)
+            g_error("%s: %s:%" G_GUINT64_FORMAT ": not read in 60 s: %s", c->id, stream, seq, natsStatus_GetText(s));
+        g_usleep(200 * 1000);
+    }
+}
+
 typedef struct {
     guint records, other;
     GHashTable *causes;   /* seq -> first cause (char *) */
@@ -489,15 +526,18 @@ typedef struct {
 static void read_dlq(Cell *c, Dlq *d)
 {
     d->causes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-    jsStreamInfo *si = NULL;
-    if (js_GetStreamInfo(&si, c->js, "JETHOST_DLQ", NULL, NULL) != NATS_OK)
+    /* Every read asked again until the server answers (a node catching up
+     * after a lost store answers late): a record skipped for a timeout
+     * would read as a message lost. */
+    jsStreamInfo *si = stream_info(c, "JETHOST_DLQ");
+    if (si == NULL)
         return;
     guint64 first = si->State.FirstSeq, last = si->State.LastSeq;
     jsStreamInfo_Destroy(si);
     for (guint64 s = first; s >= 1 && s <= last; s++) {
-        natsMsg *m = NULL;
-        if (js_GetMsg(&m, c->js, "JETHOST_DLQ", s, NULL, NULL) != NATS_OK)
-            continue;
+        natsMsg *m = stream_get(c, "JETHOST_DLQ", s);
+        if (m == NULL)
+            continue;   /* removed (a replay's --remove) */
         const char *seq = jet_test_msg_header(m, "Jethost-Origin-Seq");
         const char *cause = jet_test_msg_header(m, "Jethost-Cause");
         d->records++;
@@ -764,40 +804,6 @@ static int source_leader(Cell *c)
     return MAX(jet_test_cluster_stream_leader(c->cl, c->js, source_stream(c)), 0);
 }
 
-/* A stream's info, asked until it answers (up to 60 s): a node that lost
- * its store answers JetStream requests late while it catches up. */
-static jsStreamInfo *stream_info(Cell *c, const char *stream)
-{
-    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-    for (;;) {
-        jsStreamInfo *si = NULL;
-        natsStatus s = js_GetStreamInfo(&si, c->js, stream, NULL, NULL);
-        if (s == NATS_OK)
-            return si;
-        if (g_get_monotonic_time() > deadline)
-            g_error("%s: stream %s: no info in 60 s: %s", c->id, stream, natsStatus_GetText(s));
-        g_usleep(200 * 1000);
-    }
-}
-
-/* A stored message, asked until the server answers (NULL: not there). */
-static natsMsg *stream_get(Cell *c, const char *stream, guint64 seq)
-{
-    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-    for (;;) {
-        natsMsg *m = NULL;
-        jsErrCode jerr = 0;
-        natsStatus s = js_GetMsg(&m, c->js, stream, seq, NULL, &jerr);
-        if (s == NATS_OK)
-            return m;
-        if (s == NATS_NOT_FOUND || jerr == 10037)
-            return NULL;
-        if (g_get_monotonic_time() > deadline)
-            g_error("%s: %s:%" G_GUINT64_FORMAT ": not read in 60 s: %s", c->id, stream, seq, natsStatus_GetText(s));
-        g_usleep(200 * 1000);
-    }
-}
-
 /* The stream (or the KV bucket) deleted and made again under its name,
  * its sequences from 1 again, and written to before any host can act:
  * every running process is stopped meanwhile (a consumer made on the new
@@ -958,6 +964,7 @@ static void origin_fill(Cell *c)
 static void absorb_replays(Cell *c)
 {
     jsStreamInfo *si = stream_info(c, STREAM);
+    g_assert_nonnull(si);
     guint64 last = si->State.LastSeq;
     jsStreamInfo_Destroy(si);
     g_autoptr(GHashTable) of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -1236,6 +1243,7 @@ static void check_forwards(Cell *c, Dlq *d, guint *lost, guint *dups)
         return;
     g_autofree guint *copies = g_new0(guint, c->keys->len + 1);
     jsStreamInfo *si = stream_info(c, "FWD");
+    g_assert_nonnull(si);
     guint64 first = si->State.FirstSeq, last = si->State.LastSeq;
     jsStreamInfo_Destroy(si);
     for (guint64 s = first; s >= 1 && s <= last; s++) {
