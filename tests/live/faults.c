@@ -936,11 +936,13 @@ static void replayer_finish(Cell *c, GSubprocess *p)
     for (guint tries = 0;; tries++) {
         int status = jet_test_jethost_wait(p, 120000);
         g_object_unref(p);
-        if (status == 0)
-            return;
+        /* Its summary even when it succeeded: "replayed 0 of 0" right after
+         * a fault is a story too. */
         g_autofree char *text = NULL;
         g_file_get_contents(c->replay_log, &text, NULL, NULL);
         g_test_message("%s: the replay exited %d:\n%s", c->id, status, text != NULL ? text : "");
+        if (status == 0)
+            return;
         if (tries == 5) {
             problem(c, "the replay failed %u times (last exit %d)", tries + 1, status);
             return;
