@@ -117,12 +117,19 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
          * head may come back behind every other message the last run left
          * unacked: while pulls bring redeliveries (messages the server
          * already counts against MaxAckPending), the next goes at once.
-         * A first delivery or nothing puts the pace back. */
-        gboolean again = e->lane_bound_again;
-        e->lane_bound_again = FALSE;
-        if (due > 0 && (again || now >= e->lane_bound_next_us)) {
+         * A first delivery or nothing puts the pace back.  The word holds
+         * until a head is due: the redelivery it came with is usually that
+         * head, in a handler, and the next is due only once it is settled. */
+        if (due > 0 && (e->lane_bound_again || now >= e->lane_bound_next_us)) {
+            e->lane_bound_again = FALSE;
             e->lane_bound_next_us = now + BOUND_PULL_US;
             return 1;
+        }
+        if (e->lane_bound_again) {
+            if (c.ready + c.busy > 0)
+                *wait_ms = ROOM_STEP_MS;   /* what is in hand settles soon: look again then */
+            else
+                e->lane_bound_again = FALSE;   /* given back with a delay: the pace it is */
         }
         return 0;
     }

@@ -423,6 +423,7 @@ typedef struct {
     const char *first;  /* the first run's extra keys */
     guint kill_at_pending;  /* kill once the consumer has this many unacked (0: when block_seq is in the handler) */
     guint rekills;          /* then hosts started and killed again at 1000 unacked */
+    guint limit_s;          /* the next host's time to the end (0: 120 s) */
 } CrashCase;
 
 static gboolean pending_at_least(gpointer data)
@@ -497,7 +498,9 @@ static void crash_at_bound_run(const CrashCase *cc, guint64 seed)
     g_autofree char *err2 = NULL;
     g_autoptr(GSubprocess) h2 = spawn_bare(&r, "lanes-crash-2", cc->conf, &err2);
     FloorWait fw = { &r, cc->n };
-    gboolean done = jet_test_wait_until(floor_reached, &fw, 120000);
+    gint64 t0 = g_get_monotonic_time();
+    gboolean done = jet_test_wait_until(floor_reached, &fw, (cc->limit_s > 0 ? cc->limit_s : 120) * 1000);
+    g_test_message("%s: the next host took %.1f s", cc->name, (g_get_monotonic_time() - t0) / 1e6);
     jet_test_jethost_stop(h2, err2);
     if (!done || g_getenv("JET_LANES_SHOW") != NULL) {
         g_autofree char *log2 = jet_test_read_text(err2);
@@ -631,38 +634,43 @@ int main(int argc, char **argv)
     g_test_add_func("/lanes/idle-named", test_idle_named);
     /* The host killed with a backlog at a bound, and its neighbours (other
      * bounds, batches, worker counts, a key from the subject); the first
-     * four run in make check, all of them with JET_LANES_LONG=1. */
+     * five run in make check, all of them with JET_LANES_LONG=1. */
     static const CrashCase cases[] = {
         /* name, backlog, keys, both runs' keys, the first run's, kill at N unacked (0: seq 37 in a handler),
          * hosts started and killed again while handling */
         { "bound-below-pending", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 2s\nmax_lane_held = 50\n"
-          "option.sleep = 1ms\n", "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 51, 1 },
+          "option.sleep = 1ms\n", "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 51, 1, 0 },
         { "rekill-in-recovery", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 5s\noption.sleep = 1ms\n",
-          "option.postpone_first_seq = 1\noption.postpone_delay = 3s\n", 1000, 2 },
+          "option.postpone_first_seq = 1\noption.postpone_delay = 3s\n", 1000, 2, 0 },
         { "subject-key-batch-1-workers-8", 2000, 1, "key = subject:2\nworkers = 8\nbatch = 1\nack_wait = 2s\n"
           "max_ack_pending = 300\nmax_lane_held = 200\noption.sleep = 1ms\n",
-          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 200, 1 },
+          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 200, 1, 0 },
         /* The postponed head falls due after the others' AckWait: the
          * server sends it back behind all of them, one pull at a time. */
         { "head-behind-redeliveries", 3000, 1, "key = subject:2\nworkers = 7\nbatch = 10\nmax_ack_pending = 734\n"
           "max_lane_held = 502\nack_wait = 1s\noption.sleep = 1ms\n",
-          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 230, 1 },
+          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 230, 1, 0 },
+        /* Every unacked message a suspect, at the bound: each one's
+         * settlement must let the next pull go at once (a lane paced at
+         * 100 or 300 ms a suspect took 45 s or over two minutes). */
+        { "suspects-at-bound", 3000, 1, "key = subject:2\nworkers = 5\nbatch = 90\nmax_ack_pending = 1154\n"
+          "max_lane_held = 474\nack_wait = 2s\noption.sleep = 1ms\n", "option.block_seq = 37\n", 0, 0, 30 },
         { "batch-500-hot-and-cold", 3000, 50, "key = header:Key\nworkers = 4\nbatch = 500\nack_wait = 2s\n"
           "option.sleep = 1ms\noption.random_percent = 3\noption.postpone_delay = 1s\n",
-          "option.block_seq = 37\n", 0, 2 },
+          "option.block_seq = 37\n", 0, 2, 0 },
         { "one-key-postponed-head", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 2s\noption.sleep = 1ms\n",
-          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 1000, 0 },
+          "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 1000, 0, 0 },
         { "one-key-postpone-3s", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 2s\noption.sleep = 1ms\n",
-          "option.postpone_first_seq = 1\noption.postpone_delay = 3s\n", 1000, 0 },
+          "option.postpone_first_seq = 1\noption.postpone_delay = 3s\n", 1000, 0, 0 },
         { "one-key-in-handler", 3000, 1, "key = header:Key\nworkers = 4\nack_wait = 2s\noption.sleep = 1ms\n",
-          "option.block_seq = 37\n", 0, 1 },
+          "option.block_seq = 37\n", 0, 1, 0 },
         { "pending-below-bound", 3000, 1, "key = header:Key\nworkers = 2\nack_wait = 2s\nmax_ack_pending = 100\n"
-          "option.sleep = 1ms\n", "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 100, 1 },
+          "option.sleep = 1ms\n", "option.postpone_first_seq = 1\noption.postpone_delay = 20s\n", 100, 1, 0 },
         { "batch-above-pending", 2000, 20, "key = header:Key\nworkers = 4\nbatch = 500\nack_wait = 2s\n"
-          "max_ack_pending = 100\noption.sleep = 1ms\n", "option.block_seq = 37\n", 0, 1 },
+          "max_ack_pending = 100\noption.sleep = 1ms\n", "option.block_seq = 37\n", 0, 1, 0 },
     };
     g_test_add_func("/lanes/crash-at-bound/random", test_crash_at_bound_random);
-    guint n_cases = g_getenv("JET_LANES_LONG") != NULL ? G_N_ELEMENTS(cases) : 4;
+    guint n_cases = g_getenv("JET_LANES_LONG") != NULL ? G_N_ELEMENTS(cases) : 5;
     for (guint i = 0; i < n_cases; i++) {
         g_autofree char *path = g_strdup_printf("/lanes/crash-at-bound/%s", cases[i].name);
         g_test_add_data_func(path, &cases[i], test_crash_at_bound);
