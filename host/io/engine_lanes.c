@@ -125,12 +125,13 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
             e->lane_bound_next_us = now + BOUND_PULL_US;
             return 1;
         }
-        if (e->lane_bound_again) {
-            if (c.ready + c.busy > 0)
-                *wait_ms = ROOM_STEP_MS;   /* what is in hand settles soon: look again then */
-            else
-                e->lane_bound_again = FALSE;   /* given back with a delay: the pace it is */
-        }
+        /* What is in hand settles soon, and its settlement is what clears
+         * the bound or makes the next head due: look again then, not a
+         * take step later (with a small bound that step was the pace). */
+        if (c.ready + c.busy > 0)
+            *wait_ms = ROOM_STEP_MS;
+        else
+            e->lane_bound_again = FALSE;   /* given back with a delay: the pace it is */
         return 0;
     }
     e->lane_bound_again = FALSE;
