@@ -90,9 +90,18 @@ subjects = two.>
 option.subject = one.back
 CONF
 
-echo "1..51"
+# A template the forward plugin cannot use: its validate() refuses it at check.
+{ sed -n '1,/^$/p' "$tmp/good.conf"; cat; } > "$tmp/badtemplate.conf" <<CONF
+[binding enrich]
+plugin = forward
+stream = ORDERS
+consumer = enrich
+option.subject = out.{token:x}
+CONF
+
+echo "1..52"
 expect 0 "--help lists the commands" "check" -- --help
-expect 0 "--version names the plugin ABI" "plugin ABI 1.1" -- --version
+expect 0 "--version names the plugin ABI" "plugin ABI 1.2" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
 # Without -c: the packaged file under configure's sysconfdir, missing here.
 expect 3 "check without -c reads sysconfdir's jethost.conf" "/jethost/jethost.conf" -- check
@@ -115,6 +124,9 @@ expect 0 "check --no-plugins leaves the plugin unopened" \
 expect 3 "check --no-plugins still checks the schedule" "orders (schedule: max-time-exceeded)" \
     -- check --no-plugins -c "$tmp/nopath-bound.conf"
 # The breaker line says where it really can claim: on the defaults, only at the last attempt.
+expect 3 "check runs the plugin's validate(): a bad template is a config error, named" \
+    "badtemplate.conf: \[binding enrich\] plugin forward (.*forward.so) refuses its options: " \
+    -- check -c "$tmp/badtemplate.conf"
 expect 3 "check refuses a forward into the stream it consumes" \
     "binding enrich: error: publish-loop: binding enrich publishes orders.enriched into stream ORDERS (subjects orders.>), which binding enrich consumes" \
     -- check -c "$tmp/selffeed.conf"

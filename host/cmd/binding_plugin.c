@@ -31,6 +31,11 @@ JetInstance *jet_binding_plugin(const JetConfig *cfg, const JetBindingConfig *b,
         return NULL;
     }
     jet_instance_set_kind(inst, (int)b->kind);
+    if (!jet_instance_validate(inst, &local)) {
+        g_set_error(error, JET_ERROR, local->code, "%s: [binding %s] %s", b->file, b->name, local->message);
+        jet_instance_free(inst);
+        return NULL;
+    }
     if (start && !jet_instance_start(inst, &local)) {
         g_set_error(error, JET_ERROR, local->code, "binding %s: %s", b->name, local->message);
         jet_instance_free(inst);

@@ -221,6 +221,7 @@ typedef struct {
     gint64 settled_ns;
     char *not_kv;              /* kind = kv: why the delivery is no KV entry, or NULL */
     char *publish_failed;      /* the first queued publish that failed, why */
+    guint published, duplicates;   /* publishes stored; of them, already stored before */
 } Run;
 
 /* Step 1: the ledger, on redeliveries only. */
@@ -306,7 +307,8 @@ static void send_publishes(JetExecutor *x, Run *r)
     for (guint i = 0; i < items->len; i++) {
         g_autofree char *id = jet_publish_msg_id(r->d->stream, r->d->consumer, r->d->stream_seq, created, i);
         g_autoptr(GError) err = NULL;
-        if (!x->t->publish(x->td, r->d, g_ptr_array_index(items, i), id, &err)) {
+        gboolean duplicate = FALSE;
+        if (!x->t->publish(x->td, r->d, g_ptr_array_index(items, i), id, &duplicate, &err)) {
             r->publish_failed = g_strdup_printf("publish %u of %u to %s: %s", i + 1, items->len,
                                                 ((JetPublish *)g_ptr_array_index(items, i))->subject,
                                                 err != NULL ? err->message : "no answer");
@@ -314,6 +316,9 @@ static void send_publishes(JetExecutor *x, Run *r)
             return;
         }
         JET_STAT_ADD(r->d->stats, published, 1);
+        r->published++;
+        if (duplicate)
+            r->duplicates++;
     }
 }
 
@@ -610,6 +615,38 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
     }
 }
 
+/* --- step 7: the plugin told how it ended ------------------------------------ */
+
+static void tell_settled(JetExecutor *x, const Run *r, const JetExecuted *out)
+{
+    jet_settled s = {
+        .struct_size = sizeof s,
+        .handled = r->handled ? 1 : 0,
+        .verdict = r->handled ? r->f.verdict : -1,
+        .stream_seq = r->jm.stream_seq,
+        .deliveries = r->jm.deliveries,
+        .reason = r->a.reason,
+    };
+    switch (r->a.kind) {
+    case JET_ACTION_ACK:
+        s.outcome = JET_SETTLED_ACKED;
+        /* Publishes count only once the ack they wait for is decided. */
+        s.published = r->published;
+        s.duplicates = r->duplicates;
+        break;
+    case JET_ACTION_RETRY:
+    case JET_ACTION_POSTPONE:
+        s.outcome = r->stale ? JET_SETTLED_UNSETTLED
+                  : r->a.kind == JET_ACTION_RETRY ? JET_SETTLED_RETRIED : JET_SETTLED_POSTPONED;
+        s.delay_ms = r->stale ? 0 : r->a.delay_ms;
+        break;
+    case JET_ACTION_CAPTURE:
+        s.outcome = out->captured ? JET_SETTLED_DEAD_LETTERED : JET_SETTLED_UNSETTLED;
+        break;
+    }
+    jet_instance_settled(x->inst, &s);
+}
+
 /* --- one delivery ---------------------------------------------------------- */
 
 static void show_delivery(const JetExecutor *x, const JetDelivery *d, Run *r)
@@ -670,6 +707,7 @@ void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out
         act_capture(x, &r, out);
         break;
     }
+    tell_settled(x, &r, out);
     x->t->leave(x->td, d, r.alone);
     JET_STAT_ADD(d->stats, messages, 1);
 

@@ -96,9 +96,11 @@ typedef struct {
 
     /* --- publishes queued by the plugin (forward.h) --- */
     /* Publishes p with Nats-Msg-Id msg_id and waits for its pub-ack; FALSE
-     * with the server's reason when it failed or was refused (a duplicate
-     * is a success: an earlier delivery's publish got there). */
-    gboolean (*publish)(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id, GError **error);
+     * with the server's reason when it failed or was refused.  A duplicate
+     * is a success (an earlier delivery's publish got there), told in
+     * *duplicate. */
+    gboolean (*publish)(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id,
+                        gboolean *duplicate, GError **error);
 
     /* --- settling with the server --- */
     void (*ack)(gpointer t, const JetDelivery *d, JetAckTiming timing);

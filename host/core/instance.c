@@ -148,6 +148,22 @@ JetInstance *jet_instance_new(JetPlugin *plugin, const char *binding,
     return inst;
 }
 
+gboolean jet_instance_validate(JetInstance *inst, GError **error)
+{
+    if (inst->desc->validate == NULL)
+        return TRUE;
+    char err[512] = "";
+    jet_guard_enter(inst->binding, inst->desc->name, 0, &inst->fork_noted);
+    int rc = inst->desc->validate(inst, err, sizeof err);
+    jet_guard_leave();
+    if (rc == 0)
+        return TRUE;
+    err[sizeof err - 1] = '\0';
+    g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "plugin %s (%s) refuses its options: %s", inst->desc->name,
+                jet_plugin_path(inst->plugin), err[0] ? err : "(the plugin gave no reason)");
+    return FALSE;
+}
+
 gboolean jet_instance_start(JetInstance *inst, GError **error)
 {
     char err[512] = "";
@@ -271,6 +287,15 @@ void jet_instance_kv_initial_done(JetInstance *inst)
         return;
     jet_guard_enter(inst->binding, inst->desc->name, 0, &inst->fork_noted);
     inst->desc->kv_initial_done(inst->state);
+    jet_guard_leave();
+}
+
+void jet_instance_settled(JetInstance *inst, const jet_settled *s)
+{
+    if (!inst->started || inst->desc->settled == NULL)
+        return;
+    jet_guard_enter(inst->binding, inst->desc->name, s->stream_seq, &inst->fork_noted);
+    inst->desc->settled(inst->state, s);
     jet_guard_leave();
 }
 

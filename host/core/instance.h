@@ -27,6 +27,12 @@ typedef gint64 (*JetClockFn)(gpointer data);
 JetInstance *jet_instance_new(JetPlugin *plugin, const char *binding,
                               GHashTable *options, GError **error);
 
+/* Runs the plugin's validate() (1.2), when it has one: the options
+ * checked by the plugin's own rules, with no side effect.  A refusal is a
+ * config error (JET_ERROR_INVALID) quoting the plugin's message.  Call it
+ * after jet_instance_set_kind(), before jet_instance_start(). */
+gboolean jet_instance_validate(JetInstance *inst, GError **error);
+
 /* Runs the plugin's init(); on failure the error quotes the plugin's message. */
 gboolean jet_instance_start(JetInstance *inst, GError **error);
 
@@ -50,6 +56,11 @@ void jet_instance_set_kind(JetInstance *inst, int kind);
  * when it has one), inside the plugin guard like handle().  Call it on the
  * thread that calls handle(), between two calls. */
 void jet_instance_kv_initial_done(JetInstance *inst);
+
+/* Tells the plugin how a delivery ended (the descriptor's settled(),
+ * 1.2, when it has one and init() succeeded), inside the plugin guard like
+ * handle(), on the thread that handled it. */
+void jet_instance_settled(JetInstance *inst, const jet_settled *s);
 
 /* The metrics the plugin declared, in order; value (may be NULL) gets the
  * current value.  NULL past the last. */

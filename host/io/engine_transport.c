@@ -300,7 +300,8 @@ static gboolean t_ack_confirmed(gpointer t, const JetDelivery *d, GError **error
 
 /* One plugin publish, its block written by the host (the Msg-Id first, so
  * the server reads it), sent with no publish options (nats_raw.h). */
-static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id, GError **error)
+static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id,
+                          gboolean *duplicate, GError **error)
 {
     JetEngine *e = t;
     g_autoptr(GPtrArray) hdrs = jet_publish_wire_headers(p, msg_id, d->hdrs != NULL ? jet_hops_read(d->hdrs->headers) : 0);
@@ -310,7 +311,12 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
         return FALSE;
     gsize len = 0;
     const void *data = g_bytes_get_data(p->data, &len);
-    return jet_js_publish_raw(jet_conn_js(e->conn), p->subject, block, block_len, data, len, NULL, error);
+    jsPubAck *pa = NULL;
+    if (!jet_js_publish_raw(jet_conn_js(e->conn), p->subject, block, block_len, data, len, &pa, error))
+        return FALSE;
+    *duplicate = pa != NULL && pa->Duplicate;
+    jsPubAck_Destroy(pa);
+    return TRUE;
 }
 
 const JetTransport jet__engine_transport = {

@@ -228,6 +228,7 @@ static jet_mock *mock_new(JetPlugin *p)
     m->lent = g_ptr_array_new_with_free_func(jet__mock_lent_free);
     m->dlq_strings = g_ptr_array_new_with_free_func(g_free);
     m->pub_strings = g_ptr_array_new_with_free_func(g_free);
+    m->pub_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     m->publishes = g_array_new(FALSE, TRUE, sizeof(jet_mock_publish));
     m->pub_headers = g_array_new(FALSE, TRUE, sizeof(jet_mock_header));
     m->settings = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -370,6 +371,13 @@ int jet_mock_start(jet_mock *m)
                                    &jet__mock_transport, m);
     registry_add(m->inst, m);
     m->owner = g_thread_self();
+    if (!jet_instance_validate(m->inst, &err)) {
+        registry_remove(m->inst);
+        g_clear_pointer(&m->inst, jet_instance_free);
+        g_clear_pointer(&m->executor, jet_executor_free);
+        m->state = MOCK_FAILED;
+        return jet__mock_fail(m, JET_MOCK_EOPTION, "%s", err->message);
+    }
     if (!jet_instance_start(m->inst, &err)) {
         registry_remove(m->inst);
         g_clear_pointer(&m->inst, jet_instance_free);
@@ -420,6 +428,7 @@ void jet_mock_free(jet_mock *m)
     g_ptr_array_unref(m->calls);
     g_ptr_array_unref(m->dlq_strings);
     g_ptr_array_unref(m->pub_strings);
+    g_hash_table_unref(m->pub_ids);
     g_array_unref(m->publishes);
     g_array_unref(m->pub_headers);
     g_free(m->pub_fail_reason);

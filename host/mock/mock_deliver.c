@@ -164,9 +164,15 @@ static void t_log(gpointer t, jet_log_level level, const char *event, const char
         fprintf(stderr, "[mock host %s] %s: %s\n", m->binding, event, text);
 }
 
+/* JetStream's default duplicate window: a stream that stored a Nats-Msg-Id
+ * this long ago (mock time) answers a publish with the same id with
+ * "duplicate" and stores nothing. */
+#define DUPLICATE_WINDOW_NS (G_GINT64_CONSTANT(120) * 1000000000)
+
 /* A publish as the daemon would send it, recorded; it fails when the test
  * asked (jet_mock_fail_publishes). */
-static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id, GError **error)
+static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p, const char *msg_id,
+                          gboolean *duplicate, GError **error)
 {
     jet_mock *m = t;
     jet_mock_publish rec = { 0 };
@@ -195,7 +201,12 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
         g_set_error(error, g_quark_from_static_string("jet-mock"), 0, "%s", m->pub_fail_reason);
         rec.result = g_strdup(m->pub_fail_reason);
     } else {
-        rec.result = g_strdup("published");
+        gint64 now = jet__mock_clock(m);
+        const gint64 *stored = g_hash_table_lookup(m->pub_ids, msg_id);
+        *duplicate = stored != NULL && now - *stored < DUPLICATE_WINDOW_NS;
+        if (!*duplicate)
+            g_hash_table_insert(m->pub_ids, g_strdup(msg_id), g_memdup2(&now, sizeof now));
+        rec.result = g_strdup(*duplicate ? "duplicate" : "published");
     }
     g_ptr_array_add(m->pub_strings, (gpointer)rec.result);
     g_array_append_val(m->publishes, rec);

@@ -100,6 +100,8 @@ struct jet_mock {
     GArray *pub_headers;           /* jet_mock_header, every publish's in a row */
     char *pub_fail_reason;
     guint pub_fail_count;
+    GHashTable *pub_ids;           /* Nats-Msg-Id -> gint64* mock time it was stored: the
+                                      targets' duplicate window (mock_deliver.c) */
 
     /* Per-key lanes (the policy `key`; mock_lanes.c): NULL without one. */
     JetLanes *lanes;               /* the daemon's table; its items are LaneItem* */

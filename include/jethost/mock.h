@@ -303,7 +303,10 @@ struct jet_mock_publish {
                                          (the delivery's count + 1) second, then the plugin's */
     const void *data;
     size_t len;
-    const char *result;               /* "published", or why it failed */
+    const char *result;               /* "published"; "duplicate" when a publish with
+                                         its Nats-Msg-Id was stored less than 2 minutes
+                                         before (mock time: the stream's duplicate
+                                         window, nothing stored again); or why it failed */
 };
 
 /* The next count publishes fail with reason (as a refusing or unreachable

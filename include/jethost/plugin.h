@@ -1,5 +1,5 @@
 /*
- * jethost plugin ABI, version 1.1.
+ * jethost plugin ABI, version 1.2.
  *
  * A plugin is a shared object that handles messages the host pulls from a
  * NATS JetStream consumer.  It exports exactly one symbol, jet_plugin_entry(),
@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define JET_ABI_MAJOR 1
-#define JET_ABI_MINOR 1
+#define JET_ABI_MINOR 2
 
 /* Longest reason a plugin may attach to a verdict, in bytes, without the NUL. */
 #define JET_REASON_MAX 256
@@ -100,6 +100,47 @@ typedef enum jet_metric_type {
     JET_METRIC_COUNTER = 0,  /* only ever grows: ctx_metric_add() */
     JET_METRIC_GAUGE = 1     /* a value that goes up and down: ctx_metric_set() */
 } jet_metric_type;
+
+/* ------------------------------------------------------------------------ */
+/* After the settlement (1.2): what the descriptor's settled() is told      */
+/* ------------------------------------------------------------------------ */
+
+/* How a delivery ended.  What the host did, after the server answered
+ * where it asks for an answer (docs/plugin-guide.md, "After the
+ * settlement"). */
+typedef enum jet_settled_outcome {
+    /* Acked, after every msg_publish() of it was stored.  The ack itself is
+     * not confirmed: if it is lost, the message comes back. */
+    JET_SETTLED_ACKED = 0,
+    /* Given back for another try: a retry of the ladder (a failed publish
+     * is one), with the delay in delay_ms. */
+    JET_SETTLED_RETRIED = 1,
+    /* Given back without spending an attempt (JET_POSTPONE). */
+    JET_SETTLED_POSTPONED = 2,
+    /* Its dead-letter record is stored and the server confirmed the ack. */
+    JET_SETTLED_DEAD_LETTERED = 3,
+    /* Neither settled nor lost: its lease lapsed (the server may already
+     * have handed it to another host), or its capture could not be
+     * completed.  The server delivers it again. */
+    JET_SETTLED_UNSETTLED = 4
+} jet_settled_outcome;
+
+/* Borrowed for the settled() call. */
+typedef struct jet_settled {
+    uint32_t struct_size;     /* sizeof as the host filled it: a member added
+                                 later is there only when this covers it */
+    int outcome;              /* a jet_settled_outcome */
+    int handled;              /* 1: handle() ran for this delivery; 0: settled
+                                 without it (poison, breaker, hop limit, ...) */
+    int verdict;              /* what handle() returned; -1 when it did not run */
+    uint64_t stream_seq;
+    uint32_t deliveries;      /* this delivery's count, as msg_deliveries() */
+    uint32_t published;       /* msg_publish() calls the target stream stored */
+    uint32_t duplicates;      /* of those, how many an earlier delivery had
+                                 stored already (the stream's duplicate window) */
+    uint64_t delay_ms;        /* RETRIED and POSTPONED: the delay */
+    const char *reason;       /* the settlement's reason, or "" */
+} jet_settled;
 
 /* ------------------------------------------------------------------------ */
 /* Return codes of host functions                                           */
@@ -351,6 +392,26 @@ typedef struct jet_plugin {
      * grow in a later release; 0 means 1.0's layout.  JET_PLUGIN_HEADER
      * sets it. */
     uint32_t option_size;
+
+    /* --- 1.2 and later --- */
+
+    /* Checks the binding's options, before init() and with no side effect:
+     * `jethost check` calls it too, so a bad option is refused where the
+     * config is checked, not first at `run`.  Read the options with the
+     * ctx_option readers; ctx_name and ctx_kind answer too; nothing else of
+     * the host is set up yet.  Return 0, or non-zero with a one-line cause
+     * written to err (at most err_len bytes with the NUL): the host refuses
+     * the binding as a config error and quotes it.  May be NULL. */
+    int (*validate)(const jet_ctx *c, char *err, size_t err_len);
+
+    /* Called once for every delivery the host settled, after the settlement
+     * (the ack sent, the NAK sent, or the dead-letter record stored and its
+     * ack confirmed): count here what really happened, e.g. the publishes a
+     * stream stored, not what handle() queued.  On the worker that handled
+     * the delivery, right after it, under the same threading rules as
+     * handle(); s is borrowed for the call.  Keep it short: the worker takes
+     * no other message meanwhile.  May be NULL. */
+    void (*settled)(void *state, const jet_settled *s);
 } jet_plugin;
 
 /* Fills struct_size and the ABI version; start every descriptor with it:

@@ -63,7 +63,7 @@ struct fwd_state {
     size_t n_parts;
     size_t prefix_len;    /* the template's literal bytes before its first placeholder */
     int bad_verdict;      /* JET_RETRY or JET_REJECT */
-    int m_forwarded, m_bad_subject;
+    int m_forwarded, m_duplicates, m_bad_subject;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -465,8 +465,21 @@ static int forward_handle(void *state, jet_msg *m)
         jet_host->msg_set_reason(m, why);
         return JET_RETRY;
     }
-    jet_host->ctx_metric_add(st->ctx, st->m_forwarded, 1);
-    return JET_ACK;
+    return JET_ACK;   /* counted in forward_settled(), once the target stored it */
+}
+
+/* What the host did with it: a forward counts once its stream stored it
+ * and the origin was acked; a redelivery's publish that the stream had
+ * already (its duplicate window) is counted apart. */
+static void forward_settled(void *state, const jet_settled *s)
+{
+    struct fwd_state *st = state;
+    if (s->outcome != JET_SETTLED_ACKED || s->published == 0)
+        return;
+    if (s->published > s->duplicates)
+        jet_host->ctx_metric_add(st->ctx, st->m_forwarded, s->published - s->duplicates);
+    if (s->duplicates > 0)
+        jet_host->ctx_metric_add(st->ctx, st->m_duplicates, s->duplicates);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -485,20 +498,17 @@ static void forward_fini(void *state)
     free(st);
 }
 
-static int forward_init(jet_ctx *c, void **state, char *err, size_t err_len)
+/* The options read into a new state: NULL with the cause in err.  No side
+ * effect but the allocation, so validate() and init() share it. */
+static struct fwd_state *configure(const jet_ctx *c, char *err, size_t err_len)
 {
-    if (!JET_HOST_HAS(jet_host, ctx_metric_set)) {
-        snprintf(err, err_len, "needs a host with plugin ABI 1.1 (msg_publish and plugin metrics)");
-        return 1;
-    }
     const char *tmpl = jet_host->ctx_option(c, "subject");
     const char *on_bad = jet_host->ctx_option(c, "on_bad_subject");
     struct fwd_state *st = calloc(1, sizeof *st);
     if (st == NULL) {
         snprintf(err, err_len, "out of memory");
-        return 1;
+        return NULL;
     }
-    st->ctx = c;
     if (on_bad != NULL && strcmp(on_bad, "retry") == 0) {
         st->bad_verdict = JET_RETRY;
     } else if (on_bad != NULL && strcmp(on_bad, "reject") == 0) {
@@ -508,23 +518,47 @@ static int forward_init(jet_ctx *c, void **state, char *err, size_t err_len)
         shown(on_bad != NULL ? on_bad : "", on_bad != NULL ? strlen(on_bad) : 0, quoted);
         snprintf(err, err_len, "option.on_bad_subject: '%s' is not retry or reject", quoted);
         forward_fini(st);
-        return 1;
+        return NULL;
     }
     if (tmpl == NULL || (st->template_text = strdup(tmpl)) == NULL) {
         snprintf(err, err_len, "%s", tmpl == NULL ? "option.subject is required: the subject template" : "out of memory");
         forward_fini(st);
-        return 1;
+        return NULL;
     }
     if (!parse_template(st, tmpl, err, err_len) || !check_template(st, err, err_len)) {
         forward_fini(st);
-        return 1;
+        return NULL;
     }
+    return st;
+}
+
+/* `jethost check` refuses a bad template or on_bad_subject here. */
+static int forward_validate(const jet_ctx *c, char *err, size_t err_len)
+{
+    struct fwd_state *st = configure(c, err, err_len);
+    if (st == NULL)
+        return 1;
+    forward_fini(st);
+    return 0;
+}
+
+static int forward_init(jet_ctx *c, void **state, char *err, size_t err_len)
+{
+    struct fwd_state *st = configure(c, err, err_len);
+    if (st == NULL)
+        return 1;
+    st->ctx = c;
     st->m_forwarded = jet_host->ctx_metric_declare(c, "forwarded", JET_METRIC_COUNTER,
-                                                   "messages whose forward was queued with an ACK");
+                                                   "messages forwarded: the target stream stored the publish "
+                                                   "and the origin was acked");
+    st->m_duplicates = jet_host->ctx_metric_declare(c, "duplicates", JET_METRIC_COUNTER,
+                                                    "publishes of a redelivery the target stream had stored "
+                                                    "already (not forwarded twice)");
     st->m_bad_subject = jet_host->ctx_metric_declare(c, "bad_subject", JET_METRIC_COUNTER,
                                                      "messages the template made no valid subject from");
-    if (st->m_forwarded < 0 || st->m_bad_subject < 0) {
-        snprintf(err, err_len, "cannot declare the plugin's metrics (%d, %d)", st->m_forwarded, st->m_bad_subject);
+    if (st->m_forwarded < 0 || st->m_duplicates < 0 || st->m_bad_subject < 0) {
+        snprintf(err, err_len, "cannot declare the plugin's metrics (%d, %d, %d)", st->m_forwarded,
+                 st->m_duplicates, st->m_bad_subject);
         forward_fini(st);
         return 1;
     }
@@ -535,12 +569,14 @@ static int forward_init(jet_ctx *c, void **state, char *err, size_t err_len)
 static const jet_plugin plugin = {
     JET_PLUGIN_HEADER,
     .name = "forward",
-    .version = "1.0.0",
+    .version = "1.1.0",
     .flags = JET_PLUGIN_THREAD_SAFE,   /* the state is read-only after init() */
     .options = options,
     .init = forward_init,
     .handle = forward_handle,
     .fini = forward_fini,
+    .validate = forward_validate,
+    .settled = forward_settled,
 };
 
 JET_PLUGIN_EXPORT const jet_plugin *jet_plugin_entry(const jet_host_api *h)

@@ -76,6 +76,21 @@ static void test_appended_11(void)
     g_assert_cmpint(JET_MOCK_HELD, ==, 4);
 }
 
+/* 1.2 members: after the last 1.1 member of the descriptor, in this
+ * order; the outcome numbers are fixed. */
+static void test_appended_12(void)
+{
+    size_t plugin_11_end = offsetof(jet_plugin, option_size) + sizeof(((jet_plugin *)0)->option_size);
+    g_assert_cmpuint(offsetof(jet_plugin, validate), >=, plugin_11_end);
+    g_assert_cmpuint(offsetof(jet_plugin, settled), >, offsetof(jet_plugin, validate));
+    g_assert_cmpuint(offsetof(jet_settled, struct_size), ==, 0);
+    g_assert_cmpint(JET_SETTLED_ACKED, ==, 0);
+    g_assert_cmpint(JET_SETTLED_RETRIED, ==, 1);
+    g_assert_cmpint(JET_SETTLED_POSTPONED, ==, 2);
+    g_assert_cmpint(JET_SETTLED_DEAD_LETTERED, ==, 3);
+    g_assert_cmpint(JET_SETTLED_UNSETTLED, ==, 4);
+}
+
 /* The whole layout on LP64 (x86_64, aarch64): every member of every public
  * struct, the plugin ABI's and the mock host's, where it sits and how big
  * it is, and each struct's size.  A change here is an ABI change: a new
@@ -131,7 +146,20 @@ static const JetAbiRow lp64[] = {
         { "jet_plugin.fini", 56, 8 },
         { "jet_plugin.kv_initial_done", 64, 8 },
         { "jet_plugin.option_size", 72, 4 },
-        { "jet_plugin", 0, 80 },
+        { "jet_plugin.validate", 80, 8 },
+        { "jet_plugin.settled", 88, 8 },
+        { "jet_plugin", 0, 96 },
+        { "jet_settled.struct_size", 0, 4 },
+        { "jet_settled.outcome", 4, 4 },
+        { "jet_settled.handled", 8, 4 },
+        { "jet_settled.verdict", 12, 4 },
+        { "jet_settled.stream_seq", 16, 8 },
+        { "jet_settled.deliveries", 24, 4 },
+        { "jet_settled.published", 28, 4 },
+        { "jet_settled.duplicates", 32, 4 },
+        { "jet_settled.delay_ms", 40, 8 },
+        { "jet_settled.reason", 48, 8 },
+        { "jet_settled", 0, 56 },
         { "jet_option.name", 0, 8 },
         { "jet_option.type", 8, 4 },
         { "jet_option.default_value", 16, 8 },
@@ -222,7 +250,20 @@ static const JetAbiRow current_all[] = {
         JET_ABI_ROW(jet_plugin, fini),
         JET_ABI_ROW(jet_plugin, kv_initial_done),
         JET_ABI_ROW(jet_plugin, option_size),
+        JET_ABI_ROW(jet_plugin, validate),
+        JET_ABI_ROW(jet_plugin, settled),
         JET_ABI_SIZE(jet_plugin),
+        JET_ABI_ROW(jet_settled, struct_size),
+        JET_ABI_ROW(jet_settled, outcome),
+        JET_ABI_ROW(jet_settled, handled),
+        JET_ABI_ROW(jet_settled, verdict),
+        JET_ABI_ROW(jet_settled, stream_seq),
+        JET_ABI_ROW(jet_settled, deliveries),
+        JET_ABI_ROW(jet_settled, published),
+        JET_ABI_ROW(jet_settled, duplicates),
+        JET_ABI_ROW(jet_settled, delay_ms),
+        JET_ABI_ROW(jet_settled, reason),
+        JET_ABI_SIZE(jet_settled),
         JET_ABI_ROW(jet_option, name),
         JET_ABI_ROW(jet_option, type),
         JET_ABI_ROW(jet_option, default_value),
@@ -280,6 +321,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/abi/frozen-1.0-members-unmoved", test_frozen_10);
     g_test_add_func("/abi/1.1-appended", test_appended_11);
+    g_test_add_func("/abi/1.2-appended", test_appended_12);
 #if UINTPTR_MAX == 0xffffffffffffffffu
     /* The pinned table is LP64's; another platform pins its own. */
     g_test_add_func("/abi/lp64-layout", test_lp64);

@@ -943,9 +943,9 @@ static void test_dlq_daemon_rules(void)
 /* A plugin built against the frozen 1.0 header (tests/abi-1.0) loads in the
  * current host and works: it reads the message and qualifies its verdict
  * through the 1.0 table, and every verdict settles as the daemon would. */
-static void test_abi10_works(void)
+static void abi_old_works(const char *name)
 {
-    jet_mock *m = fixture("fx_abi10", FALSE, "label=old", NULL);
+    jet_mock *m = fixture(name, FALSE, "label=old", "count=-1", NULL);
     jet_mock_set_policy(m, "rungs", "2s");
     g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
     static const struct {
@@ -978,6 +978,81 @@ static void test_abi10_works(void)
     g_assert_cmpuint(jet_mock_call_count(m, "msg_set_reason"), ==, 3);
     g_assert_cmpuint(jet_mock_call_count(m, "msg_set_delay_ms"), ==, 1);
     g_assert_cmpuint(jet_mock_violation_count(m), ==, 0);
+    /* Built before validate() and settled(): the host calls neither (the
+     * same source built for 1.2 refuses count = -1 and logs each one). */
+    g_assert_cmpuint(jet_mock_log_contains(m, "settled seq="), ==, 0);
+    jet_mock_free(m);
+}
+
+static void test_abi10_works(void)
+{
+    abi_old_works("fx_abi10");
+}
+
+/* The same for the frozen 1.1 header (tests/abi-1.1). */
+static void test_abi11_works(void)
+{
+    abi_old_works("fx_abi11");
+}
+
+/* --- 1.2: validate() and settled() ------------------------------------------------- */
+
+/* validate() runs at start, before init(): its refusal is an option error
+ * quoting the plugin; a good value starts. */
+static void test_validate(void)
+{
+    jet_mock *m = fixture("fx_ok", FALSE, "count=-1", NULL);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_EOPTION);
+    assert_contains(jet_mock_error(m), "plugin fx (");
+    assert_contains(jet_mock_error(m), "refuses its options: option.count: -1 is below 0");
+    jet_mock_free(m);
+    m = fixture("fx_ok", FALSE, "count=0", NULL);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_free(m);
+}
+
+/* settled() is told each settlement as the executor did it: acked, retried
+ * and postponed with their delays, dead-lettered, and a delivery settled
+ * without the handler (max_attempts spent before it ran: no verdict). */
+static void test_settled(void)
+{
+    jet_mock *m = fixture("fx_ok", FALSE, NULL);
+    jet_mock_set_policy(m, "rungs", "2s");
+    jet_mock_set_policy(m, "max_attempts", "3");
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    static const struct {
+        const char *verdict;
+        const char *line;
+    } cases[] = {
+        { NULL, "outcome=0 handled=1 verdict=0 deliveries=1 published=0 duplicates=0 delay_ms=0 reason=" },
+        { "retry", "outcome=1 handled=1 verdict=1 deliveries=1 published=0 duplicates=0 delay_ms=2000 reason=fx: retry" },
+        { "postpone:1500", "outcome=2 handled=1 verdict=2 deliveries=1 published=0 duplicates=0 delay_ms=1500 "
+                           "reason=fx: postpone:1500" },
+        { "reject", "outcome=3 handled=1 verdict=3 deliveries=1 published=0 duplicates=0 delay_ms=0 reason=fx: reject" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        jet_mock_clear_log(m);
+        jet_mock_msg *b = jet_mock_msg_new(m, "orders.x");
+        if (cases[i].verdict != NULL)
+            jet_mock_msg_add_header(b, "Fx-Verdict", cases[i].verdict);
+        jet_mock_settlement st;
+        g_assert_cmpint(jet_mock_deliver(m, b, &st), ==, JET_MOCK_OK);
+        g_autofree char *want = g_strdup_printf("settled seq=%" G_GUINT64_FORMAT " %s", st.stream_seq, cases[i].line);
+        g_assert_cmpuint(jet_mock_log_count(m), ==, 1);
+        g_assert_cmpstr(jet_mock_log_line(m, 0, NULL), ==, want);
+        jet_mock_msg_free(b);
+    }
+    /* A poison message (the host died with it alone, crash_limit times):
+     * captured before the handler. */
+    jet_mock_clear_log(m);
+    jet_mock_msg *b = jet_mock_msg_new(m, "orders.x");
+    jet_mock_msg_set_strikes(b, 3);
+    jet_mock_msg_set_deliveries(b, 4);
+    jet_mock_settlement st;
+    g_assert_cmpint(jet_mock_deliver(m, b, &st), ==, JET_MOCK_OK);
+    g_assert_false(st.handled);
+    g_assert_cmpuint(jet_mock_log_contains(m, "outcome=3 handled=0 verdict=-1 deliveries=4"), ==, 1);
+    jet_mock_msg_free(b);
     jet_mock_free(m);
 }
 
@@ -989,7 +1064,7 @@ static void test_abi_newer_minor_refused(void)
     char err[512] = "";
     g_assert_null(jet_mock_new_from_path(path, err, sizeof err));
     assert_contains(err, path);
-    assert_contains(err, "built for plugin ABI 1.9; this host speaks 1.1");
+    assert_contains(err, "built for plugin ABI 1.9; this host speaks 1.2");
 }
 
 /* --- recording ---------------------------------------------------------------------- */
@@ -1236,6 +1311,9 @@ int main(int argc, char **argv)
     g_test_add_func("/mock/dlq-provenance", test_dlq_provenance);
     g_test_add_func("/mock/dlq-daemon-rules", test_dlq_daemon_rules);
     g_test_add_func("/mock/abi-1.0-works", test_abi10_works);
+    g_test_add_func("/mock/abi-1.1-works", test_abi11_works);
+    g_test_add_func("/mock/validate", test_validate);
+    g_test_add_func("/mock/settled", test_settled);
     g_test_add_func("/mock/cli-kv", test_cli_kv);
     g_test_add_func("/mock/abi-newer-minor-refused", test_abi_newer_minor_refused);
     g_test_add_func("/mock/calls-and-log", test_calls_and_log);

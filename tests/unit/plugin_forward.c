@@ -400,6 +400,21 @@ static void test_metrics(void)
     g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
     deliver(m, b, &s);
     g_assert_cmpint(s.action, ==, JET_MOCK_ACK);
+    /* The failed publish is not counted (it was, before settled()). */
+    g_assert_cmpint(jet_mock_metric(m, "forwarded", NULL), ==, 7);
+    g_assert_cmpint(jet_mock_metric(m, "duplicates", NULL), ==, 0);
+    /* Its ack lost: the redelivery's publish is one the stream has. */
+    jet_mock_msg_set_deliveries(b, 3);
+    deliver(m, b, &s);
+    g_assert_cmpint(s.action, ==, JET_MOCK_ACK);
+    g_assert_cmpstr(s.publishes[0].result, ==, "duplicate");
+    g_assert_cmpint(jet_mock_metric(m, "forwarded", NULL), ==, 7);
+    g_assert_cmpint(jet_mock_metric(m, "duplicates", NULL), ==, 1);
+    /* Past the stream's duplicate window it is stored again. */
+    jet_mock_clock_advance_ms(m, 121000);
+    jet_mock_msg_set_deliveries(b, 4);
+    deliver(m, b, &s);
+    g_assert_cmpstr(s.publishes[0].result, ==, "published");
     g_assert_cmpint(jet_mock_metric(m, "forwarded", NULL), ==, 8);
     jet_mock_msg_free(b);
     jet_mock_free(m);
@@ -431,6 +446,11 @@ static gpointer worker_main(gpointer data)
         if (v != JET_ACK || items == NULL || items->len != 1 ||
             strcmp(((JetPublish *)g_ptr_array_index(items, 0))->subject, expect) != 0)
             w->wrong++;
+        /* What the executor tells it once the publish is stored and the
+         * origin acked: the counter is kept there, from every thread. */
+        jet_settled done = { .struct_size = sizeof done, .outcome = JET_SETTLED_ACKED, .handled = 1,
+                             .verdict = v, .stream_seq = i + 1, .deliveries = 1, .published = 1, .reason = "" };
+        jet_instance_settled(w->inst, &done);
         jet_publish_queue_clear(&m.publishes);
         drive_msg_clear(&m);
     }

@@ -71,13 +71,13 @@ static void test_no_entry(void)
 static void test_abi_major(void)
 {
     g_autofree char *path = jet_test_plugin_copy("fx_abi_major");
-    assert_refused(path, &policy, "built for plugin ABI 2.0; this host speaks 1.1");
+    assert_refused(path, &policy, "built for plugin ABI 2.0; this host speaks 1.2");
 }
 
 static void test_abi_minor_newer(void)
 {
     g_autofree char *path = jet_test_plugin_copy("fx_abi_minor");
-    assert_refused(path, &policy, "built for plugin ABI 1.9; this host speaks 1.1");
+    assert_refused(path, &policy, "built for plugin ABI 1.9; this host speaks 1.2");
 }
 
 static void test_abi_frozen_10(void)
@@ -89,6 +89,24 @@ static void test_abi_frozen_10(void)
     g_assert_no_error(err);
     g_autoptr(JetInstance) inst = jet_instance_new(p, "old", NULL, &err);
     g_assert_no_error(err);
+    g_assert_true(jet_instance_start(inst, &err));
+}
+
+static void test_abi_frozen_11(void)
+{
+    /* Built against tests/abi-1.1/jethost/plugin.h, the 1.1 header as
+     * released: its descriptor ends before 1.2's members, read as absent. */
+    g_autofree char *path = jet_test_plugin_copy("fx_abi11");
+    g_autoptr(GError) err = NULL;
+    JetPlugin *p = jet_plugin_load(path, NULL, &policy, &err);
+    g_assert_no_error(err);
+    const jet_plugin *d = jet_plugin_descriptor(p);
+    g_assert_cmpuint(d->abi_minor, ==, 1);
+    g_assert_null(d->validate);
+    g_assert_null(d->settled);
+    g_autoptr(JetInstance) inst = jet_instance_new(p, "old11", NULL, &err);
+    g_assert_no_error(err);
+    g_assert_true(jet_instance_validate(inst, &err));
     g_assert_true(jet_instance_start(inst, &err));
 }
 
@@ -935,6 +953,7 @@ int main(int argc, char **argv)
     g_test_add_func("/loader/abi-major", test_abi_major);
     g_test_add_func("/loader/abi-minor-newer", test_abi_minor_newer);
     g_test_add_func("/loader/abi-frozen-1.0", test_abi_frozen_10);
+    g_test_add_func("/loader/abi-frozen-1.1", test_abi_frozen_11);
     g_test_add_func("/loader/option-size", test_option_size);
     g_test_add_func("/loader/descriptor-rules", test_descriptor_rules);
     g_test_add_func("/loader/elf-truncated", test_elf_truncated);
