@@ -112,10 +112,11 @@ typedef enum jet_settled_outcome {
     /* Acked, after every msg_publish() of it was stored.  The ack itself is
      * not confirmed: if it is lost, the message comes back. */
     JET_SETTLED_ACKED = 0,
-    /* Given back for another try: a retry of the ladder (a failed publish
-     * is one), with the delay in delay_ms. */
+    /* Another try after delay_ms: a rung of the retry ladder (a failed
+     * publish is one).  A durable binding gives it back to the server; an
+     * ordered or KV binding tries it again in place. */
     JET_SETTLED_RETRIED = 1,
-    /* Given back without spending an attempt (JET_POSTPONE). */
+    /* The same without spending an attempt (JET_POSTPONE). */
     JET_SETTLED_POSTPONED = 2,
     /* Its dead-letter record is stored and the server confirmed the ack. */
     JET_SETTLED_DEAD_LETTERED = 3,
