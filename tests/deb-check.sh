@@ -7,8 +7,9 @@
 # WORKDIR (out of tree) and runs lintian (no error allowed).  The
 # package's server-free tests (debian/rules) are left to a user's build
 # with DEB_BUILD_OPTIONS=nocheck unset; set JET_DEB_TESTS=1 to run them
-# here too (./quickstart test runs the same tests in two builds already).  install: as root on a machine where no jethost package is
-# installed, installs the packages built there with dpkg -i, checks the
+# here too (./quickstart test runs the same tests in two builds already).
+# install: as root on a machine where no jethost package is installed,
+# installs the packages built there with dpkg -i, checks the
 # unit with systemd-analyze verify, runs jethost --version and jethost
 # check on the shipped example config, builds the plugin template against
 # the installed kit, and purges them.  Both, without a phase.  The phases
@@ -27,11 +28,18 @@ tar -C "$work" -xzf "$tarball"
 tree=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 if [ -e "$srcdir/.git" ] && command -v git >/dev/null 2>&1; then
     step "the tarball holds every tracked file but .ci/, .gitignore, m4/.keep and debian/"
-    (cd "$srcdir" && git ls-files) | grep -v -e '^\.ci/' -e '^\.gitignore$' -e '^m4/\.keep$' -e '^debian/' |
+    git -C "$srcdir" ls-files >"$work/tracked.raw" || fail "git ls-files in $srcdir"
+    [ -s "$work/tracked.raw" ] || fail "git ls-files in $srcdir listed nothing"
+    grep -v -e '^\.ci/' -e '^\.gitignore$' -e '^m4/\.keep$' -e '^debian/' "$work/tracked.raw" |
         sort >"$work/tracked.list"
     (cd "$tree" && find . -type f | sed 's|^\./||') | sort >"$work/tarball.list"
-    missing=$(comm -23 "$work/tracked.list" "$work/tarball.list")
-    [ -z "$missing" ] || { printf 'deb-check:   %s\n' $missing; fail "files missing from the tarball (Makefile.am's EXTRA_DIST or a _SOURCES list)"; }
+    comm -23 "$work/tracked.list" "$work/tarball.list" >"$work/missing.list"
+    if [ -s "$work/missing.list" ]; then
+        sed 's/^/deb-check:   /' "$work/missing.list"
+        fail "files missing from the tarball (Makefile.am's EXTRA_DIST or a _SOURCES list)"
+    fi
+else
+    step "no git checkout at $srcdir: the tarball's file list is not compared"
 fi
 cp -a "$srcdir/debian" "$tree/"
 opts="parallel=2 nocheck" words="without its tests"

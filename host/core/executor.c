@@ -206,6 +206,14 @@ void jet_executor_record_release(JetExecutor *x, const JetDelivery *d)
 
 /* --- what one delivery carries through the steps ------------------------- */
 
+/* What became of a capture. */
+typedef enum {
+    CAPTURE_ACKED,       /* dead-lettered and acked */
+    CAPTURE_KEPT,        /* not captured; NAK'd to be tried again at a later delivery */
+    CAPTURE_STRANDED,    /* neither captured nor acked, for good: an operator must act */
+    CAPTURE_UNCERTAIN,   /* captured; the ack was not confirmed */
+} CaptureResult;
+
 typedef struct {
     const JetDelivery *d;
     jet_msg jm;                /* what the plugin is shown (lent, never given) */
@@ -222,6 +230,7 @@ typedef struct {
     char *not_kv;              /* kind = kv: why the delivery is no KV entry, or NULL */
     char *publish_failed;      /* the first queued publish that failed, why */
     guint published, duplicates;   /* publishes stored; of them, already stored before */
+    CaptureResult captured;        /* CAPTURE: what became of it */
 } Run;
 
 /* Step 1: the ledger, on redeliveries only. */
@@ -378,13 +387,6 @@ static guint64 last_rung_ms(const JetExecutor *x)
     return x->policy->rungs_ms[x->policy->n_rungs - 1];
 }
 
-/* What became of a capture. */
-typedef enum {
-    CAPTURE_ACKED,       /* dead-lettered and acked */
-    CAPTURE_KEPT,        /* not captured; NAK'd to be tried again at a later delivery */
-    CAPTURE_NOT_ACKED,   /* stranded, uncertain, or stale: nothing more to do here */
-} CaptureResult;
-
 /* Keeps a message the host could not capture: a delayed NAK while the
  * server will deliver it again, else Stranded (logged with what to do). */
 static CaptureResult keep_uncaptured(JetExecutor *x, const JetDelivery *d, const JetCaptureFacts *facts,
@@ -406,7 +408,7 @@ static CaptureResult keep_uncaptured(JetExecutor *x, const JetDelivery *d, const
             "dead-letter stream %s (subject %s), then read it from stream %s at seq %" G_GUINT64_FORMAT
             " and republish it", facts->stream_seq, facts->deliveries, what, why, x->policy->max_deliver,
             x->b->dlq_stream, x->b->dlq_subject, x->b->stream, facts->stream_seq);
-    return CAPTURE_NOT_ACKED;
+    return CAPTURE_STRANDED;
 }
 
 /* The capture's pub-ack came: the original is acked with confirmation. */
@@ -435,7 +437,7 @@ static CaptureResult ack_captured(JetExecutor *x, const JetDelivery *d, const Je
                 "delivers it again it is captured again",
                 facts->reply != NULL ? facts->reply : "", x->b->dlq_stream,
                 err != NULL ? err->message : "no reply", x->b->dlq_stream);
-        return CAPTURE_NOT_ACKED;
+        return CAPTURE_STRANDED;
     }
     JET_STAT_ADD(d->stats, uncertain, 1);
     xlog_fields(x, JET_LOG_ERROR, "uncertain", lf, capture_fields(lf, facts),
@@ -444,7 +446,7 @@ static CaptureResult ack_captured(JetExecutor *x, const JetDelivery *d, const Je
             "delivered again it is captured again and the duplicate is discarded by Nats-Msg-Id",
             facts->stream_seq, x->b->dlq_stream, duplicate ? "a duplicate of an earlier capture" : "new record",
             err != NULL ? err->message : "no reply", facts->stream_seq);
-    return CAPTURE_NOT_ACKED;
+    return CAPTURE_UNCERTAIN;
 }
 
 /* Publishes the record, waits for its pub-ack, then acks with
@@ -475,7 +477,7 @@ static CaptureResult capture_then_ack(JetExecutor *x, const JetDelivery *d, JetC
             x->t->nak(x->td, d, last_rung_ms(x));
             return CAPTURE_KEPT;
         }
-        return CAPTURE_NOT_ACKED;
+        return CAPTURE_STRANDED;
     }
     if (*outcome != JET_CAPTURE_CAPTURED)
         return keep_uncaptured(x, d, facts, stale, "capture failed", err != NULL ? err->message : "no pub-ack");
@@ -604,6 +606,7 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
     jet_capture_facts_settled(&facts, &r->a, r->jm.failures, r->jm.has_first_failure, r->jm.first_failure_ns,
                               r->settled_ns);
     CaptureResult cr = capture_then_ack(x, d, &facts, r->stale, &out->capture);
+    r->captured = cr;
     out->captured = cr == CAPTURE_ACKED;
     if (cr == CAPTURE_ACKED && (r->have_rec || r->alone)) {
         ledger_forget(x, d);
@@ -617,7 +620,7 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
 
 /* --- step 7: the plugin told how it ended ------------------------------------ */
 
-static void tell_settled(JetExecutor *x, const Run *r, const JetExecuted *out)
+static void tell_settled(JetExecutor *x, const Run *r)
 {
     jet_settled s = {
         .struct_size = sizeof s,
@@ -641,7 +644,19 @@ static void tell_settled(JetExecutor *x, const Run *r, const JetExecuted *out)
         s.delay_ms = r->stale ? 0 : r->a.delay_ms;
         break;
     case JET_ACTION_CAPTURE:
-        s.outcome = out->captured ? JET_SETTLED_DEAD_LETTERED : JET_SETTLED_UNSETTLED;
+        if (r->stale && r->captured != CAPTURE_ACKED && deliveries_remain(x, r->jm.deliveries)) {
+            s.outcome = JET_SETTLED_UNSETTLED;   /* its lease lapsed: the server delivers it again */
+            break;
+        }
+        switch (r->captured) {
+        case CAPTURE_ACKED: s.outcome = JET_SETTLED_DEAD_LETTERED; break;
+        case CAPTURE_KEPT:
+            s.outcome = JET_SETTLED_UNSETTLED;
+            s.delay_ms = last_rung_ms(x);   /* keep_uncaptured()'s NAK */
+            break;
+        case CAPTURE_STRANDED: s.outcome = JET_SETTLED_STRANDED; break;
+        case CAPTURE_UNCERTAIN: s.outcome = JET_SETTLED_UNCERTAIN; break;
+        }
         break;
     }
     jet_instance_settled(x->inst, &s);
@@ -707,7 +722,7 @@ void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out
         act_capture(x, &r, out);
         break;
     }
-    tell_settled(x, &r, out);
+    tell_settled(x, &r);
     x->t->leave(x->td, d, r.alone);
     JET_STAT_ADD(d->stats, messages, 1);
 

@@ -123,18 +123,29 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
         if (due > 0 && (e->lane_bound_again || now >= e->lane_bound_next_us)) {
             e->lane_bound_again = FALSE;
             e->lane_bound_next_us = now + BOUND_PULL_US;
+            e->lane_bound_step_ms = ROOM_STEP_MS;
             return 1;
         }
         /* What is in hand settles soon, and its settlement is what clears
          * the bound or makes the next head due: look again then, not a
-         * take step later (with a small bound that step was the pace). */
-        if (c.ready + c.busy > 0)
-            *wait_ms = ROOM_STEP_MS;
-        else
+         * take step later (with a small bound that step was the pace).
+         * Every 2 ms while the counts move; while they do not (a slow or
+         * hung handler) twice as long each time, up to the take step. */
+        if (c.ready + c.busy > 0) {
+            guint seen = c.ready ^ (c.busy << 10) ^ (c.waiting << 20);
+            if (seen != e->lane_bound_seen || e->lane_bound_step_ms == 0)
+                e->lane_bound_step_ms = ROOM_STEP_MS;
+            else
+                e->lane_bound_step_ms = MIN(e->lane_bound_step_ms * 2, TAKE_STEP_US / 1000);
+            e->lane_bound_seen = seen;
+            *wait_ms = e->lane_bound_step_ms;
+        } else {
             e->lane_bound_again = FALSE;   /* given back with a delay: the pace it is */
+        }
         return 0;
     }
     e->lane_bound_again = FALSE;
+    e->lane_bound_step_ms = 0;   /* the next time at the bound starts at 2 ms */
     if (e->lane_at_bound) {
         e->lane_at_bound = FALSE;
         jet_log(JET_LOG_INFO, e->b->name, "lanes-bound-cleared", "%u deliveries wait behind an earlier message "

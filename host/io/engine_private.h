@@ -280,6 +280,8 @@ struct JetEngine {
     gboolean lane_at_bound;
     gint64 lane_bound_next_us;
     gboolean lane_bound_again;   /* at the bound, the last pull brought a redelivery: pull again at once */
+    guint lane_bound_step_ms;    /* at the bound, how soon the router looks again (engine_lanes.c) */
+    guint lane_bound_seen;       /* the lane counts it saw last, folded into one number */
 
     /* The breaker's pause on a server without the consumer pause: no
      * worker pulls before this monotonic time (0: none).  Atomic. */

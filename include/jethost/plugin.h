@@ -109,8 +109,9 @@ typedef enum jet_metric_type {
  * where it asks for an answer (docs/plugin-guide.md, "After the
  * settlement"). */
 typedef enum jet_settled_outcome {
-    /* Acked, after every msg_publish() of it was stored.  The ack itself is
-     * not confirmed: if it is lost, the message comes back. */
+    /* Acked, after every msg_publish() of it was stored.  The ack is sent,
+     * or queued to go with the next ones within milliseconds, and is not
+     * itself confirmed: if it is lost, the message comes back. */
     JET_SETTLED_ACKED = 0,
     /* Another try after delay_ms: a rung of the retry ladder (a failed
      * publish is one).  A durable binding gives it back to the server; an
@@ -120,10 +121,20 @@ typedef enum jet_settled_outcome {
     JET_SETTLED_POSTPONED = 2,
     /* Its dead-letter record is stored and the server confirmed the ack. */
     JET_SETTLED_DEAD_LETTERED = 3,
-    /* Neither settled nor lost: its lease lapsed (the server may already
-     * have handed it to another host), or its capture could not be
-     * completed.  The server delivers it again. */
-    JET_SETTLED_UNSETTLED = 4
+    /* Not settled by this delivery, and it comes again: its lease lapsed
+     * (nothing was sent: the server may already have handed it to another
+     * host; delay_ms 0), or its capture failed and it was given back to be
+     * captured at a later delivery (after delay_ms). */
+    JET_SETTLED_UNSETTLED = 4,
+    /* Its dead-letter record is stored, but the server did not confirm the
+     * ack: if it comes again, its capture finds the record and it is
+     * acked then. */
+    JET_SETTLED_UNCERTAIN = 5,
+    /* Neither acked nor dead-lettered, for good: too large for the
+     * dead-letter stream, or not captured on its last delivery.  It stays
+     * unacked on the consumer until an operator acts (event=stranded,
+     * docs/dead-letters.md). */
+    JET_SETTLED_STRANDED = 6
 } jet_settled_outcome;
 
 /* Borrowed for the settled() call. */
@@ -139,7 +150,7 @@ typedef struct jet_settled {
     uint32_t published;       /* msg_publish() calls the target stream stored */
     uint32_t duplicates;      /* of those, how many an earlier delivery had
                                  stored already (the stream's duplicate window) */
-    uint64_t delay_ms;        /* RETRIED and POSTPONED: the delay */
+    uint64_t delay_ms;        /* RETRIED, POSTPONED, UNSETTLED: when it comes again */
     const char *reason;       /* the settlement's reason, or "" */
 } jet_settled;
 
@@ -406,12 +417,16 @@ typedef struct jet_plugin {
     int (*validate)(const jet_ctx *c, char *err, size_t err_len);
 
     /* Called once for every delivery the host settled, after the settlement
-     * (the ack sent, the NAK sent, or the dead-letter record stored and its
-     * ack confirmed): count here what really happened, e.g. the publishes a
-     * stream stored, not what handle() queued.  On the worker that handled
-     * the delivery, right after it, under the same threading rules as
-     * handle(); s is borrowed for the call.  Keep it short: the worker takes
-     * no other message meanwhile.  May be NULL. */
+     * (the ack sent or queued, the NAK sent, or the dead-letter record
+     * stored and its ack confirmed; s->outcome says which): count here what
+     * really happened, e.g. the publishes a stream stored, not what
+     * handle() queued.  Also for a delivery settled without handle()
+     * (s->handled 0).  Not for one the host gives back unhandled as it stops
+     * or reloads (it comes again), nor for one whose metadata it cannot read
+     * (dead-lettered as malformed, docs/dead-letters.md).  On the worker
+     * that handled the delivery, right after it, under the same threading
+     * rules as handle(); s is borrowed for the call.  Keep it short: the
+     * worker takes no other message meanwhile.  May be NULL. */
     void (*settled)(void *state, const jet_settled *s);
 } jet_plugin;
 

@@ -468,16 +468,15 @@ static int forward_handle(void *state, jet_msg *m)
     return JET_ACK;   /* counted in forward_settled(), once the target stored it */
 }
 
-/* What the host did with it: a forward counts once its stream stored it
- * and the origin was acked; a redelivery's publish that the stream had
- * already (its duplicate window) is counted apart. */
+/* What the host did with it: a message counts as forwarded once its
+ * publish is in the target stream (stored now, or by an earlier delivery
+ * whose ack was lost: then also a duplicate) and the origin is acked. */
 static void forward_settled(void *state, const jet_settled *s)
 {
     struct fwd_state *st = state;
     if (s->outcome != JET_SETTLED_ACKED || s->published == 0)
         return;
-    if (s->published > s->duplicates)
-        jet_host->ctx_metric_add(st->ctx, st->m_forwarded, s->published - s->duplicates);
+    jet_host->ctx_metric_add(st->ctx, st->m_forwarded, 1);
     if (s->duplicates > 0)
         jet_host->ctx_metric_add(st->ctx, st->m_duplicates, s->duplicates);
 }
@@ -549,11 +548,11 @@ static int forward_init(jet_ctx *c, void **state, char *err, size_t err_len)
         return 1;
     st->ctx = c;
     st->m_forwarded = jet_host->ctx_metric_declare(c, "forwarded", JET_METRIC_COUNTER,
-                                                   "messages forwarded: the target stream stored the publish "
+                                                   "messages forwarded: the publish is in the target stream "
                                                    "and the origin was acked");
     st->m_duplicates = jet_host->ctx_metric_declare(c, "duplicates", JET_METRIC_COUNTER,
-                                                    "publishes of a redelivery the target stream had stored "
-                                                    "already (not forwarded twice)");
+                                                    "of those, publishes the target stream had stored already "
+                                                    "(an earlier delivery's; not stored twice)");
     st->m_bad_subject = jet_host->ctx_metric_declare(c, "bad_subject", JET_METRIC_COUNTER,
                                                      "messages the template made no valid subject from");
     if (st->m_forwarded < 0 || st->m_duplicates < 0 || st->m_bad_subject < 0) {

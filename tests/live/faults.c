@@ -1640,9 +1640,10 @@ int main(int argc, char **argv)
     gboolean only_cluster = g_strcmp0(part_env, "cluster") == 0;
     guint part = part_env != NULL && !only_cluster ? (guint)g_ascii_strtoull(part_env, NULL, 10) : 0;
     /* Elsewhere the cluster cells run with `make faults` (JET_FAULTS_LONG)
-     * or JET_FAULTS_CLUSTER=1. */
-    gboolean cluster = only_cluster || g_getenv("JET_FAULTS_LONG") != NULL ||
-                       g_strcmp0(g_getenv("JET_FAULTS_CLUSTER"), "1") == 0;
+     * or JET_FAULTS_CLUSTER=1, never in a half (their third program has
+     * them). */
+    gboolean cluster = only_cluster || (part == 0 && (g_getenv("JET_FAULTS_LONG") != NULL ||
+                                                      g_strcmp0(g_getenv("JET_FAULTS_CLUSTER"), "1") == 0));
     for (guint i = 0; i < G_N_ELEMENTS(workloads); i++)
         for (guint j = 0; j < G_N_ELEMENTS(faults); j++) {
             if (part > 0 && i % 2 != part - 1)

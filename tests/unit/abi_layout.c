@@ -89,6 +89,8 @@ static void test_appended_12(void)
     g_assert_cmpint(JET_SETTLED_POSTPONED, ==, 2);
     g_assert_cmpint(JET_SETTLED_DEAD_LETTERED, ==, 3);
     g_assert_cmpint(JET_SETTLED_UNSETTLED, ==, 4);
+    g_assert_cmpint(JET_SETTLED_UNCERTAIN, ==, 5);
+    g_assert_cmpint(JET_SETTLED_STRANDED, ==, 6);
 }
 
 /* The whole layout on LP64 (x86_64, aarch64): every member of every public

@@ -1019,6 +1019,7 @@ static void test_settled(void)
     jet_mock *m = fixture("fx_ok", FALSE, NULL);
     jet_mock_set_policy(m, "rungs", "2s");
     jet_mock_set_policy(m, "max_attempts", "3");
+    g_assert_cmpint(jet_mock_set_policy(m, "max_deliver", "10"), ==, JET_MOCK_OK);
     g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
     static const struct {
         const char *verdict;
@@ -1053,6 +1054,27 @@ static void test_settled(void)
     g_assert_false(st.handled);
     g_assert_cmpuint(jet_mock_log_contains(m, "outcome=3 handled=0 verdict=-1 deliveries=4"), ==, 1);
     jet_mock_msg_free(b);
+    /* A record too large to store: given back for a later delivery (after
+     * the last rung), and stranded on the last one (max_deliver 10). */
+    g_autofree char *huge = g_strnfill(70000, 'x');
+    const struct {
+        guint32 deliveries;
+        const char *line;
+    } large[] = {
+        { 1, "outcome=4 handled=1 verdict=3 deliveries=1 published=0 duplicates=0 delay_ms=2000" },
+        { 10, "outcome=6 handled=0 verdict=-1 deliveries=10 published=0 duplicates=0 delay_ms=0" },   /* at the budget line: captured before it runs */
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(large); i++) {
+        jet_mock_clear_log(m);
+        b = jet_mock_msg_new(m, huge);
+        jet_mock_msg_add_header(b, "Fx-Verdict", "reject");
+        jet_mock_msg_set_deliveries(b, large[i].deliveries);
+        g_assert_cmpint(jet_mock_deliver(m, b, &st), ==, JET_MOCK_OK);
+        g_assert_cmpstr(st.outcome, ==, "stranded");
+        if (jet_mock_log_contains(m, large[i].line) != 1)
+            g_error("no '%s' in '%s'", large[i].line, jet_mock_log_line(m, 0, NULL));
+        jet_mock_msg_free(b);
+    }
     jet_mock_free(m);
 }
 
