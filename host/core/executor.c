@@ -608,6 +608,8 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
     CaptureResult cr = capture_then_ack(x, d, &facts, r->stale, &out->capture);
     r->captured = cr;
     out->captured = cr == CAPTURE_ACKED;
+    if (!out->captured)
+        out->capture_again_ms = last_rung_ms(x);
     if (cr == CAPTURE_ACKED && (r->have_rec || r->alone)) {
         ledger_forget(x, d);
     } else if (cr == CAPTURE_KEPT) {

@@ -147,6 +147,9 @@ typedef struct {
     gboolean stale;                /* the lease lapsed: nothing was released or written */
     gboolean suspect;              /* handled alone (crash attribution) */
     gboolean captured;             /* CAPTURE: the record is stored and the original acked */
+    guint64 capture_again_ms;      /* CAPTURE not done: the delay of its next try (a durable
+                                      consumer's NAK; a binding whose consumer gives nothing
+                                      back waits this long and delivers it again itself) */
     gboolean publish_refused;      /* a msg_publish() call was refused (a plugin error) */
     JetCaptureOutcome capture;     /* CAPTURE: what the transport answered */
 } JetExecuted;

@@ -664,8 +664,8 @@ static JetOrdered *o_of(Worker *w)
 }
 
 /* Handles the delivery until it is settled for good: a RETRY or a POSTPONE
- * waits its delay here and the message is handled again; nothing else is
- * taken meanwhile.  FALSE when the engine stopped before it was settled
+ * waits its delay here and the message is handled again, and so does a
+ * capture that failed; nothing else is taken meanwhile.  FALSE when the engine stopped before it was settled
  * (the position does not move past it). */
 static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
 {
@@ -713,12 +713,17 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
         if (e->settle_hook != NULL)
             e->settle_hook(d.stream_seq, d.deliveries, &done.action, e->settle_hook_data);
         JetActionKind k = done.action.kind;
-        if (k != JET_ACTION_RETRY && k != JET_ACTION_POSTPONE)
+        /* A dead letter whose capture failed (the DLQ stream without a
+         * leader, say) is not done: nothing gives an ordered consumer's
+         * message back, so it is delivered again here, after the delay a
+         * durable consumer's NAK would have, and the position waits. */
+        gboolean capture_again = k == JET_ACTION_CAPTURE && !done.captured;
+        if (k != JET_ACTION_RETRY && k != JET_ACTION_POSTPONE && !capture_again)
             return TRUE;
         /* Waiting is not being in the handler: a host that dies now was
          * not killed by this message. */
         record_write(e, o, 0, 1);
-        pause_ms(e, done.action.delay_ms);
+        pause_ms(e, capture_again ? done.capture_again_ms : done.action.delay_ms);
         if (stopping(e))
             return FALSE;
         mark_entry(e, o, meta->stream_seq, precise);

@@ -264,6 +264,74 @@ static void test_verdicts_in_place(void)
     rig_free(&r);
 }
 
+typedef struct {
+    Rig *r;
+} FloorWait6;
+
+/* Seq 6, the last, has been handled. */
+static gboolean last_handled_6(gpointer data)
+{
+    FloorWait6 *fw = data;
+    g_autoptr(GArray) seqs = handled_seqs(fw->r, NULL);
+    for (guint i = 0; i < seqs->len; i++)
+        if (g_array_index(seqs, guint64, i) == 6)
+            return TRUE;
+    return FALSE;
+}
+
+/* A dead letter whose capture fails (the DLQ stream full, discarding new
+ * records, while seq 3 is in the handler) is not passed over: nothing
+ * gives an ordered consumer's message back, so the binding delivers it
+ * again itself, after the last rung, until the capture works (the limit
+ * lifted), and only then goes on. */
+static void test_capture_failed_in_place(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 6);
+    rig_engine(&r, "rungs = 100ms\nmax_attempts = 3\noption.seq_verdicts = 3=reject\noption.block_seq = 3\n");
+    g_autofree char *inflight = g_build_filename(r.dir, "inflight-3", NULL);
+    g_assert_true(jet_test_wait_file(inflight, 30000));
+    jsStreamInfo *si = NULL;
+    g_assert_cmpint(js_GetStreamInfo(&si, r.js, "JETHOST_DLQ", NULL, NULL), ==, NATS_OK);
+    jet_test_publish_n(r.js, "jethost.dlq.other", 1);
+    si->Config->MaxMsgs = 1;
+    si->Config->Discard = js_DiscardNew;
+    jsStreamInfo *upd = NULL;
+    g_assert_cmpint(js_UpdateStream(&upd, r.js, si->Config, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(upd);
+    g_autofree char *go = g_build_filename(r.dir, "go-3", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    /* 1, 2, then 3 at least three times: its capture fails each time. */
+    wait_handled(&r, 2 + 3, 30000);
+    si->Config->MaxMsgs = -1;
+    g_assert_cmpint(js_UpdateStream(&upd, r.js, si->Config, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(upd);
+    jsStreamInfo_Destroy(si);
+    FloorWait6 fw = { &r };
+    g_assert_true(jet_test_wait_until(last_handled_6, &fw, 30000));
+    rig_stop(&r);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    guint threes = 0;
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 s = g_array_index(seqs, guint64, i);
+        threes += s == 3;
+        /* Nothing after 3 before its last handling. */
+        if (s > 3)
+            for (guint j = i + 1; j < seqs->len; j++)
+                g_assert_cmpuint(g_array_index(seqs, guint64, j), !=, 3);
+    }
+    g_test_message("seq 3 handled %u times", threes);
+    g_assert_cmpuint(threes, >=, 3);
+    g_assert_cmpuint(jet_test_stream_msgs(r.js, "JETHOST_DLQ"), ==, 2);
+    natsMsg *rec = jet_test_stream_get(r.js, "JETHOST_DLQ", 2);
+    g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Origin-Seq"), ==, "3");
+    g_assert_cmpstr(jet_test_msg_header(rec, "Jethost-Cause"), ==, "rejected");
+    natsMsg_Destroy(rec);
+    rig_free(&r);
+}
+
 static gboolean pulled(gpointer data)
 {
     Rig *r = data;
@@ -1663,6 +1731,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/gap", test_gap);
     g_test_add_func("/ordered/idle-pulls", test_idle_pulls);
     g_test_add_func("/ordered/verdicts-in-place", test_verdicts_in_place);
+    g_test_add_func("/ordered/capture-failed-in-place", test_capture_failed_in_place);
     g_test_add_func("/ordered/deliver", test_deliver);
     g_test_add_func("/ordered/deliver-from-time", test_deliver_from_time);
     g_test_add_func("/ordered/kv-watch", test_kv_watch);
