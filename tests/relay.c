@@ -155,7 +155,7 @@ static gpointer accept_main(gpointer data)
             close(client);
             continue;
         }
-        int server = connect_target(r->target_port);
+        int server = connect_target(g_atomic_int_get(&r->target_port));
         if (server < 0) {
             close(client);   /* the server is down: as a refused connect */
             continue;
@@ -179,6 +179,11 @@ static gpointer accept_main(gpointer data)
         g_mutex_unlock(&r->lock);
     }
     return NULL;
+}
+
+void jet_test_relay_retarget(JetTestRelay *r, int target_port)
+{
+    g_atomic_int_set(&r->target_port, target_port);
 }
 
 JetTestRelay *jet_test_relay_start(int target_port)

@@ -12,6 +12,11 @@ typedef struct JetTestRelay JetTestRelay;
 /* Listens on a free loopback port and relays to 127.0.0.1:target_port. */
 JetTestRelay *jet_test_relay_start(int target_port);
 
+/* Connections accepted from now on go to 127.0.0.1:target_port (another
+ * server behind the same address); those open now are left as they are
+ * (jet_test_relay_cut ends them). */
+void jet_test_relay_retarget(JetTestRelay *r, int target_port);
+
 /* "nats://127.0.0.1:<port>" of the relay (borrowed). */
 const char *jet_test_relay_url(const JetTestRelay *r);
 

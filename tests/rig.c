@@ -48,7 +48,7 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
     g_assert_no_error(err);
     jet_instance_set_kind(r->inst, (int)b->kind);
     g_assert_true(jet_instance_start(r->inst, &err));
-    const char *urls[] = { jet_test_server_url(r->srv), NULL };
+    const char *urls[] = { r->engine_url != NULL ? r->engine_url : jet_test_server_url(r->srv), NULL };
     r->conn = jet_conn_open(urls, &r->cfg->host, 3, &err);
     g_assert_no_error(err);
     gboolean ensured = r->ordered || r->kv_bucket != NULL

@@ -27,6 +27,7 @@ typedef struct {
     JetEngineSettleHook settle_hook;   /* set before rig_engine*(): installed on the engine */
     gpointer settle_data;
     gint over_bound;       /* atomic: takes that found more held */
+    const char *engine_url;   /* set before rig_engine*(): where the engine connects (a relay), not srv */
     gboolean ordered;      /* set before rig_engine*(): an ordered binding (no consumer "c") */
     const char *kv_bucket; /* set before rig_engine*(): a kind = kv binding watching this bucket */
     JetEngineLossHook loss_hook;   /* set before rig_engine*(): installed on the engine */

@@ -115,6 +115,12 @@ gboolean jet_position_other_life(gint64 life_then, guint64 pos, gint64 life_now,
     return last_now < pos;
 }
 
+gboolean jet_position_fell_back(gint64 life_then, guint64 pos, gint64 life_now, guint64 last_now)
+{
+    gboolean lives_differ = life_then != 0 && life_now != 0 && life_then != life_now;
+    return !lives_differ && last_now < pos;
+}
+
 void jet_position_start(const JetPosition *p, gint64 life, gboolean resume, JetPositionStart *out)
 {
     memset(out, 0, sizeof *out);

@@ -72,6 +72,13 @@ void jet_position_crashed(const JetPosition *p, guint64 *crashed, guint32 *strik
  * (docs/ordered.md, "A stream's new life"). */
 gboolean jet_position_other_life(gint64 life_then, guint64 pos, gint64 life_now, guint64 last_now);
 
+/* Whether jet_position_other_life says so by the sequences alone: they
+ * fell back below pos while the creation times agree (or one is not
+ * known).  Either a store lost, or a moment's answer of a cluster node
+ * that is still catching up: worth asking again before starting over
+ * (docs/ordered.md, "A stream's new life"). */
+gboolean jet_position_fell_back(gint64 life_then, guint64 pos, gint64 life_now, guint64 last_now);
+
 /* What a host starting from the record p does (docs/ordered.md,
  * "Checkpoints"), given life, the stream's creation time now (0: not
  * known), and resume, whether the binding resumes from its position

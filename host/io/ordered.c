@@ -314,6 +314,53 @@ static gboolean stream_now(JetEngine *e, gint64 *created, guint64 *last, GError 
     return TRUE;
 }
 
+/* How often, and how far apart, a stream whose sequences fell below the
+ * position under the same creation time is asked again. */
+#define FELL_BACK_READS 10
+#define FELL_BACK_STEP_MS 500
+
+/* stream_now, but an answer whose sequences fell below the position with
+ * the creation time unchanged is asked again for up to 5 s: on a cluster,
+ * a node that lost its store and came back has answered "last seq 0" for
+ * a moment while its peers held every message, and taking that for a new
+ * life would handle the whole stream again.  Only an answer that holds
+ * (a store really lost) or a changed life is acted on (docs/ordered.md,
+ * "A stream's new life"). */
+static gboolean stream_now_doubted(JetEngine *e, JetOrdered *o, gint64 *created, guint64 *last, GError **error)
+{
+    if (!stream_now(e, created, last, error))
+        return FALSE;
+    if (!jet_position_fell_back(o->life, o->position, *created, *last))
+        return TRUE;
+    jet_log(JET_LOG_WARNING, e->b->name, "stream-fell-back",
+            "stream %s answered last seq %" G_GUINT64_FORMAT ", below stream seq %" G_GUINT64_FORMAT
+            " handled already, with its creation time unchanged: asking again for up to %d ms before taking "
+            "it for a new life", e->b->stream, *last, o->position, FELL_BACK_READS * FELL_BACK_STEP_MS);
+    for (guint i = 0; i < FELL_BACK_READS && !stopping(e); i++) {
+        pause_ms(e, FELL_BACK_STEP_MS);
+        gint64 c = 0;
+        guint64 l = 0;
+        g_autoptr(GError) local = NULL;
+        if (!stream_now(e, &c, &l, &local))
+            continue;   /* no answer (a reconnect, an election): ask again */
+        *created = c;
+        *last = l;
+        if (!jet_position_fell_back(o->life, o->position, c, l)) {
+            jet_log(JET_LOG_INFO, e->b->name, "stream-fell-back",
+                    "stream %s now answers last seq %" G_GUINT64_FORMAT " (created at %" G_GINT64_FORMAT
+                    " ns): the earlier answer was a moment's", e->b->stream, l, c);
+            return TRUE;
+        }
+    }
+    if (stopping(e)) {
+        /* Nothing is decided at a stop: the next start asks again. */
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stopped while asking stream %s again",
+                    e->b->name, e->b->stream);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static void record_write(JetEngine *e, JetOrdered *o, guint64 in, guint32 n);
 
 /* The stream was deleted and created again under its name (or its
@@ -385,7 +432,7 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
     if (o->serial > 0 || o->position > 0 || b->kind == JET_KIND_KV) {
         gint64 created = 0;
         guint64 last = 0;
-        if (!stream_now(e, &created, &last, error))
+        if (!stream_now_doubted(e, o, &created, &last, error))
             return FALSE;
         new_life = jet_position_other_life(o->life, o->position, created, last);
         if (new_life)

@@ -7,6 +7,7 @@
  * them); the first bind at start-up; a hung handler. */
 #include "rig.h"
 #include "msg_payload.h"
+#include "relay.h"
 
 #include <signal.h>
 
@@ -919,6 +920,99 @@ static void test_stream_new_life(void)
     rig_free(&r);
 }
 
+typedef struct {
+    const char *path;
+    const char *const *needles;
+} AnyLogWait;
+
+static gboolean log_has_any(gpointer data)
+{
+    AnyLogWait *w = data;
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(w->path, &text, NULL, NULL))
+        return FALSE;
+    for (const char *const *n = w->needles; *n != NULL; n++)
+        if (strstr(text, *n) != NULL)
+            return TRUE;
+    return FALSE;
+}
+
+static gboolean stream_answers(gpointer data)
+{
+    Rig *r = data;
+    jsStreamInfo *si = NULL;
+    if (js_GetStreamInfo(&si, r->js, "ORDERS", NULL, NULL) != NATS_OK)
+        return FALSE;
+    jsStreamInfo_Destroy(si);
+    return TRUE;
+}
+
+/* For a moment the stream answers with its sequences below the position
+ * and its creation time unchanged (a node that lost its store, before it
+ * caught up): here a copy of the stream's store taken at seq 50, served
+ * behind the host's address while the stream itself holds 100.  The
+ * binding asks again and goes on from its position: every message handled
+ * once, in order, and no new life.  (Taken for a new life at the first
+ * answer, the binding started over and handled 1..50 again.) */
+static void test_fell_back_briefly(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 50);
+    /* The copy: the same stream, created at the same time, at seq 50. */
+    jet_test_server_stop(r.srv);
+    g_autoptr(JetTestServer) behind = jet_test_server_start();
+    jet_test_server_stop(behind);
+    jet_test_server_wipe_store(behind);
+    g_autofree char *from = g_build_filename(jet_test_server_dir(r.srv), "store", NULL);
+    g_autofree char *to = g_build_filename(jet_test_server_dir(behind), "store", NULL);
+    const char *cp[] = { "cp", "-a", from, to, NULL };
+    gint status = -1;
+    g_autoptr(GError) err = NULL;
+    g_assert_true(g_spawn_sync(NULL, (char **)cp, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, &status, &err));
+    g_assert_no_error(err);
+    g_assert_cmpint(status, ==, 0);
+    jet_test_server_restart(behind);
+    jet_test_server_restart(r.srv);
+    g_assert_true(jet_test_wait_until(stream_answers, &r, 20000));
+    jet_test_publish_n(r.js, "orders.new", 50);
+
+    JetTestRelay *relay = jet_test_relay_start(jet_test_server_port(r.srv));
+    r.engine_url = jet_test_relay_url(relay);
+    jet_test_stderr_begin("fell-back.log");
+    rig_engine(&r, "batch = 20\nexpires = 2s\nidle_heartbeat = 500ms\n");
+    wait_handled(&r, 100, 30000);
+    /* The host's next look at the stream reaches the copy... */
+    jet_test_relay_retarget(relay, jet_test_server_port(behind));
+    jet_test_relay_cut(relay);
+    g_autofree char *log = g_build_filename(jet_test_private_dir(), "fell-back.log", NULL);
+    const char *needles[] = { "stream-fell-back", "stream-new-life", NULL };
+    AnyLogWait lw = { log, needles };
+    gboolean looked = jet_test_wait_until(log_has_any, &lw, 20000);
+    /* ...and the one after it the stream as it is. */
+    jet_test_relay_retarget(relay, jet_test_server_port(r.srv));
+    jet_test_relay_cut(relay);
+    jet_test_publish_n(r.js, "orders.new", 10);
+    HandledWait hw = { &r, 110 };
+    jet_test_wait_until(handled_at_least, &hw, 30000);
+    g_usleep(300 * 1000);
+    rig_stop(&r);
+    g_autofree char *text = jet_test_stderr_end();
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++)
+        if (strstr(lines[i], "stream-") != NULL)
+            g_test_message("%s", lines[i]);
+    g_assert_true(looked);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.new_lives, ==, 0);
+    assert_once_in_order(&r, 1, 110);
+    g_assert_nonnull(strstr(text, "the earlier answer was a moment's"));
+    rig_free(&r);
+    jet_test_relay_stop(relay);
+}
+
 /* The lines of the kv log that are entries (not "initial-done"). */
 static guint kv_entries(GStrv lines)
 {
@@ -1743,6 +1837,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/kv-markers", test_kv_markers);
     g_test_add_func("/ordered/checkpoint-resume", test_checkpoint_resume);
     g_test_add_func("/ordered/stream-new-life", test_stream_new_life);
+    g_test_add_func("/ordered/fell-back-briefly", test_fell_back_briefly);
     g_test_add_data_func("/ordered/kv-new-life", GINT_TO_POINTER(FALSE), test_kv_new_life);
     g_test_add_data_func("/ordered/kv-new-life-checkpoint", GINT_TO_POINTER(TRUE), test_kv_new_life);
     g_test_add_data_func("/ordered/checkpoint-poison", GINT_TO_POINTER(TRUE), test_poison);

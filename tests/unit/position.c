@@ -242,6 +242,33 @@ static void test_start(void)
     g_assert_cmpuint(st.crashed, ==, 0);
 }
 
+/* Sequences below the position under one life (or an unknown one): the
+ * answer the host asks again before starting over.  A changed creation
+ * time is a new life at once, never a doubt. */
+static void test_fell_back(void)
+{
+    const gint64 life = G_GINT64_CONSTANT(1733000000000000000);
+    g_assert_true(jet_position_fell_back(life, 41, life, 40));
+    g_assert_true(jet_position_fell_back(life, 1, life, 0));
+    g_assert_true(jet_position_fell_back(0, 41, life, 0));
+    g_assert_true(jet_position_fell_back(life, 41, 0, 0));
+    g_assert_true(jet_position_fell_back(0, 41, 0, 40));
+    g_assert_true(jet_position_fell_back(life, G_MAXUINT64, life, G_MAXUINT64 - 1));
+    /* At or past the position: nothing fell back. */
+    g_assert_false(jet_position_fell_back(life, 41, life, 41));
+    g_assert_false(jet_position_fell_back(life, 41, life, 42));
+    g_assert_false(jet_position_fell_back(life, 0, life, 0));
+    g_assert_false(jet_position_fell_back(life, 41, life, G_MAXUINT64));
+    /* Another creation time, one nanosecond apart either way: a new life,
+     * whatever the sequences say. */
+    g_assert_false(jet_position_fell_back(life, 41, life + 1, 0));
+    g_assert_false(jet_position_fell_back(life, 41, life - 1, 40));
+    g_assert_false(jet_position_fell_back(G_MININT64, 41, G_MAXINT64, 0));
+    /* Whatever falls back is another life to jet_position_other_life. */
+    g_assert_true(jet_position_other_life(life, 41, life, 40));
+    g_assert_true(jet_position_other_life(0, 41, life, 0));
+}
+
 /* Another life of the stream: a creation time that changed (both known),
  * or a last sequence below the position; at every edge of both. */
 static void test_other_life(void)
@@ -305,6 +332,7 @@ int main(int argc, char **argv)
     g_test_add_func("/position/crashed", test_crashed);
     g_test_add_func("/position/start", test_start);
     g_test_add_func("/position/other-life", test_other_life);
+    g_test_add_func("/position/fell-back", test_fell_back);
     g_test_add_func("/position/key", test_key);
     g_test_add_func("/position/consumer-name", test_consumer_name);
     return g_test_run();
