@@ -14,6 +14,29 @@
 
 #include <string.h>
 
+/* The driver's state (JetEngine.driver_state).  The table and the fields
+ * the router and runners share are under lock. */
+typedef struct {
+    JetLanes *table;
+    GMutex lock;
+    GCond cond;                /* something is ready */
+    guint64 next_cseq;         /* the delivery sequence the next delivery should carry; 0: unknown */
+    char *filter;              /* the consumer's filter subject, for reading unknown sequences */
+    gint ready;                /* atomic: ready deliveries, for the runners' ack grouping */
+    guint idle;                /* runners waiting for something ready */
+    /* The router's own (worker 0's thread). */
+    gboolean at_bound;
+    gint64 bound_next_us;
+    gboolean bound_again;      /* at the bound, the last pull brought a redelivery: pull again at once */
+    guint bound_step_ms;       /* at the bound, how soon the router looks again */
+    guint bound_seen;          /* the lane counts it saw last, folded into one number */
+} Lanes;
+
+static inline Lanes *L(const JetEngine *e)
+{
+    return e->driver_state;
+}
+
 /* Unknown sequences read per turn of the routing loop, so pulls and
  * routing go on while a long recovery range is read. */
 #define READS_PER_TURN 64
@@ -22,11 +45,6 @@
 #define ROOM_STEP_MS 2
 /* At the bound, a pull that only fetches a head due back goes at most this often. */
 #define BOUND_PULL_US (250 * 1000)
-
-gboolean jet__lanes_on(const JetEngine *e)
-{
-    return e->lanes != NULL;
-}
 
 /* Under lanes_lock.  Wakes runners only for what the busy ones will not
  * take: a runner that finishes takes the next ready delivery without
@@ -37,28 +55,28 @@ gboolean jet__lanes_on(const JetEngine *e)
 static void publish_ready(JetEngine *e)
 {
     JetLaneCounts c;
-    jet_lanes_counts(e->lanes, &c);
-    g_atomic_int_set(&e->lane_ready, (gint)c.ready);
+    jet_lanes_counts(L(e)->table, &c);
+    g_atomic_int_set(&L(e)->ready, (gint)c.ready);
     guint runners = e->n_workers - 1;
-    guint awake = runners - MIN(e->lane_idle, runners);
-    if (c.ready <= awake || e->lane_idle == 0)
+    guint awake = runners - MIN(L(e)->idle, runners);
+    if (c.ready <= awake || L(e)->idle == 0)
         return;
     if (c.ready - awake == 1)
-        g_cond_signal(&e->lanes_cond);
+        g_cond_signal(&L(e)->cond);
     else
-        g_cond_broadcast(&e->lanes_cond);
+        g_cond_broadcast(&L(e)->cond);
 }
 
-guint jet__lanes_ready_hint(JetEngine *e)
+static guint lanes_ready_hint(JetEngine *e)
 {
-    return (guint)g_atomic_int_get(&e->lane_ready);
+    return (guint)g_atomic_int_get(&L(e)->ready);
 }
 
 /* --- the start ------------------------------------------------------------- */
 
 /* What a previous run may have left unacked, read before the first pull:
  * a standby that waited for its claim has facts from long ago. */
-void jet__lanes_start(Worker *w)
+static void lanes_start(Worker *w)
 {
     JetEngine *e = w->eng;
     guint waited = 0;
@@ -66,13 +84,13 @@ void jet__lanes_start(Worker *w)
         jsConsumerInfo *ci = NULL;
         natsStatus s = js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, e->b->consumer, NULL, NULL);
         if (s == NATS_OK) {
-            g_mutex_lock(&e->lanes_lock);
+            g_mutex_lock(&L(e)->lock);
             if (ci->NumAckPending > 0)
-                jet_lanes_recover(e->lanes, ci->AckFloor.Stream, ci->Delivered.Stream);
-            e->lane_next_cseq = ci->Delivered.Consumer + 1;
-            g_mutex_unlock(&e->lanes_lock);
-            g_free(e->lane_filter);
-            e->lane_filter = g_strdup(ci->Config->FilterSubject != NULL && *ci->Config->FilterSubject
+                jet_lanes_recover(L(e)->table, ci->AckFloor.Stream, ci->Delivered.Stream);
+            L(e)->next_cseq = ci->Delivered.Consumer + 1;
+            g_mutex_unlock(&L(e)->lock);
+            g_free(L(e)->filter);
+            L(e)->filter = g_strdup(ci->Config->FilterSubject != NULL && *ci->Config->FilterSubject
                                           ? ci->Config->FilterSubject : NULL);
             if (ci->NumAckPending > 0)
                 jet_log(JET_LOG_INFO, e->b->name, "lanes-recover",
@@ -92,21 +110,21 @@ void jet__lanes_start(Worker *w)
 
 /* --- pulling --------------------------------------------------------------- */
 
-guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
+static guint lanes_pull_size(Worker *w, gint64 *wait_ms)
 {
     JetEngine *e = w->eng;
     JetLaneCounts c;
     gint64 now = now_us();
-    g_mutex_lock(&e->lanes_lock);
-    jet_lanes_counts(e->lanes, &c);
-    guint due = c.waiting >= e->b->max_lane_held ? jet_lanes_due(e->lanes, now) : 0;
-    g_mutex_unlock(&e->lanes_lock);
+    g_mutex_lock(&L(e)->lock);
+    jet_lanes_counts(L(e)->table, &c);
+    guint due = c.waiting >= e->b->max_lane_held ? jet_lanes_due(L(e)->table, now) : 0;
+    g_mutex_unlock(&L(e)->lock);
     *wait_ms = TAKE_STEP_US / 1000;
     if (c.waiting >= e->b->max_lane_held) {
         /* The bound: nothing new is taken in, but a head given back must
          * be able to come home, or its lane would wait for ever. */
-        if (!e->lane_at_bound) {
-            e->lane_at_bound = TRUE;
+        if (!L(e)->at_bound) {
+            L(e)->at_bound = TRUE;
             JET_STAT_ADD(&w->stats, lane_bound, 1);
             jet_log(JET_LOG_WARNING, e->b->name, "lanes-bound",
                     "%u deliveries wait behind an earlier message of their key (max_lane_held %u; %u of them "
@@ -120,10 +138,10 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
          * A first delivery or nothing puts the pace back.  The word holds
          * until a head is due: the redelivery it came with is usually that
          * head, in a handler, and the next is due only once it is settled. */
-        if (due > 0 && (e->lane_bound_again || now >= e->lane_bound_next_us)) {
-            e->lane_bound_again = FALSE;
-            e->lane_bound_next_us = now + BOUND_PULL_US;
-            e->lane_bound_step_ms = ROOM_STEP_MS;
+        if (due > 0 && (L(e)->bound_again || now >= L(e)->bound_next_us)) {
+            L(e)->bound_again = FALSE;
+            L(e)->bound_next_us = now + BOUND_PULL_US;
+            L(e)->bound_step_ms = ROOM_STEP_MS;
             return 1;
         }
         /* What is in hand settles soon, and its settlement is what clears
@@ -133,21 +151,21 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
          * hung handler) twice as long each time, up to the take step. */
         if (c.ready + c.busy > 0) {
             guint seen = c.ready ^ (c.busy << 10) ^ (c.waiting << 20);
-            if (seen != e->lane_bound_seen || e->lane_bound_step_ms == 0)
-                e->lane_bound_step_ms = ROOM_STEP_MS;
+            if (seen != L(e)->bound_seen || L(e)->bound_step_ms == 0)
+                L(e)->bound_step_ms = ROOM_STEP_MS;
             else
-                e->lane_bound_step_ms = MIN(e->lane_bound_step_ms * 2, TAKE_STEP_US / 1000);
-            e->lane_bound_seen = seen;
-            *wait_ms = e->lane_bound_step_ms;
+                L(e)->bound_step_ms = MIN(L(e)->bound_step_ms * 2, TAKE_STEP_US / 1000);
+            L(e)->bound_seen = seen;
+            *wait_ms = L(e)->bound_step_ms;
         } else {
-            e->lane_bound_again = FALSE;   /* given back with a delay: the pace it is */
+            L(e)->bound_again = FALSE;   /* given back with a delay: the pace it is */
         }
         return 0;
     }
-    e->lane_bound_again = FALSE;
-    e->lane_bound_step_ms = 0;   /* the next time at the bound starts at 2 ms */
-    if (e->lane_at_bound) {
-        e->lane_at_bound = FALSE;
+    L(e)->bound_again = FALSE;
+    L(e)->bound_step_ms = 0;   /* the next time at the bound starts at 2 ms */
+    if (L(e)->at_bound) {
+        L(e)->at_bound = FALSE;
         jet_log(JET_LOG_INFO, e->b->name, "lanes-bound-cleared", "%u deliveries wait behind an earlier message "
                 "of their key; pulling again", c.waiting);
     }
@@ -167,7 +185,7 @@ guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms)
 
 /* --- routing ------------------------------------------------------------------ */
 
-void jet__lanes_route(Worker *w, Item *it, const JetAckMeta *meta)
+static void lanes_route(Worker *w, Item *it, const JetAckMeta *meta)
 {
     JetEngine *e = w->eng;
     natsMsg *m = it->msg;
@@ -189,26 +207,26 @@ void jet__lanes_route(Worker *w, Item *it, const JetAckMeta *meta)
         key = NULL;
     }
 
-    g_mutex_lock(&e->lanes_lock);
+    g_mutex_lock(&L(e)->lock);
     JetLaneCounts before;
-    jet_lanes_counts(e->lanes, &before);
-    if (e->lane_next_cseq != 0 && meta->consumer_seq > e->lane_next_cseq) {
-        guint64 lost = meta->consumer_seq - e->lane_next_cseq;
-        jet_lanes_gap(e->lanes);
+    jet_lanes_counts(L(e)->table, &before);
+    if (L(e)->next_cseq != 0 && meta->consumer_seq > L(e)->next_cseq) {
+        guint64 lost = meta->consumer_seq - L(e)->next_cseq;
+        jet_lanes_gap(L(e)->table);
         JET_STAT_ADD(&w->stats, lane_gaps, lost);
         jet_log(JET_LOG_WARNING, e->b->name, "lanes-gap",
                 "%" G_GUINT64_FORMAT " deliveries (delivery seq %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
                 ") never reached the host: until their keys are known, nothing after them is handled",
-                lost, e->lane_next_cseq, meta->consumer_seq - 1);
+                lost, L(e)->next_cseq, meta->consumer_seq - 1);
     }
-    if (meta->consumer_seq >= e->lane_next_cseq)
-        e->lane_next_cseq = meta->consumer_seq + 1;
-    e->lane_bound_again = e->lane_at_bound && meta->delivered > 1;
-    gpointer replaced = jet_lanes_offer(e->lanes, key, len, meta->stream_seq, meta->delivered == 1, it);
+    if (meta->consumer_seq >= L(e)->next_cseq)
+        L(e)->next_cseq = meta->consumer_seq + 1;
+    L(e)->bound_again = L(e)->at_bound && meta->delivered > 1;
+    gpointer replaced = jet_lanes_offer(L(e)->table, key, len, meta->stream_seq, meta->delivered == 1, it);
     JetLaneCounts c;
-    jet_lanes_counts(e->lanes, &c);
+    jet_lanes_counts(L(e)->table, &c);
     publish_ready(e);
-    g_mutex_unlock(&e->lanes_lock);
+    g_mutex_unlock(&L(e)->lock);
     JET_STAT_MAX(&w->stats, max_held, c.waiting + c.ready + c.busy);
     if (c.waiting > before.waiting)
         JET_STAT_ADD(&w->stats, lane_waits, 1);
@@ -236,7 +254,7 @@ static gboolean read_unknown(JetEngine *e, guint64 seq, Worker *w)
     }
     JET_STAT_ADD(&w->stats, lane_reads, 1);
     gboolean pending = st == JET_STORED_FOUND &&
-                       (e->lane_filter == NULL || jet_subject_matches(e->lane_filter, sm->subject));
+                       (L(e)->filter == NULL || jet_subject_matches(L(e)->filter, sm->subject));
     const char *key = NULL;
     gsize len = 0;
     g_auto(JetHdrParse) hdrs = { 0 };
@@ -247,21 +265,21 @@ static gboolean read_unknown(JetEngine *e, guint64 seq, Worker *w)
         if (jet_lane_key_of(&e->b->lane_key, sm->subject, hdrs.headers, &key, &len) != JET_LANE_KEYED)
             key = NULL;
     }
-    g_mutex_lock(&e->lanes_lock);
-    jet_lanes_resolve(e->lanes, seq, pending, key, len);
+    g_mutex_lock(&L(e)->lock);
+    jet_lanes_resolve(L(e)->table, seq, pending, key, len);
     publish_ready(e);
-    g_mutex_unlock(&e->lanes_lock);
+    g_mutex_unlock(&L(e)->lock);
     return TRUE;
 }
 
-void jet__lanes_resolve_some(Worker *w)
+static void lanes_resolve_some(Worker *w)
 {
     JetEngine *e = w->eng;
     for (guint i = 0; i < READS_PER_TURN && !g_atomic_int_get(&e->stopping); i++) {
         guint64 seq = 0;
-        g_mutex_lock(&e->lanes_lock);
-        gboolean need = jet_lanes_next_unresolved(e->lanes, &seq);
-        g_mutex_unlock(&e->lanes_lock);
+        g_mutex_lock(&L(e)->lock);
+        gboolean need = jet_lanes_next_unresolved(L(e)->table, &seq);
+        g_mutex_unlock(&L(e)->lock);
         if (!need || !read_unknown(e, seq, w))
             return;
     }
@@ -291,7 +309,7 @@ static JetLaneSettled lane_outcome(const JetEngine *e, const JetExecuted *x, gin
     return JET_LANE_OUT;
 }
 
-gpointer jet__lanes_runner_main(gpointer data)
+static gpointer lanes_runner_main(gpointer data)
 {
     Worker *w = data;
     JetEngine *e = w->eng;
@@ -301,18 +319,18 @@ gpointer jet__lanes_runner_main(gpointer data)
          * is released at the drain, in order (docs/exclusive.md). */
         if (!jet__fence_wait(e))
             break;
-        g_mutex_lock(&e->lanes_lock);
-        Item *it = jet_lanes_take(e->lanes, &seq);
+        g_mutex_lock(&L(e)->lock);
+        Item *it = jet_lanes_take(L(e)->table, &seq);
         if (it == NULL) {
-            e->lane_idle++;
-            g_cond_wait_until(&e->lanes_cond, &e->lanes_lock, g_get_monotonic_time() + TAKE_STEP_US);
-            e->lane_idle--;
-            g_mutex_unlock(&e->lanes_lock);
+            L(e)->idle++;
+            g_cond_wait_until(&L(e)->cond, &L(e)->lock, g_get_monotonic_time() + TAKE_STEP_US);
+            L(e)->idle--;
+            g_mutex_unlock(&L(e)->lock);
             jet__acks_due(w);
             continue;
         }
         publish_ready(e);
-        g_mutex_unlock(&e->lanes_lock);
+        g_mutex_unlock(&L(e)->lock);
 
         JetAckMeta meta;
         jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta);   /* parsed once already at routing */
@@ -320,16 +338,16 @@ gpointer jet__lanes_runner_main(gpointer data)
         it->worker = w->index;   /* its handler's worker, for a hung report and the counters */
         g_mutex_unlock(&e->lease_lock);
         if (e->take_hook != NULL)
-            e->take_hook(w->index, jet__lanes_ready_hint(e) + 1, e->take_hook_data);
+            e->take_hook(w->index, lanes_ready_hint(e) + 1, e->take_hook_data);
         JetExecuted x;
         jet__deliver(e, it, &meta, &x);
         gint64 due = 0;
         JetLaneSettled how = lane_outcome(e, &x, &due);
 
-        g_mutex_lock(&e->lanes_lock);
-        jet_lanes_settled(e->lanes, it, seq, how, due);
+        g_mutex_lock(&L(e)->lock);
+        jet_lanes_settled(L(e)->table, it, seq, how, due);
         publish_ready(e);
-        g_mutex_unlock(&e->lanes_lock);
+        g_mutex_unlock(&L(e)->lock);
         natsMsg_Destroy(it->msg);
         g_free(it);
     }
@@ -339,36 +357,36 @@ gpointer jet__lanes_runner_main(gpointer data)
 
 /* --- the floor and the end ----------------------------------------------------- */
 
-void jet__lanes_floor(JetEngine *e, guint64 floor)
+static void lanes_floor(JetEngine *e, guint64 floor)
 {
-    g_mutex_lock(&e->lanes_lock);
-    jet_lanes_floor(e->lanes, floor);
+    g_mutex_lock(&L(e)->lock);
+    jet_lanes_floor(L(e)->table, floor);
     publish_ready(e);
-    g_mutex_unlock(&e->lanes_lock);
+    g_mutex_unlock(&L(e)->lock);
 }
 
-char *jet__lanes_describe(JetEngine *e, guint64 seq)
+static char *lanes_describe(JetEngine *e, guint64 seq)
 {
     g_autofree char *key = NULL;
     const char *state = NULL;
     guint behind = 0;
-    g_mutex_lock(&e->lanes_lock);
-    gboolean found = jet_lanes_describe(e->lanes, seq, &key, &state, &behind);
-    g_mutex_unlock(&e->lanes_lock);
+    g_mutex_lock(&L(e)->lock);
+    gboolean found = jet_lanes_describe(L(e)->table, seq, &key, &state, &behind);
+    g_mutex_unlock(&L(e)->lock);
     if (!found)
         return NULL;
     return g_strdup_printf("stream seq %" G_GUINT64_FORMAT " holds the floor in lane %s: %s, %u behind it in its lane",
                            seq, key, state, behind);
 }
 
-void jet__lanes_release_all(JetEngine *e, Worker *w)
+static void lanes_release_all(JetEngine *e, Worker *w)
 {
     guint n = 0;
     for (;;) {
         guint64 seq = 0;
-        g_mutex_lock(&e->lanes_lock);
-        Item *it = jet_lanes_pop_waiting(e->lanes, &seq);
-        g_mutex_unlock(&e->lanes_lock);
+        g_mutex_lock(&L(e)->lock);
+        Item *it = jet_lanes_pop_waiting(L(e)->table, &seq);
+        g_mutex_unlock(&L(e)->lock);
         if (it == NULL)
             break;
         jet__release_item(w, it);
@@ -378,3 +396,78 @@ void jet__lanes_release_all(JetEngine *e, Worker *w)
         jet_log(JET_LOG_INFO, e->b->name, "lanes-released",
                 "%u delivery(ies) waiting in lanes given back (the next run keeps their order: docs/lanes.md)", n);
 }
+
+/* --- the driver ---------------------------------------------------------------- */
+
+static guint lanes_workers(const JetBindingConfig *b)
+{
+    return MAX(b->workers, 1) + 1;   /* worker 0 routes, the others run */
+}
+
+static void lanes_init(JetEngine *e)
+{
+    Lanes *l = g_new0(Lanes, 1);
+    l->table = jet_lanes_new();
+    g_mutex_init(&l->lock);
+    g_cond_init(&l->cond);
+    e->driver_state = l;
+}
+
+static void lanes_fini(JetEngine *e)
+{
+    Lanes *l = L(e);
+    jet_lanes_free(l->table);
+    g_mutex_clear(&l->lock);
+    g_cond_clear(&l->cond);
+    g_free(l->filter);
+    g_free(l);
+    e->driver_state = NULL;
+}
+
+static void lanes_start_all(JetEngine *e)
+{
+    jet__pull_start_workers(e, lanes_runner_main);
+    g_autofree char *key = jet_lane_key_format(&e->b->lane_key);
+    jet_log(JET_LOG_INFO, e->b->name, "subscribed", "%u worker(s) on %s/%s in lanes by %s, batch %u, at most %u "
+            "held behind a lane's head", e->n_workers - 1, e->b->stream, e->b->consumer, key, e->b->batch,
+            e->b->max_lane_held);
+    jet__pull_start_keeper(e);
+}
+
+/* After every thread is joined: what waits in lanes is given back. */
+static void lanes_joined(JetEngine *e)
+{
+    if (e->workers[0].sub == NULL)
+        return;   /* never started: nothing was routed */
+    lanes_release_all(e, &e->workers[0]);
+    natsConnection_FlushTimeout(jet_conn_nats(e->conn), 2000);
+}
+
+/* A new consumer counts its deliveries from 1 again: the next is not
+ * known until it comes. */
+static void lanes_consumer_new(JetEngine *e)
+{
+    g_mutex_lock(&L(e)->lock);
+    L(e)->next_cseq = 0;
+    g_mutex_unlock(&L(e)->lock);
+}
+
+const JetDriver jet__driver_lanes = {
+    .kind = "lanes",
+    .acked = TRUE,
+    .first_routes = TRUE,
+    .n_workers = lanes_workers,
+    .init = lanes_init,
+    .fini = lanes_fini,
+    .transport = jet__engine_transport_init,
+    .start = lanes_start_all,
+    .joined = lanes_joined,
+    .pull_start = lanes_start,
+    .pull_size = lanes_pull_size,
+    .take = lanes_route,
+    .turn = lanes_resolve_some,
+    .consumer_new = lanes_consumer_new,
+    .floor = lanes_floor,
+    .describe = lanes_describe,
+    .ready = lanes_ready_hint,
+};

@@ -1,12 +1,17 @@
-/* The engine's insides, shared by its files: the pull loop (engine.c), its
- * transport for the settlement executor (engine_transport.c), lanes
- * (engine_lanes.c), the exclusive fence and pin (engine_fence.c,
- * engine_pin.c) and ordered reads (ordered.c).  Not for anyone else. */
+/* The engine's insides, shared by its files (docs/architecture.md, "The
+ * engine: a runner and its drivers"): the runner (engine.c) and its
+ * services to the drivers (engine_gate.c, engine_acks.c, engine_inbox.c,
+ * engine_health.c, the transport for the settlement executor in
+ * engine_transport.c, the exclusive fence and pin in engine_fence.c and
+ * engine_pin.c, the breaker's pause in engine_pause.c); the pull loop
+ * (engine_pull.c); the drivers (engine_durable.c, engine_lanes.c,
+ * ordered.c).  Not for anyone else. */
 #ifndef JET_ENGINE_PRIVATE_H
 #define JET_ENGINE_PRIVATE_H
 
 #include "ack_subject.h"
 #include "engine.h"
+#include "engine_driver.h"
 #include "executor.h"
 #include "floor_monitor.h"
 #include "ledger.h"
@@ -42,7 +47,7 @@
 
 /* One message taken off a worker's inbox subscription, with when the host
  * first saw it (taken by the worker, or moved aside by the lease keeper). */
-typedef struct {
+typedef struct JetItem {
     natsMsg *msg;
     gint64 arrived_us;
     /* lease state, guarded by the engine's lease lock while in the held set */
@@ -140,7 +145,7 @@ typedef struct {
     gboolean pin_probe;        /* sent without a pin id, to be given one (engine_pin.c) */
 } Pull;
 
-typedef struct {
+typedef struct JetWorker {
     JetEngine *eng;
     guint index;
     GThread *thread;
@@ -172,7 +177,7 @@ typedef struct {
     guint idle_windows;        /* consecutive pulls that ended with nothing */
     guint64 invalid_backoff_ms;
     gint hung;                 /* atomic: its handler is past handler_timeout */
-    struct JetOrdered *ordered;   /* an ordered binding's position and consumer (ordered.c); NULL: durable */
+    gpointer driver_state;     /* its driver's own, per worker (an ordered binding's position and consumer) */
     /* Its own counters (stats.h): the hot path shares no lock.  The pad
      * keeps them off the cache line of the fields before them (an
      * alignment attribute would be wrong here: workers are g_new0'd). */
@@ -181,6 +186,7 @@ typedef struct {
 } Worker;
 
 struct JetEngine {
+    const JetDriver *driver;   /* what its kind adds (engine_driver.h) */
     JetConn *conn;
     const JetBindingConfig *b;
     JetInstance *inst;
@@ -267,21 +273,9 @@ struct JetEngine {
     gint64 num_pending;        /* as the last consumer info read said; -1: never read */
     gint64 num_ack_pending;
 
-    /* Per-key lanes (engine_lanes.c, docs/lanes.md); NULL without `key`.
-     * Worker 0 pulls and routes, workers 1..n run.  Under lanes_lock. */
-    struct JetLanes *lanes;
-    GMutex lanes_lock;
-    GCond lanes_cond;          /* something is ready */
-    guint64 lane_next_cseq;    /* the delivery sequence the next delivery should carry; 0: unknown */
-    char *lane_filter;         /* the consumer's filter subject, for reading unknown sequences */
-    gint lane_ready;           /* atomic: ready deliveries, for the runners' ack grouping */
-    guint lane_idle;           /* runners waiting for something ready */
-    /* The router's own (worker 0's thread). */
-    gboolean lane_at_bound;
-    gint64 lane_bound_next_us;
-    gboolean lane_bound_again;   /* at the bound, the last pull brought a redelivery: pull again at once */
-    guint lane_bound_step_ms;    /* at the bound, how soon the router looks again (engine_lanes.c) */
-    guint lane_bound_seen;       /* the lane counts it saw last, folded into one number */
+    /* The driver's own state (engine_driver.h: made by its init, freed by
+     * its fini); only the driver reads it. */
+    gpointer driver_state;
 
     /* The breaker's pause on a server without the consumer pause: no
      * worker pulls before this monotonic time (0: none).  Atomic. */
@@ -328,6 +322,8 @@ gboolean jet__release_hold(JetEngine *e, Item *it);
  * (with what can be read), then acked; a host release (drain) recorded in
  * the ledger before the NAK. */
 extern const JetTransport jet__engine_transport;
+/* The transport of a driver that acks (a driver table's `transport`). */
+void jet__engine_transport_init(JetEngine *e, JetTransport *t);
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *out);
 void jet__capture_malformed(JetEngine *e, Item *it);
 void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta);
@@ -372,24 +368,15 @@ void jet__pin_set(JetEngine *e, const char *group, gboolean pinned);
 void jet__pin_reread(JetEngine *e);
 /* Whether pulls name a group (and must not be merged with an ack). */
 gboolean jet__pin_grouped(JetEngine *e);
-/* ordered.c: the one worker of an ordered binding (docs/ordered.md), and
- * its transport (the engine's, but nothing is acked and a retry waits in
- * place). */
-typedef struct JetOrdered JetOrdered;
-JetOrdered *jet__ordered_new(void);
-void jet__ordered_free(JetOrdered *o);
-gpointer jet__ordered_main(gpointer worker);
-void jet__ordered_transport_init(JetTransport *t);
-/* The first bind (jet_engine_bind): attempts 0 retries until the engine
- * stops.  drop: deletes the consumer a bind made if no worker ran. */
-gboolean jet__ordered_bind(JetEngine *e, guint attempts, GError **error);
-void jet__ordered_drop(JetEngine *e, JetOrdered *o);
-/* The thread that reports a handler past handler_timeout (the worker is
- * the one it holds); runs while the keeper would, on keeper_quit. */
-gpointer jet__ordered_watch_main(gpointer engine);
 /* A hung handler is said again every handler_timeout (at least 1 s, at
  * most 1 min) while it runs (under the lease lock; docs/engine.md). */
 void jet__hung_still(JetEngine *e, Item *it, gint64 now, gint64 limit_us);
+/* engine_gate.c.  A handler past handler_timeout (under the lease lock):
+ * its lease stops, it leaves the isolation gate, its worker's waiting
+ * messages are released, and it is reported at once and then
+ * periodically; every worker hung tells the host (the hung hook), once. */
+void jet__handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us);
+void jet__every_worker_hung(JetEngine *e);
 /* The handler of it is entering the isolation gate (alone for a suspect) /
  * has returned.  gate_leave says whether the worker must leave the gate
  * itself (FALSE when the lease keeper left it on behalf of a hung handler). */
@@ -397,33 +384,39 @@ void jet__gate_enter(JetEngine *e, Item *it, gboolean alone);
 gboolean jet__gate_left_for_it(JetEngine *e, Item *it);
 
 /* A suspect is about to be handled (begin) or has been settled (end):
- * careful mode holds from begin until AckWait x 2 after the last end. */
+ * careful mode holds from begin until AckWait x 2 after the last end.
+ * jet__careful: whether it holds now; jet__careful_worker: the one worker
+ * that pulls meanwhile; jet__careful_span_us: AckWait x 2. */
 void jet__suspect_begin(JetEngine *e);
 void jet__suspect_end(JetEngine *e);
+gboolean jet__careful(JetEngine *e);
+guint jet__careful_worker(JetEngine *e);
+gint64 jet__careful_span_us(JetEngine *e);
 
-/* engine.c, for the lane runners: acks that wait are sent when due / now;
- * an item never handled is released (NAK, recorded) and freed. */
+/* engine_acks.c: acks that wait are sent when due (after ACK_COALESCE_US,
+ * or after_us: returns how long until they are, 0 when none wait) / now;
+ * what waits for a worker, not yet taken; what its pulls still owe. */
 void jet__acks_due(Worker *w);
+gint64 jet__acks_due_after(Worker *w, gint64 after_us);
 void jet__acks_flush(Worker *w);
-void jet__release_item(Worker *w, Item *it);
+guint jet__waiting_msgs(Worker *w);
+guint jet__owed(const Worker *w);
 
-/* engine_lanes.c: per-key lanes (docs/lanes.md).  The router (worker 0)
- * reads the consumer's state before its first pull (start), sizes each
- * pull (0: none now; *wait_ms: how long to wait for a message before
- * asking again), routes each delivery, and reads the keys of unknown
- * sequences; runners (workers 1..n) run what is ready. */
-gboolean jet__lanes_on(const JetEngine *e);
-void jet__lanes_start(Worker *w);
-guint jet__lanes_pull_size(Worker *w, gint64 *wait_ms);
-void jet__lanes_route(Worker *w, Item *it, const JetAckMeta *meta);
-void jet__lanes_resolve_some(Worker *w);
-gpointer jet__lanes_runner_main(gpointer worker);
-guint jet__lanes_ready_hint(JetEngine *e);
-void jet__lanes_floor(JetEngine *e, guint64 floor);
-/* "stream seq N holds the floor in lane K: ..." or NULL (caller frees). */
-char *jet__lanes_describe(JetEngine *e, guint64 seq);
-/* After every thread is joined: what waits in lanes is given back. */
-void jet__lanes_release_all(JetEngine *e, Worker *w);
+/* engine_inbox.c: a worker's inbox subscription, made before its thread
+ * starts; a wake-up for a worker waiting on it (a stop, a reconnect). */
+void jet__worker_inbox(Worker *w);
+void jet__wake_worker(Worker *w);
+
+/* engine_pull.c: the pull loop, for the drivers that pull.  The workers'
+ * threads (runner_main for workers 1..n of a driver whose worker 0 routes)
+ * and the lease keeper; the loop itself; an item never handled released
+ * (NAK, recorded) and freed; a pull's last ack sent with the next pull. */
+void jet__pull_start_workers(JetEngine *e, GThreadFunc runner_main);
+void jet__pull_start_keeper(JetEngine *e);
+gpointer jet__pull_main(gpointer worker);
+gpointer jet__pull_keeper_main(gpointer engine);
+void jet__release_item(Worker *w, Item *it);
+gboolean jet__ack_with_next_pull(Worker *w, const char *reply);
 
 /* The origin stream may have been deleted and re-created (a recovery, a
  * reconnect): its creation time is read again before the next capture. */

@@ -465,3 +465,9 @@ void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta)
     delivery_init(e, &d, it, meta, stream, consumer);
     jet_executor_record_release(e->executor, &d);
 }
+
+void jet__engine_transport_init(JetEngine *e, JetTransport *t)
+{
+    (void)e;
+    *t = jet__engine_transport;
+}

@@ -40,6 +40,8 @@
 #include <stdio.h>
 #include <string.h>
 
+typedef struct JetOrdered JetOrdered;
+
 struct JetOrdered {
     char *name;                /* the consumer now in use; NULL: none */
     char *next_subject;        /* its pull subject */
@@ -92,12 +94,12 @@ struct JetOrdered {
     gint64 skip_before_ns;
 };
 
-JetOrdered *jet__ordered_new(void)
+static JetOrdered *ordered_new(void)
 {
     return g_new0(JetOrdered, 1);
 }
 
-void jet__ordered_free(JetOrdered *o)
+static void ordered_free(JetOrdered *o)
 {
     if (o == NULL)
         return;
@@ -154,8 +156,9 @@ static gboolean o_release_hold(gpointer t, const JetDelivery *d)
     return FALSE;
 }
 
-void jet__ordered_transport_init(JetTransport *t)
+static void ordered_transport_init(JetEngine *e, JetTransport *t)
 {
+    (void)e;
     *t = jet__engine_transport;
     t->ack = o_ack;
     t->nak = o_nak;
@@ -194,10 +197,10 @@ static void handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
 
 /* The watch: the worker is the thread a hung handler holds, so another one
  * looks at it, a few times per handler_timeout (at most every second). */
-gpointer jet__ordered_watch_main(gpointer data)
+static gpointer ordered_watch_main(gpointer data)
 {
     JetEngine *e = data;
-    JetOrdered *o = e->workers[0].ordered;
+    JetOrdered *o = e->workers[0].driver_state;
     const gint64 limit_us = (gint64)e->b->handler_timeout_ms * 1000;
     const gint64 step_us = CLAMP(limit_us / 4, 10000, G_USEC_PER_SEC);
     g_mutex_lock(&e->lease_lock);
@@ -707,7 +710,7 @@ static void mark_entry(JetEngine *e, JetOrdered *o, guint64 seq, gboolean precis
 
 static JetOrdered *o_of(Worker *w)
 {
-    return w->ordered;
+    return w->driver_state;
 }
 
 /* Handles the delivery until it is settled for good: a RETRY or a POSTPONE
@@ -906,9 +909,9 @@ static gboolean bind_once(JetEngine *e, JetOrdered *o, GError **error)
     return create_consumer(e, o, "start", error);
 }
 
-gboolean jet__ordered_bind(JetEngine *e, guint attempts, GError **error)
+static gboolean ordered_bind(JetEngine *e, guint attempts, GError **error)
 {
-    JetOrdered *o = e->workers[0].ordered;
+    JetOrdered *o = e->workers[0].driver_state;
     if (o->bound)
         return TRUE;
     o->resume = e->b->checkpoint == JET_CHECKPOINT_KV;
@@ -934,7 +937,7 @@ gboolean jet__ordered_bind(JetEngine *e, guint attempts, GError **error)
     }
 }
 
-void jet__ordered_drop(JetEngine *e, JetOrdered *o)
+static void ordered_drop(JetEngine *e, JetOrdered *o)
 {
     drop_consumer(e, o);
 }
@@ -946,15 +949,15 @@ void jet__ordered_drop(JetEngine *e, JetOrdered *o)
  * buffered, or a round trip away) comes first and costs no write. */
 #define MARK_IDLE_MS 10
 
-gpointer jet__ordered_main(gpointer data)
+static gpointer ordered_main(gpointer data)
 {
     Worker *w = data;
     JetEngine *e = w->eng;
-    JetOrdered *o = w->ordered;
+    JetOrdered *o = w->driver_state;
     const gint64 hb_us = (gint64)e->b->idle_heartbeat_ms * 1000;
     /* Bound by the daemon at start-up (a few attempts); otherwise here,
      * until it binds or the engine stops. */
-    if (!jet__ordered_bind(e, 0, NULL))
+    if (!ordered_bind(e, 0, NULL))
         return NULL;
     o->backoff_ms = 100;
     const char *why = "start";
@@ -1033,3 +1036,49 @@ gpointer jet__ordered_main(gpointer data)
     record_write(e, o, 0, 1);
     return NULL;
 }
+
+/* --- the driver ---------------------------------------------------------------- */
+
+static guint ordered_workers(const JetBindingConfig *b)
+{
+    (void)b;
+    return 1;   /* one message at a time, in stream order */
+}
+
+static void ordered_init(JetEngine *e)
+{
+    e->workers[0].driver_state = ordered_new();
+}
+
+static void ordered_fini(JetEngine *e)
+{
+    Worker *w = &e->workers[0];
+    ordered_drop(e, w->driver_state);   /* bound, never started (another binding failed) */
+    ordered_free(w->driver_state);
+    w->driver_state = NULL;
+}
+
+static void ordered_start(JetEngine *e)
+{
+    Worker *w = &e->workers[0];
+    jet__worker_inbox(w);
+    g_autofree char *name = g_strdup_printf("jet-%s-0", e->b->name);
+    w->thread = g_thread_new(name, ordered_main, w);
+    /* Nothing is acked, so there is no lease to keep (docs/ordered.md);
+     * a handler past handler_timeout is still reported. */
+    jet_log(JET_LOG_INFO, e->b->name, "subscribed", "ordered on %s, batch %u", e->b->stream, e->b->batch);
+    if (e->b->handler_timeout_ms > 0) {
+        g_autofree char *wname = g_strdup_printf("jet-%s-watch", e->b->name);
+        e->keeper = g_thread_new(wname, ordered_watch_main, e);
+    }
+}
+
+const JetDriver jet__driver_ordered = {
+    .kind = "ordered",
+    .n_workers = ordered_workers,
+    .init = ordered_init,
+    .fini = ordered_fini,
+    .bind = ordered_bind,
+    .transport = ordered_transport_init,
+    .start = ordered_start,
+};
