@@ -13,6 +13,7 @@
 #include "progress.h"
 #include "replay.h"
 #include "stream_names.h"
+#include "stream_info.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -337,9 +338,12 @@ static gboolean dlq_life(JetDlq *d, gint64 *life_ns)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
-    natsStatus s = js_GetStreamInfo(&si, jet_conn_js(d->conn), d->stream, NULL, &jerr);
+    /* A leader's: a member's own creation time, during an election, would
+     * give every replay another id (stream_info.h). */
+    natsStatus s = jet_stream_info_led(&si, jet_conn_js(d->conn), d->stream, 5000, NULL, &jerr);
     if (s != NATS_OK) {
-        g_autofree char *why = jet_nats_error(s);
+        g_autofree char *why = s == NATS_TIMEOUT && jerr == 0 ? g_strdup("no leader answered in 5 s (an election?)")
+                                                             : jet_nats_error(s);
         fprintf(d->err, "jethost dlq: stream %s: %s\n", d->stream, why);
         return FALSE;
     }

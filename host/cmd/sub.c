@@ -16,6 +16,7 @@
 #include "nats_raw.h"
 #include "provenance.h"
 #include "sub_end.h"
+#include "stream_info.h"
 
 #include <glib.h>
 #include <signal.h>
@@ -136,7 +137,7 @@ static int read_stream(JetConn *conn, const char *stream, const char *from, gint
     }
     if (last > 0) {
         jsStreamInfo *si = NULL;
-        natsStatus s = js_GetStreamInfo(&si, jet_conn_js(conn), stream, NULL, NULL);
+        natsStatus s = jet_stream_info_led(&si, jet_conn_js(conn), stream, 5000, NULL, NULL);
         if (s != NATS_OK) {
             fprintf(stderr, "jethost sub: stream %s: %s\n", stream,
                     s == NATS_NOT_FOUND ? "does not exist" : natsStatus_GetText(s));

@@ -134,6 +134,9 @@ typedef enum {
 typedef struct {
     JetExecutor *x;
     const JetDelivery *d;
+    /* The record as this delivery's run last read or wrote it (NULL: not
+     * known, read first); a write replaces it with what was written. */
+    JetLedgerRecord *known;
     gboolean fenced;           /* check the lease before writing (FALSE: a drain's release) */
     LedgerOp op;
     const JetAttribution *att;
@@ -179,7 +182,10 @@ static void ledger_write(Mutation *m)
     if (x->ledger_bucket == NULL)
         return;
     g_autoptr(GError) err = NULL;
-    JetLedgerStatus st = x->t->ledger_update(x->td, m->d, mutate, m, &err);
+    JetLedgerRecord written;
+    JetLedgerStatus st = x->t->ledger_update(x->td, m->d, m->known, mutate, m, &written, &err);
+    if (st == JET_LEDGER_WRITTEN && m->known != NULL)
+        *m->known = written;
     if (st == JET_LEDGER_WRITTEN)
         ledger_answered(x);
     else if (st == JET_LEDGER_UNREACHABLE || st == JET_LEDGER_CONFLICT)
@@ -219,6 +225,11 @@ typedef struct {
     jet_msg jm;                /* what the plugin is shown (lent, never given) */
     JetLedgerRecord rec;
     gboolean have_rec;         /* a record was read */
+    /* What the ledger holds for it as far as this run knows: read (found
+     * or absent), nothing on a first delivery, or what it wrote since;
+     * known_valid FALSE: not known (no ledger, or it did not answer). */
+    JetLedgerRecord known;
+    gboolean known_valid;
     gboolean ledger_live;      /* the ledger answered (or was not needed) */
     JetAttribution att;
     gboolean alone;            /* a suspect: handled alone */
@@ -249,6 +260,10 @@ static void read_ledger(JetExecutor *x, Run *r)
             r->ledger_live = FALSE;
         }
     }
+    /* A first delivery has no record yet (a consumer made again under its
+     * name may find an old one: the write then reads it after all). */
+    r->known = r->rec;
+    r->known_valid = r->ledger_live;
     if (r->ledger_live) {
         r->jm.failures = r->rec.failures;
         r->jm.postpones = r->rec.postpones;
@@ -259,6 +274,11 @@ static void read_ledger(JetExecutor *x, Run *r)
          * only dead-letter early, never late. */
         r->jm.failures = r->jm.deliveries > 0 ? r->jm.deliveries - 1 : 0;
     }
+}
+
+static JetLedgerRecord *known_of(Run *r)
+{
+    return r->known_valid ? &r->known : NULL;
 }
 
 /* Step 2: crash attribution (ledger_record.h). */
@@ -291,7 +311,8 @@ static void isolate(JetExecutor *x, Run *r)
             "stream seq %" G_GUINT64_FORMAT " (delivery %u): %u deliveries unexplained%s; "
             "handling it alone with the isolation marker set", r->jm.stream_seq, r->jm.deliveries,
             r->att.unexplained, r->att.strike ? ", and the marker was still set: one strike" : "");
-    Mutation iso = { .x = x, .d = r->d, .fenced = TRUE, .op = OP_ISOLATE, .att = &r->att, .now_ns = now_ns(x) };
+    Mutation iso = { .x = x, .d = r->d, .known = known_of(r), .fenced = TRUE, .op = OP_ISOLATE, .att = &r->att,
+                     .now_ns = now_ns(x) };
     ledger_write(&iso);
 }
 
@@ -554,7 +575,7 @@ static void act_nak(JetExecutor *x, Run *r)
     }
     /* Every retry and every postpone is written: the op and, for a
      * suspect, the survived marker (docs/retries.md). */
-    Mutation mu = { .x = x, .d = d, .fenced = TRUE,
+    Mutation mu = { .x = x, .d = d, .known = known_of(r), .fenced = TRUE,
                     .op = a->kind == JET_ACTION_RETRY ? OP_FAILURE : OP_POSTPONE,
                     .att = &r->att, .alone = r->alone, .now_ns = r->settled_ns, .reason = a->reason };
     ledger_write(&mu);
@@ -580,8 +601,8 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
          * fails must not lose the message's failures.  A suspect captured
          * before it ran survived nothing: its deaths stay unexplained, so a
          * retried capture still finds a suspect. */
-        Mutation clr = { .x = x, .d = d, .fenced = TRUE, .op = OP_SURVIVED, .att = &r->att, .alone = TRUE,
-                         .now_ns = r->settled_ns };
+        Mutation clr = { .x = x, .d = d, .known = known_of(r), .fenced = TRUE, .op = OP_SURVIVED, .att = &r->att,
+                         .alone = TRUE, .now_ns = r->settled_ns };
         ledger_write(&clr);
     }
     const jet_plugin *desc = jet_instance_descriptor(x->inst);
@@ -615,7 +636,8 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
     } else if (cr == CAPTURE_KEPT) {
         /* The host gave it back for another try: its next delivery is
          * explained, not a crash (no suspect), and its failures stay. */
-        Mutation kept = { .x = x, .d = d, .fenced = TRUE, .op = OP_RELEASE, .now_ns = r->settled_ns };
+        Mutation kept = { .x = x, .d = d, .known = known_of(r), .fenced = TRUE, .op = OP_RELEASE,
+                          .now_ns = r->settled_ns };
         ledger_write(&kept);
     }
 }

@@ -66,9 +66,14 @@ typedef struct {
     /* --- the attempt ledger (called only when the executor has one) --- */
     JetLedgerStatus (*ledger_get)(gpointer t, const JetDelivery *d, JetLedgerRecord *out, GError **error);
     /* Read-modify-write: mutate runs on the freshest record, maybe more
-     * than once, right before each write attempt (ledger_record.h). */
-    JetLedgerStatus (*ledger_update)(gpointer t, const JetDelivery *d, JetLedgerMutateFn mutate,
-                                     gpointer mutate_data, GError **error);
+     * than once, right before each write attempt (ledger_record.h).
+     * known: the record as the executor last read or wrote it, which the
+     * first attempt may take instead of reading (a stale one only costs the
+     * read after all); NULL: read first.  out: what was written, on
+     * JET_LEDGER_WRITTEN. */
+    JetLedgerStatus (*ledger_update)(gpointer t, const JetDelivery *d, const JetLedgerRecord *known,
+                                     JetLedgerMutateFn mutate, gpointer mutate_data, JetLedgerRecord *out,
+                                     GError **error);
     JetLedgerStatus (*ledger_delete)(gpointer t, const JetDelivery *d, GError **error);
 
     /* --- the lease --- */

@@ -5,6 +5,7 @@
 #include "js_api.h"
 #include "log.h"
 #include "setup_retry.h"
+#include "stream_info.h"
 #include "stream_names.h"
 #include "subject_overlap.h"
 
@@ -293,7 +294,9 @@ static Life stream_life(jsCtx *js, const JetBindingConfig *b, gint64 life_ns)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
-    natsStatus s = js_GetStreamInfo(&si, js, b->stream, NULL, &jerr);
+    /* A member's own creation time, during an election, is no life of the
+     * stream's (stream_info.h): unknown, asked again at the next attempt. */
+    natsStatus s = jet_stream_info_led(&si, js, b->stream, 0, NULL, &jerr);
     if (s != NATS_OK)
         return jerr == ERR_STREAM_NOT_FOUND || s == NATS_NOT_FOUND ? LIFE_GONE : LIFE_UNKNOWN;
     Life l = si->Created == life_ns ? LIFE_SAME : LIFE_OTHER;

@@ -8,6 +8,7 @@
 #include "consumer_setup.h"
 #include "msg_payload.h"
 #include "start_time.h"
+#include "stream_info.h"
 #include "sub_end.h"
 
 #include "ack_subject.h"
@@ -350,9 +351,12 @@ gboolean jet_dlq_read(JetConn *conn, const char *stream, const JetDlqReadOptions
     *st = (JetDlqReadStats){ 0 };
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
-    natsStatus s = js_GetStreamInfo(&si, jet_conn_js(conn), stream, NULL, &jerr);
+    /* Where the read ends: a leader's count, never a member's own during an
+     * election (stream_info.h). */
+    natsStatus s = jet_stream_info_led(&si, jet_conn_js(conn), stream, 5000, NULL, &jerr);
     if (s != NATS_OK) {
-        g_autofree char *why = jet_nats_error(s);
+        g_autofree char *why = s == NATS_TIMEOUT && jerr == 0 ? g_strdup("no leader answered in 5 s (an election?)")
+                                                             : jet_nats_error(s);
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "stream %s: %s", stream, why);
         return FALSE;
     }

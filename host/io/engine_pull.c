@@ -11,6 +11,7 @@
 #include "log.h"
 #include "nats_raw.h"
 #include "pull_status.h"
+#include "stream_info.h"
 #include "stats.h"
 
 #include <stdio.h>
@@ -306,7 +307,8 @@ static void pull_over(Worker *w, Pull *p)
 static void refresh_life(JetEngine *e)
 {
     jsStreamInfo *si = NULL;
-    if (js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, NULL) != NATS_OK)
+    /* Once: the keeper may be the caller, and a leader's answer only. */
+    if (jet_stream_info_led(&si, jet_conn_js(e->conn), e->b->stream, 0, NULL, NULL) != NATS_OK)
         return;
     gint64 created = si->Created;
     jsStreamInfo_Destroy(si);

@@ -2,6 +2,7 @@
  * transport on nats.c, and the step before it, reading a delivery off the
  * wire.  The sequence itself is host/core/executor.c, the mock host's too. */
 #include "engine_private.h"
+#include "stream_info.h"
 #include "msg_payload.h"
 #include "breaker_claim.h"
 #include "capture.h"
@@ -36,11 +37,13 @@ static JetLedgerStatus t_ledger_get(gpointer t, const JetDelivery *d, JetLedgerR
     return jet_ledger_get(e->ledger, d->stream, d->consumer, d->stream_seq, out, error);
 }
 
-static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, JetLedgerMutateFn mutate,
-                                       gpointer mutate_data, GError **error)
+static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, const JetLedgerRecord *known,
+                                       JetLedgerMutateFn mutate, gpointer mutate_data, JetLedgerRecord *out,
+                                       GError **error)
 {
     JetEngine *e = t;
-    return jet_ledger_update(e->ledger, d->stream, d->consumer, d->stream_seq, mutate, mutate_data, NULL, error);
+    return jet_ledger_update_from(e->ledger, d->stream, d->consumer, d->stream_seq, known, mutate, mutate_data, out,
+                                  error);
 }
 
 static JetLedgerStatus t_ledger_delete(gpointer t, const JetDelivery *d, GError **error)
@@ -220,7 +223,9 @@ static gint64 t_stream_created(gpointer t)
     if (v > 0)
         return v;
     jsStreamInfo *si = NULL;
-    if (js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, NULL) == NATS_OK) {
+    /* A leader's: a member's own, during an election, may be another
+     * creation time, and every publish's id would change with it. */
+    if (jet_stream_info_led(&si, jet_conn_js(e->conn), e->b->stream, 0, NULL, NULL) == NATS_OK) {
         v = si->Created;
         jsStreamInfo_Destroy(si);
         __atomic_store_n(&e->stream_created_ns, v, __ATOMIC_RELAXED);

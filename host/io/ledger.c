@@ -298,12 +298,18 @@ JetLedgerStatus jet_ledger_get(JetLedger *l, const char *stream, const char *con
     return note(l, read_key(l, key, out, error));
 }
 
-static JetLedgerStatus update(JetLedger *l, const char *key, JetLedgerMutateFn mutate,
+static JetLedgerStatus update(JetLedger *l, const char *key, const JetLedgerRecord *known, JetLedgerMutateFn mutate,
                               gpointer user_data, JetLedgerRecord *out, GError **error)
 {
     for (guint attempt = 1;; attempt++) {
         JetLedgerRecord rec;
-        if (read_key(l, key, &rec, error) == JET_LEDGER_UNREACHABLE)
+        /* The caller's record saves the read: one round trip a write.  If
+         * it is not what the key holds, the write loses, and the next
+         * attempt reads. */
+        gboolean guessed = attempt == 1 && known != NULL;
+        if (guessed)
+            rec = *known;
+        else if (read_key(l, key, &rec, error) == JET_LEDGER_UNREACHABLE)
             return JET_LEDGER_UNREACHABLE;
         guint64 read_at = rec.revision;
         JetLedgerRecord as_read = rec;
@@ -342,21 +348,30 @@ static JetLedgerStatus update(JetLedger *l, const char *key, JetLedgerMutateFn m
             return JET_LEDGER_CONFLICT;
         }
         /* Someone else wrote in between: read the fresh record and retry,
-         * after a short jittered pause so two writers do not keep colliding. */
-        g_usleep((gulong)g_random_int_range(50, 500 * (1 << MIN(attempt, 4u))));
+         * after a short jittered pause so two writers do not keep colliding
+         * (at once after a guess that lost: nobody else may have written). */
+        if (!guessed)
+            g_usleep((gulong)g_random_int_range(50, 500 * (1 << MIN(attempt, 4u))));
     }
 }
 
-JetLedgerStatus jet_ledger_update(JetLedger *l, const char *stream, const char *consumer,
-                                  guint64 stream_seq, JetLedgerMutateFn mutate, gpointer user_data,
-                                  JetLedgerRecord *out, GError **error)
+JetLedgerStatus jet_ledger_update_from(JetLedger *l, const char *stream, const char *consumer, guint64 stream_seq,
+                                       const JetLedgerRecord *known, JetLedgerMutateFn mutate, gpointer user_data,
+                                       JetLedgerRecord *out, GError **error)
 {
     g_return_val_if_fail(l != NULL && stream != NULL && consumer != NULL && mutate != NULL,
                          JET_LEDGER_UNREACHABLE);
     if (cooling_down(l, error))
         return JET_LEDGER_UNREACHABLE;
     g_autofree char *key = jet_ledger_key(stream, consumer, stream_seq);
-    return note(l, update(l, key, mutate, user_data, out, error));
+    return note(l, update(l, key, known, mutate, user_data, out, error));
+}
+
+JetLedgerStatus jet_ledger_update(JetLedger *l, const char *stream, const char *consumer,
+                                  guint64 stream_seq, JetLedgerMutateFn mutate, gpointer user_data,
+                                  JetLedgerRecord *out, GError **error)
+{
+    return jet_ledger_update_from(l, stream, consumer, stream_seq, NULL, mutate, user_data, out, error);
 }
 
 JetLedgerStatus jet_ledger_delete(JetLedger *l, const char *stream, const char *consumer,

@@ -106,6 +106,15 @@ JetLedgerStatus jet_ledger_update(JetLedger *l, const char *stream, const char *
                                   guint64 stream_seq, JetLedgerMutateFn mutate, gpointer user_data,
                                   JetLedgerRecord *out, GError **error);
 
+/* The same, from known: the record as the caller last read or wrote it
+ * (revision 0: nothing there), so the first attempt writes without reading
+ * first; a known that is not what the key holds loses the compare-and-set
+ * and the next attempt reads (at once, no pause).  known NULL: as
+ * jet_ledger_update. */
+JetLedgerStatus jet_ledger_update_from(JetLedger *l, const char *stream, const char *consumer, guint64 stream_seq,
+                                       const JetLedgerRecord *known, JetLedgerMutateFn mutate, gpointer user_data,
+                                       JetLedgerRecord *out, GError **error);
+
 /* When the message settles terminally (acked, captured): kvStore_Delete, a
  * delete marker that, with history 1, replaces the record at once and
  * itself expires after max_age.  (A purge would leave the same one marker

@@ -32,6 +32,7 @@
 #include "log.h"
 #include "position.h"
 #include "start_time.h"
+#include "stream_info.h"
 #include "stream_msg.h"
 #include "nats_raw.h"
 #include "pull_status.h"
@@ -295,9 +296,12 @@ static jsStreamInfo *stream_info(JetEngine *e, GError **error)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
-    natsStatus s = js_GetStreamInfo(&si, jet_conn_js(e->conn), e->b->stream, NULL, &jerr);
+    /* A leader's answer: a member's own, during an election, may count
+     * fewer messages than the stream holds (stream_info.h). */
+    natsStatus s = jet_stream_info_led(&si, jet_conn_js(e->conn), e->b->stream, 5000, &e->stopping, &jerr);
     if (s != NATS_OK) {
-        g_autofree char *text = jet_nats_error(s);
+        g_autofree char *text = s == NATS_TIMEOUT && jerr == 0 ? g_strdup("no leader answered in 5 s")
+                                                              : jet_nats_error(s);
         g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stream info of %s: %s [err %d]", e->b->name,
                     e->b->stream, text, (int)jerr);
         return NULL;

@@ -26,16 +26,20 @@ static JetLedgerStatus t_ledger_get(gpointer t, const JetDelivery *d, JetLedgerR
     return r->rec_found ? JET_LEDGER_FOUND : JET_LEDGER_ABSENT;
 }
 
-static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, JetLedgerMutateFn mutate,
-                                       gpointer mutate_data, GError **error)
+static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, const JetLedgerRecord *known,
+                                       JetLedgerMutateFn mutate, gpointer mutate_data, JetLedgerRecord *out,
+                                       GError **error)
 {
     (void)d;
+    (void)known;   /* the mock's record is in memory: always read */
     (void)error;
     MockRun *r = run_of(t);
     JetLedgerRecord rec = r->rec;
     if (!mutate(&rec, mutate_data))
         return JET_LEDGER_SKIPPED;
     r->rec = rec;
+    if (out != NULL)
+        *out = rec;
     r->rec_found = TRUE;
     /* The message's record, for its next delivery (jet_mock_msg_redeliver). */
     jet_mock_msg *b = (jet_mock_msg *)r->msg;

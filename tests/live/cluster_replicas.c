@@ -12,11 +12,18 @@
  * (the ledger bucket, with another max_age; the DLQ stream; the advisory
  * stream) under a host left at `replicas = 1`: the host starts, binds them
  * as they are (still R3; the ledger's max_age set to the host's), logs each
- * difference once (event=replicas-differ) and handles what is published. */
+ * difference once (event=replicas-differ) and handles what is published.
+ *
+ * /cluster-replicas/stream-info-leaderless: an R3 stream whose leader and
+ * one more member are stopped: the member left answers a stream info
+ * request with its own state and no leader named, which the host does not
+ * take (jet_stream_info_led: no answer); with the two back, a leader
+ * answers, every message counted. */
 #define _GNU_SOURCE
 #include "cluster.h"
 
 #include "advisory.h"
+#include "stream_info.h"
 
 #include <string.h>
 
@@ -194,10 +201,65 @@ static void test_existing(void)
     jet_test_js_close(nc, js);
 }
 
+/* The member left of a group with no leader answers for itself. */
+static void test_stream_info_leaderless(void)
+{
+    g_autoptr(JetTestCluster) c = jet_test_cluster_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_cluster_js_open(c, &nc);
+    jet_test_cluster_stream_create(js, "LL", "ll.>", 3, 0);
+    jet_test_publish_n(js, "ll.x", N_MSGS);
+    int leader = jet_test_cluster_stream_leader(c, js, "LL");
+    g_assert_cmpint(leader, >=, 0);
+    int keep = (leader + 1) % 3, other = (leader + 2) % 3;
+    natsConnection *nk = NULL;
+    jsCtx *jk = jet_test_js_open(jet_test_cluster_url(c, keep), &nk);
+    jet_test_cluster_stop(c, leader);
+    jet_test_cluster_stop(c, other);
+
+    /* What the server does (a member counts its group leaderless some
+     * seconds after the leader goes, and after its first 10 s). */
+    guint leaderless = 0, other_answers = 0;
+    gint64 until = g_get_monotonic_time() + 40 * G_USEC_PER_SEC;
+    while (leaderless == 0 && g_get_monotonic_time() < until) {
+        jsStreamInfo *si = NULL;
+        if (js_GetStreamInfo(&si, jk, "LL", NULL, NULL) == NATS_OK) {
+            if (jet_stream_info_leaderless(si))
+                leaderless++;
+            else
+                other_answers++;
+            jsStreamInfo_Destroy(si);
+        }
+        if (leaderless == 0)
+            g_usleep(200 * 1000);
+    }
+    g_test_message("node %d left alone: %u leaderless answer(s), %u with a leader", keep, leaderless, other_answers);
+    g_assert_cmpuint(leaderless, >, 0);
+
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = jet_stream_info_led(&si, jk, "LL", 1000, NULL, &jerr);
+    g_test_message("while leaderless: %s (err %d)", natsStatus_GetText(s), (int)jerr);
+    g_assert_cmpint(s, !=, NATS_OK);
+    g_assert_null(si);
+
+    jet_test_cluster_restart(c, leader);
+    jet_test_cluster_restart(c, other);
+    s = jet_stream_info_led(&si, jk, "LL", 60000, NULL, &jerr);
+    g_assert_cmpint(s, ==, NATS_OK);
+    g_assert_false(jet_stream_info_leaderless(si));
+    g_assert_cmpuint(si->State.Msgs, ==, N_MSGS);
+    g_test_message("back: leader %s, %" G_GUINT64_FORMAT " messages", si->Cluster->Leader, si->State.Msgs);
+    jsStreamInfo_Destroy(si);
+    jet_test_js_close(nk, jk);
+    jet_test_js_close(nc, js);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cluster-replicas/created", test_created);
     g_test_add_func("/cluster-replicas/existing", test_existing);
+    g_test_add_func("/cluster-replicas/stream-info-leaderless", test_stream_info_leaderless);
     return g_test_run();
 }

@@ -172,6 +172,79 @@ static void test_entries_expire(void)
     conn_close(&c);
 }
 
+/* Messages this connection has sent so far. */
+static guint64 sent_msgs(Conn *c)
+{
+    natsStatistics *st = NULL;
+    g_assert_cmpint(natsStatistics_Create(&st), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_GetStats(c->nc, st), ==, NATS_OK);
+    uint64_t out = 0;
+    g_assert_cmpint(natsStatistics_GetCounts(st, NULL, NULL, &out, NULL, NULL), ==, NATS_OK);
+    natsStatistics_Destroy(st);
+    return out;
+}
+
+/* A write from the record its caller knows sends one message (the write),
+ * where a write that reads first sends two; a known record that is not
+ * what the key holds (absent while one is there, an old revision) loses
+ * the compare-and-set, and the write reads and lands on what is there:
+ * nothing is overwritten. */
+static void test_update_from_known(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    Conn c = conn_open(jet_test_server_url(srv), WAIT_MS);
+    JetLedger *l = open_ok(&c, TRUE, 3600000);
+    g_autoptr(GError) err = NULL;
+    JetLedgerRecord absent, w, rec;
+    jet_ledger_record_init(&absent);
+
+    guint64 before = sent_msgs(&c);
+    g_assert_cmpint(jet_ledger_update_from(l, "S", "c", 1, &absent, add_failure, NULL, &w, &err), ==,
+                    JET_LEDGER_WRITTEN);
+    g_assert_no_error(err);
+    guint64 known_sent = sent_msgs(&c) - before;
+    before = sent_msgs(&c);
+    g_assert_cmpint(jet_ledger_update(l, "S", "c", 2, add_failure, NULL, NULL, &err), ==, JET_LEDGER_WRITTEN);
+    guint64 read_sent = sent_msgs(&c) - before;
+    g_test_message("messages sent: %" G_GUINT64_FORMAT " from a known record, %" G_GUINT64_FORMAT
+                   " reading first", known_sent, read_sent);
+    g_assert_cmpuint(known_sent, ==, 1);
+    g_assert_cmpuint(read_sent, ==, 2);
+
+    /* From what it wrote: one message again, the count goes on. */
+    before = sent_msgs(&c);
+    g_assert_cmpint(jet_ledger_update_from(l, "S", "c", 1, &w, add_failure, NULL, &w, &err), ==,
+                    JET_LEDGER_WRITTEN);
+    g_assert_cmpuint(sent_msgs(&c) - before, ==, 1);
+    g_assert_cmpuint(w.failures, ==, 2);
+
+    /* Known absent, but seq 2 has a record: read after all, counted on. */
+    g_assert_cmpint(jet_ledger_update_from(l, "S", "c", 2, &absent, add_failure, NULL, &w, &err), ==,
+                    JET_LEDGER_WRITTEN);
+    g_assert_cmpuint(w.failures, ==, 2);
+    /* An old revision of seq 1 (it has been written since): the same. */
+    g_assert_cmpint(jet_ledger_get(l, "S", "c", 1, &rec, &err), ==, JET_LEDGER_FOUND);
+    JetLedgerRecord old = rec;
+    g_assert_cmpint(jet_ledger_update(l, "S", "c", 1, add_postpone, NULL, NULL, &err), ==, JET_LEDGER_WRITTEN);
+    g_assert_cmpint(jet_ledger_update_from(l, "S", "c", 1, &old, add_failure, NULL, &w, &err), ==,
+                    JET_LEDGER_WRITTEN);
+    g_assert_cmpuint(w.failures, ==, 3);
+    g_assert_cmpuint(w.postpones, ==, 1);
+    g_assert_cmpint(jet_ledger_get(l, "S", "c", 1, &rec, &err), ==, JET_LEDGER_FOUND);
+    g_assert_cmpuint(rec.failures, ==, 3);
+    g_assert_cmpuint(rec.postpones, ==, 1);
+    g_assert_cmpuint(rec.revision, ==, w.revision);
+
+    /* Known absent over a delete marker: written over it. */
+    g_assert_cmpint(jet_ledger_delete(l, "S", "c", 2, &err), ==, JET_LEDGER_WRITTEN);
+    g_assert_cmpint(jet_ledger_update_from(l, "S", "c", 2, &absent, add_failure, NULL, &w, &err), ==,
+                    JET_LEDGER_WRITTEN);
+    g_assert_no_error(err);
+    g_assert_cmpuint(w.failures, ==, 1);
+    jet_ledger_close(l);
+    conn_close(&c);
+}
+
 /* Get absent, update creates, update increments, a declined mutation writes
  * nothing, delete, and a record after a delete starts afresh. */
 static void test_record_lifecycle(void)
@@ -776,6 +849,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ledger/create-config", test_create_config);
     g_test_add_func("/ledger/entries-expire", test_entries_expire);
     g_test_add_func("/ledger/record-lifecycle", test_record_lifecycle);
+    g_test_add_func("/ledger/update-from-known", test_update_from_known);
     g_test_add_func("/ledger/unreadable-record", test_unreadable_record);
     g_test_add_func("/ledger/cas-race", test_cas_race);
     g_test_add_func("/ledger/bucket-deleted", test_bucket_deleted);

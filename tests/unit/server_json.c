@@ -1,12 +1,14 @@
 /* What the host reads from the server's JSON, fed what a broken or hostile
  * server could send (host/io/js_api.c, host/io/consumer_setup.c): times in
  * every shape, a consumer config with members missing, of the wrong type,
- * or not an object at all.  Each gives a clear answer and never a crash.
+ * or not an object at all, a stream info that names no leader.  Each gives
+ * a clear answer and never a crash.
  * No server: the readers take parsed JSON. */
 #include "consumer_put.h"
 #include "consumer_setup.h"
 #include "errors.h"
 #include "js_api.h"
+#include "stream_info.h"
 
 #include <string.h>
 
@@ -156,6 +158,25 @@ static void test_time_member(void)
     g_assert_cmpint(jet_js_api_time_member(o, "d"), ==, G_GINT64_CONSTANT(1796587200) * NS + 500000000);
 }
 
+/* A stream info's cluster info: a leader named (a cluster's leader, or a
+ * single server naming itself), none (a member's own answer during an
+ * election: NULL or empty), or no cluster info at all (an older server). */
+static void test_stream_info_leader(void)
+{
+    char leader[] = "n1", empty[] = "";
+    jsClusterInfo ci = { 0 };
+    jsStreamInfo si = { 0 };
+    g_assert_false(jet_stream_info_leaderless(NULL));
+    g_assert_false(jet_stream_info_leaderless(&si));
+    si.Cluster = &ci;
+    ci.Leader = leader;
+    g_assert_false(jet_stream_info_leaderless(&si));
+    ci.Leader = empty;
+    g_assert_true(jet_stream_info_leaderless(&si));
+    ci.Leader = NULL;
+    g_assert_true(jet_stream_info_leaderless(&si));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -164,5 +185,6 @@ int main(int argc, char **argv)
     g_test_add_func("/server-json/time-member", test_time_member);
     g_test_add_func("/server-json/consumer-config", test_consumer_config_shapes);
     g_test_add_func("/server-json/info-config", test_info_config);
+    g_test_add_func("/server-json/stream-info-leader", test_stream_info_leader);
     return g_test_run();
 }
