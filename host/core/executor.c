@@ -683,6 +683,8 @@ static void tell_settled(JetExecutor *x, const Run *r)
         }
         break;
     }
+    if (x->t->gone != NULL && x->t->gone(x->td))
+        return;   /* a host that died says nothing */
     jet_instance_settled(x->inst, &s);
 }
 

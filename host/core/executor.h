@@ -128,6 +128,11 @@ typedef struct {
      * wanted before a line is built. --- */
     void (*log)(gpointer t, jet_log_level level, const char *event, const char *text);
     gboolean (*log_enabled)(gpointer t, jet_log_level level);
+
+    /* --- optional: TRUE once the host is gone mid-settlement (the mock
+     * host's crash fault): the plugin is told nothing more (no settled()).
+     * NULL: never. --- */
+    gboolean (*gone)(gpointer t);
 } JetTransport;
 
 typedef struct JetExecutor JetExecutor;

@@ -456,6 +456,16 @@ int jet_mock_fail_publishes(jet_mock *m, const char *reason, unsigned count)
     return JET_MOCK_OK;
 }
 
+int jet_mock_inject_fault(jet_mock *m, jet_mock_fault fault, unsigned k)
+{
+    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    if (fault != JET_MOCK_FAULT_CRASH_AFTER_PUBLISH && fault != JET_MOCK_FAULT_ACK_LOST)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_inject_fault: %d is no fault point", (int)fault);
+    m->fault = (int)fault;
+    m->fault_k = fault == JET_MOCK_FAULT_CRASH_AFTER_PUBLISH ? k : 0;
+    return JET_MOCK_OK;
+}
+
 int64_t jet_mock_metric(const jet_mock *m, const char *name, int *found)
 {
     if (found != NULL)

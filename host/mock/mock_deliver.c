@@ -34,6 +34,8 @@ static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, const J
     (void)known;   /* the mock's record is in memory: always read */
     (void)error;
     MockRun *r = run_of(t);
+    if (r->crashed)
+        return JET_LEDGER_SKIPPED;   /* the host is gone: nothing is written */
     JetLedgerRecord rec = r->rec;
     if (!mutate(&rec, mutate_data))
         return JET_LEDGER_SKIPPED;
@@ -53,8 +55,14 @@ static JetLedgerStatus t_ledger_delete(gpointer t, const JetDelivery *d, GError 
     (void)d;
     (void)error;
     MockRun *r = run_of(t);
+    if (r->crashed)
+        return JET_LEDGER_WRITTEN;   /* the host is gone: nothing is deleted */
     jet_ledger_record_init(&r->rec);
     r->rec_found = FALSE;
+    /* Its next delivery, if a fault brings one, finds no record. */
+    jet_mock_msg *b = (jet_mock_msg *)r->msg;
+    jet_ledger_record_init(&b->written);
+    b->has_written = TRUE;
     return JET_LEDGER_WRITTEN;
 }
 
@@ -88,6 +96,8 @@ static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
     m->owner = g_thread_self();
     int verdict = jet_instance_handle(m->inst, &l->msg);
     jet__mock_lent_poison(l);
+    if (m->run->fault == JET_MOCK_FAULT_CRASH_AFTER_PUBLISH && m->run->fault_k == 0)
+        m->run->crashed = TRUE;   /* dies as handle() returns */
     memcpy(jm->reason, l->msg.reason, sizeof jm->reason);
     jm->has_reason = l->msg.has_reason;
     jm->reason_too_long = l->msg.reason_too_long;
@@ -107,9 +117,11 @@ static gboolean t_release_hold(gpointer t, const JetDelivery *d)
 
 static void t_ack(gpointer t, const JetDelivery *d, JetAckTiming timing)
 {
-    (void)t;
     (void)d;
     (void)timing;
+    MockRun *r = run_of(t);
+    if (!r->crashed && r->fault == JET_MOCK_FAULT_ACK_LOST)
+        r->ack_lost = TRUE;   /* sent; the server never hears of it */
 }
 
 static void t_nak(gpointer t, const JetDelivery *d, guint64 delay_ms)
@@ -133,6 +145,8 @@ static JetCaptureOutcome t_capture(gpointer t, const JetDelivery *d, JetCaptureF
 {
     jet_mock *m = t;
     *duplicate = FALSE;
+    if (m->run->crashed)
+        return JET_CAPTURE_CAPTURED;   /* the host is gone: nothing is stored or shown */
     GPtrArray *hs = jet_capture_headers((int)MIN(d->len, (gsize)G_MAXINT), d->hdrs->headers, d->hdrs->defects,
                                         facts, 0, NULL, error);
     if (hs == NULL) {
@@ -146,10 +160,22 @@ static JetCaptureOutcome t_capture(gpointer t, const JetDelivery *d, JetCaptureF
 
 static gboolean t_ack_confirmed(gpointer t, const JetDelivery *d, GError **error)
 {
-    (void)t;
     (void)d;
-    (void)error;
+    MockRun *r = run_of(t);
+    if (!r->crashed && r->fault == JET_MOCK_FAULT_ACK_LOST) {
+        r->ack_lost = TRUE;
+        g_set_error(error, g_quark_from_static_string("jet-mock"), 0,
+                    "ack not confirmed: no reply within 5000 ms (jet_mock_inject_fault: the ack was lost)");
+        return FALSE;
+    }
     return TRUE;
+}
+
+/* After a crash fault nothing more reaches the plugin. */
+static gboolean t_gone(gpointer t)
+{
+    MockRun *r = run_of(t);
+    return r != NULL && r->crashed;
 }
 
 /* The host's own lines (dead-lettered, retry, suspect ...) are not the
@@ -179,6 +205,8 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
                           gboolean *duplicate, GError **error)
 {
     jet_mock *m = t;
+    if (m->run->crashed)
+        return TRUE;   /* the host is gone: nothing is sent */
     jet_mock_publish rec = { 0 };
     rec.subject = g_strdup(p->subject);
     g_ptr_array_add(m->pub_strings, (gpointer)rec.subject);
@@ -211,6 +239,8 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
         if (!*duplicate)
             g_hash_table_insert(m->pub_ids, g_strdup(msg_id), g_memdup2(&now, sizeof now));
         rec.result = g_strdup(*duplicate ? "duplicate" : "published");
+        if (m->run->fault == JET_MOCK_FAULT_CRASH_AFTER_PUBLISH && ++m->run->stored == m->run->fault_k)
+            m->run->crashed = TRUE;   /* dies once this one is stored */
     }
     g_ptr_array_add(m->pub_strings, (gpointer)rec.result);
     g_array_append_val(m->publishes, rec);
@@ -235,6 +265,7 @@ const JetTransport jet__mock_transport = {
     .publish = t_publish,
     .log = t_log,
     .log_enabled = t_log_enabled,
+    .gone = t_gone,
 };
 
 /* --- the message's ledger record ------------------------------------------ */
@@ -259,7 +290,8 @@ static void run_init(MockRun *r, const jet_mock_msg *b)
 int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s)
 {
     g_return_val_if_fail(b != NULL && s != NULL, JET_MOCK_EINVAL);
-    if (s->action != JET_MOCK_RETRY && s->action != JET_MOCK_POSTPONE)
+    gboolean fault = s->outcome != NULL && (strcmp(s->outcome, "crashed") == 0 || strcmp(s->outcome, "ack-lost") == 0);
+    if (s->action != JET_MOCK_RETRY && s->action != JET_MOCK_POSTPONE && !fault)
         return JET_MOCK_ESTATE;
     if (b->deliveries < G_MAXUINT32)
         b->deliveries++;
@@ -274,6 +306,8 @@ int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s)
         b->has_written = FALSE;
         return JET_MOCK_OK;
     }
+    if (fault)
+        return JET_MOCK_OK;   /* nothing was written before the fault */
     if (s->is_failure) {
         if (b->failures < G_MAXUINT32)
             b->failures++;
@@ -393,6 +427,9 @@ int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet
     };
     MockRun run;
     run_init(&run, b);
+    run.fault = m->fault;   /* armed for this delivery only */
+    run.fault_k = m->fault_k;
+    m->fault = 0;
     m->run = &run;
     JetExecuted x;
     jet_executor_deliver(m->executor, &d, &x);
@@ -405,7 +442,8 @@ int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet
     out->action_name = jet_action_name(a->kind);
     out->delay_ms = a->delay_ms;
     out->cause = jet_cause_name(a->cause);
-    out->outcome = run.captured_too_large ? "stranded" : outcome_name(a->kind);
+    out->outcome = run.crashed ? "crashed" : run.ack_lost ? "ack-lost"
+                 : run.captured_too_large ? "stranded" : outcome_name(a->kind);
     out->is_failure = a->is_failure;
     out->failure_number = a->failure_number;
     out->plugin_error = a->plugin_error;
@@ -413,7 +451,7 @@ int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet
     out->now_ns = x.facts.now_ns;
     out->stream_seq = b->stream_seq;
     out->deliveries = b->deliveries;
-    if (a->kind == JET_ACTION_CAPTURE && x.captured)
+    if (a->kind == JET_ACTION_CAPTURE && (x.captured || run.ack_lost) && !run.crashed)
         show_dlq(m, out);
     jet_mock_header *h = (jet_mock_header *)(void *)m->pub_headers->data;
     for (guint i = 0; i < m->publishes->len; i++) {

@@ -92,8 +92,10 @@ static int run_item(jet_mock *m, LaneItem *it, const jet_mock_msg *b, jet_mock_s
 {
     g_autofree char *malformed = ambiguous(m, b) ? ambiguous_text(&m->config->lane_key) : NULL;
     int rc = jet__mock_run(m, b, malformed, out);
+    /* A fault point leaves it on the consumer too: it comes again. */
     gboolean given_back = out->action == JET_MOCK_RETRY || out->action == JET_MOCK_POSTPONE ||
-                          strcmp(out->outcome, "stranded") == 0;
+                          strcmp(out->outcome, "stranded") == 0 || strcmp(out->outcome, "crashed") == 0 ||
+                          strcmp(out->outcome, "ack-lost") == 0;
     guint64 delay_us = MIN(out->delay_ms, (guint64)G_MAXINT32) * 1000;
     jet_lanes_settled(m->lanes, it, it->seq, given_back ? JET_LANE_OUT : JET_LANE_DONE,
                       jet_mock_clock_ns(m) / 1000 + (gint64)delay_us);

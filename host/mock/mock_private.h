@@ -100,6 +100,9 @@ struct jet_mock {
     GArray *pub_headers;           /* jet_mock_header, every publish's in a row */
     char *pub_fail_reason;
     guint pub_fail_count;
+    /* The fault point for the next delivery (jet_mock_inject_fault); 0: none. */
+    int fault;
+    guint fault_k;
     GHashTable *pub_ids;           /* Nats-Msg-Id -> gint64* mock time it was stored: the
                                       targets' duplicate window (mock_deliver.c) */
 
@@ -146,6 +149,13 @@ typedef struct MockRun {
     JetLedgerRecord rec;           /* the message's ledger record, as the transport keeps it */
     gboolean rec_found;
     gboolean captured_too_large;
+    /* Fault points (jet_mock_inject_fault): the host is gone from here on
+     * (nothing is stored, sent or told), or its ack did not arrive. */
+    int fault;
+    guint fault_k;
+    guint stored;                  /* publishes stored so far */
+    gboolean crashed;
+    gboolean ack_lost;
 } MockRun;
 
 /* The files of the mock call downwards only (tests/layers.sh): mock.c (the

@@ -254,7 +254,9 @@ typedef struct jet_mock_settlement {
                                      "exhausted"; otherwise "none" */
     const char *outcome;          /* "acked", "retried", "postponed", "dead-lettered";
                                      "stranded": a capture too large to build (no record);
-                                     "held": kept in its lane, not handled */
+                                     "held": kept in its lane, not handled;
+                                     "crashed", "ack-lost": a fault point struck (see
+                                     jet_mock_inject_fault()) */
     int is_failure;               /* this delivery is a failed attempt */
     uint32_t failure_number;      /* k, when is_failure */
     int plugin_error;             /* the daemon counts the plugin's answer as an error */
@@ -313,6 +315,38 @@ struct jet_mock_publish {
  * server would make them): the delivery's ACK becomes a retry. */
 JET_MOCK_API int jet_mock_fail_publishes(jet_mock *m, const char *reason, unsigned count);
 
+/* --- fault points ---------------------------------------------------------
+ * Named faults for the next delivery (jet_mock_deliver() or
+ * jet_mock_deliver_held()) only, each as the daemon meets it on a real
+ * server; the settlement's outcome says whether it struck, and
+ * jet_mock_msg_redeliver() then makes the message's next delivery.
+ *
+ *   JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, k: the host dies right after the
+ *       k-th publish of the delivery is stored (k = 0: right after handle()
+ *       returns, before anything is sent).  Nothing after that point
+ *       happens: no more publishes, no ack or NAK, no ledger write, no
+ *       settled() call.  Outcome "crashed" (the action is what the host
+ *       was about to do).  The message comes again as a crash the ledger
+ *       does not explain (a suspect, handled alone), and its first k
+ *       publishes are then answered "duplicate" by the targets'
+ *       2-minute window.  A delivery with fewer than k publishes to send
+ *       does not crash.
+ *   JET_MOCK_FAULT_ACK_LOST: the delivery's ack (an ACK, or the ack after a
+ *       capture) is sent and never reaches the server.  The host does not
+ *       know for an ACK (settled() says acked); a capture's ack waits for
+ *       its confirmation and is uncertain.  Outcome "ack-lost".  The
+ *       message comes again, unexplained (the ledger record, if any, was
+ *       deleted with the ack), so as a suspect.
+ *
+ * k is ignored for JET_MOCK_FAULT_ACK_LOST.  JET_MOCK_EINVAL for another
+ * fault.  Added in libjethost-mock 2 (ABI 1.2). */
+typedef enum jet_mock_fault {
+    JET_MOCK_FAULT_CRASH_AFTER_PUBLISH = 1,
+    JET_MOCK_FAULT_ACK_LOST = 2
+} jet_mock_fault;
+
+JET_MOCK_API int jet_mock_inject_fault(jet_mock *m, jet_mock_fault fault, unsigned k);
+
 /* A plugin metric's value (ctx_metric_declare); *found (may be NULL) is 1
  * when the plugin declared it.  Valid while started (after stop the
  * instance and its metrics are gone: 0, not found). */
@@ -339,9 +373,11 @@ JET_MOCK_API int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_
  * attempt ledger would: deliveries + 1, and the ledger record as the
  * settlement wrote it (failures + 1 when s was a failure, the first-failure
  * time set at s->now_ns if it was the first, postpones + 1 after a
- * postpone, a suspect's crashes forgiven once it survived).  Returns JET_MOCK_OK, or JET_MOCK_ESTATE
- * when s ended the message (ack, capture) or left it with the mock (held):
- * there is no next delivery.  The clock is not moved: advance it by
+ * postpone, a suspect's crashes forgiven once it survived).  After a fault
+ * point (outcome "crashed" or "ack-lost") the next delivery reads what was
+ * written before the fault, and nothing explains it.  Returns JET_MOCK_OK,
+ * or JET_MOCK_ESTATE when s ended the message (ack, capture) or left it
+ * with the mock (held): there is no next delivery.  The clock is not moved: advance it by
  * s->delay_ms yourself. */
 JET_MOCK_API int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s);
 

@@ -2,7 +2,9 @@
  * daemon would send, in order, with its Nats-Msg-Id; a failed publish
  * turning the ACK into a retry; a refused call as a plugin error; no
  * publish with another verdict; msg_ctx(); metrics declared at init only,
- * counted and read back; and the same through `jethost mock`.  No server. */
+ * counted and read back; the fault points (a crash after publish K, an ack
+ * lost) and the deliveries after them; and the same through `jethost
+ * mock`.  No server. */
 #include <jethost/mock.h>
 
 #include "harness.h"
@@ -16,6 +18,7 @@ typedef struct {
     int forwarded, last_len;        /* metric ids */
     int late_declare;               /* what a declare after init returned */
     int ctx_matched;
+    int settled_calls, last_outcome;   /* settled() */
 } Fwd;
 
 static Fwd fwd;
@@ -60,12 +63,20 @@ static int f_handle(void *state, jet_msg *m)
     return JET_ACK;
 }
 
+static void f_settled(void *state, const jet_settled *st)
+{
+    Fwd *f = state;
+    f->settled_calls++;
+    f->last_outcome = (int)st->outcome;
+}
+
 static const jet_plugin f_plugin = {
     JET_PLUGIN_HEADER,
     .name = "fwd",
     .version = "1",
     .init = f_init,
     .handle = f_handle,
+    .settled = f_settled,
 };
 
 static const jet_plugin *f_entry(const jet_host_api *h)
@@ -320,6 +331,119 @@ static void test_hop_limit(void)
     jet_mock_free(m);
 }
 
+/* A crash after the k-th publish is stored: nothing after it (no more
+ * publishes, no ack, no settled()); the next delivery is a suspect whose
+ * first k publishes are duplicates.  k = 0 dies before any publish; a k
+ * past the delivery's publishes never strikes; a fault is for one
+ * delivery. */
+static void test_fault_crash_after_publish(void)
+{
+    jet_mock *m = fwd_mock();
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_settlement s;
+    jet_mock_msg *b = msg_to(m, "a.one,b.two,c.three", NULL);
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, 2), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "crashed");
+    g_assert_cmpstr(s.action_name, ==, "ack");
+    g_assert_cmpuint(s.n_publishes, ==, 2);
+    g_assert_cmpstr(s.publishes[1].subject, ==, "b.two");
+    g_assert_cmpstr(s.publishes[1].result, ==, "published");
+    g_assert_cmpint(fwd.settled_calls, ==, 0);
+
+    g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpuint(s.deliveries, ==, 2);
+    g_assert_cmpstr(s.outcome, ==, "acked");
+    g_assert_cmpuint(s.n_publishes, ==, 3);
+    g_assert_cmpstr(s.publishes[0].result, ==, "duplicate");
+    g_assert_cmpstr(s.publishes[1].result, ==, "duplicate");
+    g_assert_cmpstr(s.publishes[2].result, ==, "published");
+    g_assert_cmpint(fwd.settled_calls, ==, 1);
+    g_assert_cmpint(fwd.last_outcome, ==, JET_SETTLED_ACKED);
+    g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_ESTATE);   /* acked: over */
+    jet_mock_msg_free(b);
+
+    /* k = 0: dies as handle() returns. */
+    b = msg_to(m, "a.one", NULL);
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, 0), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "crashed");
+    g_assert_cmpuint(s.n_publishes, ==, 0);
+    g_assert_cmpint(fwd.settled_calls, ==, 1);
+    /* A retry that dies before its failure is written: nothing recorded. */
+    jet_mock_msg_free(b);
+    b = msg_to(m, NULL, "retry");
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, 0), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "crashed");
+    g_assert_cmpstr(s.action_name, ==, "retry");
+    g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
+    /* Rejected now: the record shows no failure (the delivery that died
+     * wrote none). */
+    jet_mock_msg_set_header(b, "verdict", "reject");
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "dead-lettered");
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Failures"), ==, "0");
+    g_assert_cmpstr(jet_mock_settlement_header(&s, "Jethost-Deliveries"), ==, "2");
+    jet_mock_msg_free(b);
+
+    /* k past the publishes: no crash; and the fault is gone after it. */
+    b = msg_to(m, "a.one", NULL);
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, 5), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "acked");
+    jet_mock_msg_free(b);
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, 1), ==, JET_MOCK_OK);
+    b = msg_to(m, NULL, NULL);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);   /* no publish: does not strike */
+    jet_mock_msg_free(b);
+    b = msg_to(m, "a.one,b.two", NULL);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "acked");
+    g_assert_cmpuint(s.n_publishes, ==, 2);
+    jet_mock_msg_free(b);
+
+    g_assert_cmpint(jet_mock_inject_fault(m, (jet_mock_fault)7, 0), ==, JET_MOCK_EINVAL);
+    g_assert_nonnull(strstr(jet_mock_error(m), "no fault point"));
+    jet_mock_free(m);
+}
+
+/* An ack lost: an ACK's (the host is told nothing: settled() says acked)
+ * or a capture's (its confirmation never comes: uncertain, the record
+ * stored); the message comes again, a suspect, and its publishes are
+ * duplicates. */
+static void test_fault_ack_lost(void)
+{
+    jet_mock *m = fwd_mock();
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_settlement s;
+    jet_mock_msg *b = msg_to(m, "a.one", NULL);
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_ACK_LOST, 0), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "ack-lost");
+    g_assert_cmpstr(s.action_name, ==, "ack");
+    g_assert_cmpstr(s.publishes[0].result, ==, "published");
+    g_assert_cmpint(fwd.settled_calls, ==, 1);
+    g_assert_cmpint(fwd.last_outcome, ==, JET_SETTLED_ACKED);
+    g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "acked");
+    g_assert_cmpstr(s.publishes[0].result, ==, "duplicate");
+    jet_mock_msg_free(b);
+
+    b = msg_to(m, NULL, "reject");
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_ACK_LOST, 0), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.action_name, ==, "capture");
+    g_assert_cmpstr(s.outcome, ==, "ack-lost");
+    g_assert_nonnull(s.dlq_subject);
+    g_assert_cmpint(fwd.last_outcome, ==, JET_SETTLED_UNCERTAIN);
+    g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -329,5 +453,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mock-publish/other-verdicts", test_other_verdicts_send_nothing);
     g_test_add_func("/mock-publish/metric-rules", test_metric_rules);
     g_test_add_func("/mock-publish/hop-limit", test_hop_limit);
+    g_test_add_func("/mock-publish/fault-crash-after-publish", test_fault_crash_after_publish);
+    g_test_add_func("/mock-publish/fault-ack-lost", test_fault_ack_lost);
     return g_test_run();
 }
