@@ -200,7 +200,7 @@ static gboolean base64_ok(const char *text, GError **error)
 static const char *const known_fields[] = {
     "subject", "data", "data_b64", "headers", "stream_seq", "consumer_seq", "deliveries",
     "enqueued", "failures", "postpones", "first_failure", "strikes", "breaker", "advance_ms",
-    "clock", "key", "op", "publish_error", NULL
+    "clock", "key", "op", "publish_error", "crash_after_publish", "ack_lost", NULL
 };
 
 static gboolean add_headers(jet_mock_msg *b, JsonNode *n, GError **error)
@@ -380,10 +380,34 @@ static jet_mock_msg *message_from_line(jet_mock *m, JsonObject *o, GError **erro
     } else if (ok) {
         jet_mock_fail_publishes(m, NULL, 0);
     }
+    /* A fault point, armed only once the line is good: it is for this
+     * delivery (docs/mock.md, "Fault points"). */
+    gboolean crash = json_object_has_member(o, "crash_after_publish");
+    gboolean ack_lost = FALSE;
+    if (ok && json_object_has_member(o, "ack_lost")) {
+        JsonNode *n = json_object_get_member(o, "ack_lost");
+        if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_BOOLEAN) {
+            g_set_error(error, CLI_ERROR, 0, "ack_lost: expected true or false");
+            ok = FALSE;
+        } else {
+            ack_lost = json_node_get_boolean(n);
+        }
+    }
+    if (ok && crash && ack_lost) {
+        g_set_error(error, CLI_ERROR, 0, "crash_after_publish and ack_lost: give one fault a delivery");
+        ok = FALSE;
+    }
+    guint64 k = 0;
+    if (ok && crash)
+        ok = member_uint(o, "crash_after_publish", 0, JET_PUBLISH_LINE_MAX, &k, error);
     if (!ok) {
         jet_mock_msg_free(b);
         return NULL;
     }
+    if (crash)
+        jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, (unsigned)k);
+    else if (ack_lost)
+        jet_mock_inject_fault(m, JET_MOCK_FAULT_ACK_LOST, 0);
     return b;
 }
 

@@ -1180,6 +1180,55 @@ static void test_cli_kv(void)
     }
 }
 
+/* jethost mock: a fault point a line (crash_after_publish, ack_lost) on
+ * the shipped forward plugin: the crash's line says "crashed" with the
+ * publish stored before it, the delivery after it finds that publish a
+ * duplicate; two faults on one line, or a bad value, stop the run. */
+static void test_cli_faults(void)
+{
+    g_autofree char *plugin = jet_test_plugin_copy("forward");
+    const char *input =
+        "{\"subject\": \"orders.eu.new\", \"data\": \"x\", \"crash_after_publish\": 1}\n"
+        "{\"subject\": \"orders.eu.new\", \"data\": \"x\", \"stream_seq\": 1, \"deliveries\": 2}\n"
+        "{\"subject\": \"orders.eu.new\", \"data\": \"y\", \"stream_seq\": 5, \"ack_lost\": true}\n"
+        "{\"subject\": \"orders.eu.new\", \"data\": \"y\", \"stream_seq\": 5, \"deliveries\": 2}\n"
+        "{\"subject\": \"orders.eu.new\", \"data\": \"z\", \"crash_after_publish\": 0}\n";
+    g_autofree char *out = NULL, *err = NULL;
+    int status = jet_test_mock_cli(input, &out, &err, "--plugin", plugin, "--option", "subject=copy.{subject}",
+                                   "--quiet", NULL);
+    g_assert_cmpint(status, ==, 0);
+    g_auto(GStrv) lines = g_strsplit(g_strchomp(out), "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 5);
+    assert_contains(lines[0], "\"outcome\":\"crashed\"");
+    assert_contains(lines[0], "\"result\":\"published\"");
+    assert_contains(lines[1], "\"outcome\":\"acked\"");
+    assert_contains(lines[1], "\"result\":\"duplicate\"");
+    assert_contains(lines[2], "\"outcome\":\"ack-lost\"");
+    assert_contains(lines[3], "\"result\":\"duplicate\"");
+    assert_contains(lines[4], "\"outcome\":\"crashed\"");
+    g_assert_null(strstr(lines[4], "\"publishes\""));
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+
+    static const struct {
+        const char *line, *why;
+    } bad[] = {
+        { "{\"subject\": \"a\", \"crash_after_publish\": 1, \"ack_lost\": true}", "give one fault a delivery" },
+        { "{\"subject\": \"a\", \"ack_lost\": 1}", "ack_lost: expected true or false" },
+        { "{\"subject\": \"a\", \"crash_after_publish\": -1}", "crash_after_publish" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *in = g_strdup_printf("%s\n", bad[i].line);
+        status = jet_test_mock_cli(in, &out, &err, "--plugin", plugin, "--option", "subject=copy.{subject}",
+                                   "--quiet", NULL);
+        g_assert_cmpint(status, ==, 2);
+        assert_contains(err, "stdin:1: ");
+        assert_contains(err, bad[i].why);
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+    }
+}
+
 static void test_cli(void)
 {
     g_assert_nonnull(g_getenv("JET_BUILDDIR"));
@@ -1340,5 +1389,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mock/abi-newer-minor-refused", test_abi_newer_minor_refused);
     g_test_add_func("/mock/calls-and-log", test_calls_and_log);
     g_test_add_func("/mock/cli", test_cli);
+    g_test_add_func("/mock/cli-faults", test_cli_faults);
     return g_test_run();
 }
