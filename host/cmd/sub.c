@@ -140,7 +140,8 @@ static int read_stream(JetConn *conn, const char *stream, const char *from, gint
         natsStatus s = jet_stream_info_led(&si, jet_conn_js(conn), stream, 5000, NULL, NULL);
         if (s != NATS_OK) {
             fprintf(stderr, "jethost sub: stream %s: %s\n", stream,
-                    s == NATS_NOT_FOUND ? "does not exist" : natsStatus_GetText(s));
+                    s == NATS_NOT_FOUND ? "does not exist"
+                    : s == NATS_TIMEOUT ? "no leader answered in 5 s (an election?)" : natsStatus_GetText(s));
             return JET_EXIT_FAILURE;
         }
         guint64 first = si->State.FirstSeq, lastseq = si->State.LastSeq;

@@ -9,6 +9,7 @@
 #include "js_api.h"
 #include "log.h"
 #include "stream_msg.h"
+#include "stream_info.h"
 #include "stream_names.h"
 #include "sub_end.h"
 
@@ -454,10 +455,11 @@ static gboolean handle(JetAdvisory *a, const char *data, gsize len, gboolean can
     }
 
     /* The stream's life: the sequence names this message only in the life
-     * the advisory was raised in. */
+     * the advisory was raised in; a leader's answer, never a member's own
+     * during an election (stream_info.h). */
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
-    natsStatus s = js_GetStreamInfo(&si, js, b->stream, NULL, &jerr);
+    natsStatus s = jet_stream_info_led(&si, js, b->stream, 2000, NULL, &jerr);
     if (s != NATS_OK && (jerr == ERR_STREAM_NOT_FOUND || s == NATS_NOT_FOUND)) {
         g_autofree char *why = g_strdup_printf("stream %s no longer exists", b->stream);
         lost(a, adv.stream_seq, adv.deliveries, why);

@@ -179,7 +179,10 @@ static gboolean stream_facts(jsCtx *js, const JetBindingConfig *b, gboolean chec
                              GError **error)
 {
     jsStreamInfo *si = NULL;
-    if (js_GetStreamInfo(&si, js, b->stream, NULL, NULL) != NATS_OK)
+    /* A leader's: a member's own creation time, during an election, would
+     * be taken for the stream's life (stream_info.h); none in 2 s leaves
+     * the life unknown, as a stream that does not answer. */
+    if (jet_stream_info_led(&si, js, b->stream, 2000, NULL, NULL) != NATS_OK)
         return TRUE;
     if (facts != NULL) {
         facts->stream_max_age_ms = si->Config->MaxAge / 1000000;

@@ -341,7 +341,7 @@ static JetLedgerStatus update(JetLedger *l, const char *key, const JetLedgerReco
             set_unreachable(error, s, "ledger %s: writing %s", l->bucket, key);
             return JET_LEDGER_UNREACHABLE;
         }
-        if (attempt >= JET_LEDGER_CAS_ATTEMPTS) {
+        if (attempt >= JET_LEDGER_CAS_ATTEMPTS + (known != NULL ? 1u : 0u)) {   /* a guess is not one of them */
             g_set_error(error, JET_LEDGER_ERROR, JET_LEDGER_ERROR_CONFLICT,
                         "ledger %s: %s changed under each of %d compare-and-set attempts",
                         l->bucket, key, JET_LEDGER_CAS_ATTEMPTS);

@@ -321,18 +321,20 @@ static gboolean stream_now(JetEngine *e, gint64 *created, guint64 *last, GError 
     return TRUE;
 }
 
-/* How often, and how far apart, a stream whose sequences fell below the
+/* How long, and how far apart, a stream whose sequences fell below the
  * position under the same creation time is asked again. */
-#define FELL_BACK_READS 10
+#define FELL_BACK_WAIT_MS 5000
 #define FELL_BACK_STEP_MS 500
 
 /* stream_now, but an answer whose sequences fell below the position with
- * the creation time unchanged is asked again for up to 5 s: on a cluster,
- * a node that lost its store and came back has answered "last seq 0" for
- * a moment while its peers held every message, and taking that for a new
- * life would handle the whole stream again.  Only an answer that holds
- * (a store really lost) or a changed life is acted on (docs/ordered.md,
- * "A stream's new life"). */
+ * the creation time unchanged is asked again for 5 s: on a cluster, a
+ * node that lost its store and came back has answered "last seq 0" for a
+ * moment while its peers held every message, and taking that for a new
+ * life would handle the whole stream again.  Only an answer that still
+ * says so after 5 s (a store really lost), or one with another creation
+ * time, is acted on; with no answer by then nothing is decided, and the
+ * consumer is tried again later (docs/ordered.md, "A stream's new
+ * life"). */
 static gboolean stream_now_doubted(JetEngine *e, JetOrdered *o, gint64 *created, guint64 *last, GError **error)
 {
     if (!stream_now(e, created, last, error))
@@ -341,31 +343,40 @@ static gboolean stream_now_doubted(JetEngine *e, JetOrdered *o, gint64 *created,
         return TRUE;
     jet_log(JET_LOG_WARNING, e->b->name, "stream-fell-back",
             "stream %s answered last seq %" G_GUINT64_FORMAT ", below stream seq %" G_GUINT64_FORMAT
-            " handled already, with its creation time unchanged: asking again for up to %d ms before taking "
-            "it for a new life", e->b->stream, *last, o->position, FELL_BACK_READS * FELL_BACK_STEP_MS);
-    for (guint i = 0; i < FELL_BACK_READS && !stopping(e); i++) {
+            " handled already, with its creation time unchanged: asking again for %d ms before taking "
+            "it for a new life", e->b->stream, *last, o->position, FELL_BACK_WAIT_MS);
+    gint64 until = now_us() + (gint64)FELL_BACK_WAIT_MS * 1000;
+    while (!stopping(e)) {
         pause_ms(e, FELL_BACK_STEP_MS);
         gint64 c = 0;
         guint64 l = 0;
         g_autoptr(GError) local = NULL;
-        if (!stream_now(e, &c, &l, &local))
-            continue;   /* no answer (a reconnect, an election): ask again */
-        *created = c;
-        *last = l;
-        if (!jet_position_fell_back(o->life, o->position, c, l)) {
-            jet_log(JET_LOG_INFO, e->b->name, "stream-fell-back",
-                    "stream %s now answers last seq %" G_GUINT64_FORMAT " (created at %" G_GINT64_FORMAT
-                    " ns): the earlier answer was a moment's", e->b->stream, l, c);
+        gboolean ok = stream_now(e, &c, &l, &local);
+        if (ok && !jet_position_fell_back(o->life, o->position, c, l)) {
+            *created = c;
+            *last = l;
+            if (c == o->life || o->life == 0)
+                jet_log(JET_LOG_INFO, e->b->name, "stream-fell-back",
+                        "stream %s now answers last seq %" G_GUINT64_FORMAT ": the earlier answer was a moment's",
+                        e->b->stream, l);
+            return TRUE;   /* the position holds, or another life (begin_new_life says so) */
+        }
+        if (now_us() < until)
+            continue;
+        if (ok) {
+            *created = c;   /* it still says so after the wait */
+            *last = l;
             return TRUE;
         }
-    }
-    if (stopping(e)) {
-        /* Nothing is decided at a stop: the next start asks again. */
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stopped while asking stream %s again",
-                    e->b->name, e->b->stream);
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                    "binding %s: stream %s: no answer after %d ms, following one below the position: nothing "
+                    "decided, asked again later (%s)", e->b->name, e->b->stream, FELL_BACK_WAIT_MS, local->message);
         return FALSE;
     }
-    return TRUE;
+    /* Nothing is decided at a stop: the next start asks again. */
+    g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "binding %s: stopped while asking stream %s again", e->b->name,
+                e->b->stream);
+    return FALSE;
 }
 
 static void record_write(JetEngine *e, JetOrdered *o, guint64 in, guint32 n);

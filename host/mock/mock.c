@@ -349,6 +349,7 @@ static int check_options(jet_mock *m)
 int jet_mock_start(jet_mock *m)
 {
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    m->fault = 0;   /* a fault armed before the start is spent by it */
     if (m->state != MOCK_NEW)
         return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_start: the mock was already started");
     int rc = build_binding(m);
@@ -392,6 +393,7 @@ int jet_mock_start(jet_mock *m)
 int jet_mock_stop(jet_mock *m)
 {
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    m->fault = 0;
     if (m->state != MOCK_STARTED)
         return m->state == MOCK_STOPPED ? JET_MOCK_OK
                                         : jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_stop: not started");
@@ -522,6 +524,7 @@ int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_mock_settleme
     }
     jet_mock_settlement full;
     int rc = deliver(m, b, out != NULL ? &full : NULL);
+    m->fault = 0;   /* a fault is for one call, whether it ran the message or not */
     if (out != NULL)
         jet__mock_settlement_out(&full, out, out_size);
     return rc;

@@ -283,8 +283,12 @@ static void run_init(MockRun *r, const jet_mock_msg *b)
     r->rec.absolved = b->absolved;
     r->rec.has_first_failure = b->has_first_failure;
     r->rec.first_failure_ns = b->first_failure_ns;
+    r->rec.releases = b->releases;
+    r->rec.isolated = b->isolated;
+    g_strlcpy(r->rec.isolated_by, b->isolated_by, sizeof r->rec.isolated_by);
+    r->rec.isolated_ns = b->isolated_ns;
     r->rec_found = b->failures > 0 || b->postpones > 0 || b->strikes > 0 || b->absolved > 0 ||
-                   b->has_first_failure || b->breaker_claim;
+                   b->has_first_failure || b->breaker_claim || b->releases > 0 || b->isolated;
 }
 
 int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s)
@@ -303,6 +307,10 @@ int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s)
         b->absolved = b->written.absolved;
         b->has_first_failure = b->written.has_first_failure;
         b->first_failure_ns = b->written.first_failure_ns;
+        b->releases = b->written.releases;
+        b->isolated = b->written.isolated;
+        g_strlcpy(b->isolated_by, b->written.isolated_by, sizeof b->isolated_by);
+        b->isolated_ns = b->written.isolated_ns;
         b->has_written = FALSE;
         return JET_MOCK_OK;
     }
@@ -427,9 +435,8 @@ int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet
     };
     MockRun run;
     run_init(&run, b);
-    run.fault = m->fault;   /* armed for this delivery only */
+    run.fault = m->fault;   /* armed for this call only: the entry points spend it */
     run.fault_k = m->fault_k;
-    m->fault = 0;
     m->run = &run;
     JetExecuted x;
     jet_executor_deliver(m->executor, &d, &x);

@@ -194,6 +194,7 @@ int jet_mock_deliver_held_sized(jet_mock *m, jet_mock_settlement *out, size_t ou
     }
     jet_mock_settlement full;
     int rc = deliver_held(m, out != NULL ? &full : NULL);
+    m->fault = 0;   /* a fault is for one call, whether it ran a message or not */
     if (out != NULL)
         jet__mock_settlement_out(&full, out, out_size);
     return rc;

@@ -135,6 +135,12 @@ struct jet_mock_msg {
     gint64 first_failure_ns;
     guint32 strikes;
     guint32 absolved;
+    guint32 releases;
+    /* The isolation marker a settlement left set (a suspect whose host
+     * died with it: a fault point), with who set it and when. */
+    gboolean isolated;
+    char isolated_by[JET_LEDGER_HOLDER_MAX + 1];
+    gint64 isolated_ns;
     gboolean breaker_claim;
     /* What the last settlement wrote to its ledger record, for
      * jet_mock_msg_redeliver to carry to the next delivery. */

@@ -335,11 +335,15 @@ JET_MOCK_API int jet_mock_fail_publishes(jet_mock *m, const char *reason, unsign
  *       capture) is sent and never reaches the server.  The host does not
  *       know for an ACK (settled() says acked); a capture's ack waits for
  *       its confirmation and is uncertain.  Outcome "ack-lost".  The
- *       message comes again, unexplained (the ledger record, if any, was
- *       deleted with the ack), so as a suspect.
+ *       message comes again: after an ACK unexplained (a ledger record, if
+ *       any, was deleted with the ack), so as a suspect; after a capture
+ *       with its record kept.
  *
- * k is ignored for JET_MOCK_FAULT_ACK_LOST.  JET_MOCK_EINVAL for another
- * fault.  Added in libjethost-mock 2 (ABI 1.2). */
+ * The fault is spent by the next jet_mock_deliver() or
+ * jet_mock_deliver_held() call whatever it does (a message held in its
+ * lane is not run), and by jet_mock_start() and jet_mock_stop().  k is
+ * ignored for JET_MOCK_FAULT_ACK_LOST.  JET_MOCK_EINVAL for another fault.
+ * Added in libjethost-mock 2 (ABI 1.2). */
 typedef enum jet_mock_fault {
     JET_MOCK_FAULT_CRASH_AFTER_PUBLISH = 1,
     JET_MOCK_FAULT_ACK_LOST = 2

@@ -444,6 +444,72 @@ static void test_fault_ack_lost(void)
     jet_mock_free(m);
 }
 
+/* A suspect whose host dies with it, twice: its isolation marker stays in
+ * the record, so each next delivery counts a strike, and at crash_limit
+ * it is dead-lettered as poison without running (as the daemon's would). */
+static void test_fault_crash_strikes(void)
+{
+    jet_mock *m = fwd_mock();
+    g_assert_cmpint(jet_mock_set_policy(m, "crash_limit", "2"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_settlement s;
+    jet_mock_msg *b = msg_to(m, "a.one", NULL);
+    jet_mock_msg_set_deliveries(b, 2);   /* one death unexplained: a suspect */
+    guint crashes = 0;
+    for (int i = 0; i < 4; i++) {
+        g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, 0), ==, JET_MOCK_OK);
+        g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+        g_test_message("delivery %u: %s, %s", s.deliveries, s.action_name, s.outcome);
+        if (strcmp(s.outcome, "crashed") != 0)
+            break;
+        crashes++;
+        g_assert_cmpint(jet_mock_msg_redeliver(b, &s), ==, JET_MOCK_OK);
+    }
+    g_assert_cmpuint(crashes, ==, 2);
+    g_assert_cmpstr(s.outcome, ==, "dead-lettered");
+    g_assert_cmpstr(s.cause, ==, "poison");
+    g_assert_false(s.handled);
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+}
+
+/* With lanes, a fault spent on a message held in its lane: it does not
+ * strike the message that runs next. */
+static void test_fault_spent_when_held(void)
+{
+    jet_mock *m = fwd_mock();
+    g_assert_cmpint(jet_mock_set_policy(m, "key", "subject:2"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_settlement s;
+    jet_mock_msg *a = msg_to(m, NULL, "retry");
+    g_assert_cmpint(jet_mock_deliver(m, a, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.action_name, ==, "retry");
+    jet_mock_msg *b = msg_to(m, "a.one", NULL);   /* the same key: held behind a */
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, 1), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver(m, b, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "held");
+    g_assert_cmpint(jet_mock_msg_redeliver(a, &s), ==, JET_MOCK_ESTATE);   /* s was b's */
+    jet_mock_msg_set_header(a, "verdict", "ack");
+    jet_mock_msg_set_deliveries(a, 2);
+    jet_mock_msg_set_ledger(a, 1, 0);
+    g_assert_cmpint(jet_mock_deliver(m, a, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "acked");
+    g_assert_cmpint(jet_mock_deliver_held(m, &s), ==, JET_MOCK_OK);
+    g_assert_cmpuint(s.n_publishes, ==, 1);
+    g_assert_cmpstr(s.outcome, ==, "acked");
+    /* Spent by a jet_mock_deliver_held() that had nothing to run, too. */
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_CRASH_AFTER_PUBLISH, 1), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver_held(m, &s), ==, JET_MOCK_ESTATE);
+    jet_mock_msg *c = msg_to(m, "a.two", NULL);
+    jet_mock_msg_set_seq(c, 9, 9);
+    g_assert_cmpint(jet_mock_deliver(m, c, &s), ==, JET_MOCK_OK);
+    g_assert_cmpstr(s.outcome, ==, "acked");
+    jet_mock_msg_free(c);
+    jet_mock_msg_free(a);
+    jet_mock_msg_free(b);
+    jet_mock_free(m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -455,5 +521,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mock-publish/hop-limit", test_hop_limit);
     g_test_add_func("/mock-publish/fault-crash-after-publish", test_fault_crash_after_publish);
     g_test_add_func("/mock-publish/fault-ack-lost", test_fault_ack_lost);
+    g_test_add_func("/mock-publish/fault-crash-strikes", test_fault_crash_strikes);
+    g_test_add_func("/mock-publish/fault-spent-when-held", test_fault_spent_when_held);
     return g_test_run();
 }
