@@ -1216,6 +1216,12 @@ static void test_cli_faults(void)
         { "{\"subject\": \"a\", \"crash_after_publish\": 1, \"ack_lost\": true}", "give one fault a delivery" },
         { "{\"subject\": \"a\", \"ack_lost\": 1}", "ack_lost: expected true or false" },
         { "{\"subject\": \"a\", \"crash_after_publish\": -1}", "crash_after_publish" },
+        { "{\"subject\": \"a\", \"crash_after_publish\": 100001}", "crash_after_publish" },
+        { "{\"subject\": \"a\", \"crash_after_publish\": 1.5}", "crash_after_publish" },
+        { "{\"subject\": \"a\", \"crash_after_publish\": \"1\"}", "crash_after_publish" },
+        { "{\"subject\": \"a\", \"crash_after_publish\": null}", "crash_after_publish" },
+        { "{\"subject\": \"a\", \"ack_lost\": \"true\"}", "ack_lost: expected true or false" },
+        { "{\"subject\": \"a\", \"ack_lost\": [true]}", "ack_lost: expected true or false" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autofree char *in = g_strdup_printf("%s\n", bad[i].line);
