@@ -49,6 +49,7 @@ typedef struct {
     guint64 stale_handles;     /* plugin errors: host calls on a jet_msg whose handle() had returned, refused */
     guint64 ordered_consumers; /* ordered: consumers created (the first one and every re-creation) */
     guint64 gaps;              /* ordered: consumer-sequence gaps seen (each re-creates) */
+    guint64 superseded;        /* ordered, kv: "current values" passed over, their subject having a later one */
     guint64 initial_values;    /* kv: current values handled before the watch caught up */
     guint64 initial_done;      /* kv: current values all handled (an empty bucket too): once per start and per new life */
     guint64 new_lives;         /* ordered, kv: the stream found deleted and created again (or its sequences fell back) */

@@ -87,6 +87,10 @@ struct JetOrdered {
     /* The consumer delivers the last message of each subject only (a
      * watch's first consumer): a jump over older revisions is its job. */
     gboolean per_subject;
+    /* The stream's last seq read before that consumer was made: below it,
+     * a delivery whose subject already had a later message is no current
+     * value (0: unknown; see superseded()). */
+    guint64 per_subject_last;
     gboolean initial_empty;    /* nothing was pending when it opened */
     guint64 initial_last;      /* the stream's last seq before the first consumer: the last current value */
     guint64 initial_values;    /* handled since it opened (the stat counts every start and life) */
@@ -446,12 +450,13 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
     /* Which life of the stream the consumer starts in: looked at on every
      * re-creation, since a stream deleted and created again reaches the
      * host only as a consumer gone or silent. */
-    gboolean new_life = FALSE;
+    gboolean new_life = FALSE, read = FALSE;
+    gint64 created = 0;
+    guint64 last = 0;
     if (o->serial > 0 || o->position > 0 || b->kind == JET_KIND_KV) {
-        gint64 created = 0;
-        guint64 last = 0;
         if (!stream_now_doubted(e, o, &created, &last, error))
             return FALSE;
+        read = TRUE;
         new_life = jet_position_other_life(o->life, o->position, created, last);
         if (new_life)
             begin_new_life(e, o, created, last);
@@ -460,6 +465,9 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
     }
     start_at(b, o->position, o->life_start, &cc);
     o->per_subject = cc.DeliverPolicy == js_DeliverLastPerSubject;
+    if (o->per_subject && !read && !stream_now(e, &created, &last, error))
+        return FALSE;
+    o->per_subject_last = o->per_subject ? last : 0;
     o->skip_before_ns = o->position == 0 && !o->life_start && b->deliver == JET_DELIVER_FROM_TIME
                             ? b->deliver_time_ns : 0;
     jsConsumerInfo *ci = NULL;
@@ -832,6 +840,47 @@ static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 seq)
     return TRUE;
 }
 
+/* Whether a last-per-subject consumer, among the current values, handed
+ * out a message whose subject had a later one before the consumer was
+ * made: nats-server 2.9 gives the next stored message in place of a
+ * current value removed under the consumer (a key purged while the watch
+ * reads), and that may be an older revision of another key, or a current
+ * value twice.  One read of the subject's next message per current value
+ * (docs/ordered.md, "Last per subject"). */
+static gboolean superseded(JetEngine *e, JetOrdered *o, natsMsg *msg, guint64 seq)
+{
+    if (!o->per_subject || seq >= o->per_subject_last)
+        return FALSE;
+    const JetBindingConfig *b = e->b;
+    const char *subject = natsMsg_GetSubject(msg);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetStoredMsg) next = NULL;
+    JetStoredStatus st = jet_stream_msg_next(jet_conn_nats(e->conn), b->stream, seq + 1, subject, 2000, &next, &err);
+    if (st == JET_STORED_ERROR) {
+        jet_log(JET_LOG_WARNING, b->name, "ordered-current-unchecked",
+                "stream seq %" G_GUINT64_FORMAT " (%s) came as a current value and whether %s has a later message "
+                "cannot be read (%s): handled as one", seq, subject, subject, err->message);
+        return FALSE;
+    }
+    if (st != JET_STORED_FOUND || next->seq > o->per_subject_last)
+        return FALSE;   /* the subject's last when the consumer was made, or a later write's to come */
+    JET_STAT_ADD(&e->workers[0].stats, superseded, 1);
+    jet_log(JET_LOG_WARNING, b->name, "ordered-superseded",
+            "consumer %s delivered stream seq %" G_GUINT64_FORMAT " (%s) as a current value, but stream seq %"
+            G_GUINT64_FORMAT " of the same subject was stored before the consumer began (a current value was "
+            "removed under it): passed over", o->name, seq, subject, next->seq);
+    return TRUE;
+}
+
+/* Whether the watch caught up with this delivery: its bucket's last entry
+ * as it was when the watch began, or nothing pending; newer servers do not
+ * always say 0 on the last one of a last-per-subject consumer (docs/kv.md,
+ * "What a plugin sees"). */
+static gboolean caught_up(const JetOrdered *o, const JetAckMeta *meta)
+{
+    return meta->pending == 0 || (o->initial_last > 0 && meta->stream_seq >= o->initial_last);
+}
+
 /* A delivery of the consumer in use.  FALSE when the sequence broke (the
  * consumer must be re-created at position + 1). */
 static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
@@ -862,6 +911,12 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
         return TRUE;   /* handled already (a re-created consumer never starts before position + 1) */
     if (skipped_over(e, o, meta.stream_seq))
         return FALSE;
+    if (superseded(e, o, it->msg, meta.stream_seq)) {
+        o->position = meta.stream_seq;
+        if (o->initial_open && caught_up(o, &meta))
+            initial_done(e, o);
+        return TRUE;
+    }
     if (jet_start_time_before(o->skip_before_ns, meta.timestamp_ns)) {
         o->position = meta.stream_seq;   /* before the start time: passed over, as the server would have */
         return TRUE;
@@ -880,14 +935,10 @@ static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
     if (!settled)
         return TRUE;
     o->position = meta.stream_seq;
-    /* The current values end with the bucket's last entry as it was when
-     * the watch began, or when nothing is pending: newer servers do not
-     * always say 0 on the last one of a last-per-subject consumer
-     * (docs/kv.md, "What a plugin sees"). */
     if (o->initial_open) {
         JET_STAT_ADD(&w->stats, initial_values, 1);
         o->initial_values++;
-        if (meta.pending == 0 || (o->initial_last > 0 && meta.stream_seq >= o->initial_last))
+        if (caught_up(o, &meta))
             initial_done(e, o);
     }
     o->last_heard_us = now_us();   /* the handler's time is not the server's silence */

@@ -36,11 +36,18 @@ static JetStoredStatus msg_get(natsConnection *nc, const char *stream, guint64 s
     g_return_val_if_fail(nc != NULL && stream != NULL && out != NULL, JET_STORED_ERROR);
     *out = NULL;
     g_autofree char *api = g_strdup_printf("STREAM.MSG.GET.%s", stream);
-    /* A subject has no quote or backslash (config.c checks it). */
-    g_autofree char *body = next_by_subject != NULL
-                                ? g_strdup_printf("{\"seq\":%" G_GUINT64_FORMAT ",\"next_by_subj\":\"%s\"}", seq,
-                                                  next_by_subject)
-                                : g_strdup_printf("{\"seq\":%" G_GUINT64_FORMAT "}", seq);
+    /* The subject may be a delivered message's, quotes and all. */
+    g_autoptr(JsonBuilder) jb = json_builder_new();
+    json_builder_begin_object(jb);
+    json_builder_set_member_name(jb, "seq");
+    json_builder_add_int_value(jb, (gint64)seq);
+    if (next_by_subject != NULL) {
+        json_builder_set_member_name(jb, "next_by_subj");
+        json_builder_add_string_value(jb, next_by_subject);
+    }
+    json_builder_end_object(jb);
+    g_autoptr(JsonNode) root = json_builder_get_root(jb);
+    g_autofree char *body = json_to_string(root, FALSE);
     natsStatus s = NATS_OK;
     g_autoptr(JsonObject) o = jet_js_api_request(nc, api, body, timeout_ms, &s);
     if (s != NATS_OK) {

@@ -1275,6 +1275,21 @@ static void check_forwards(Cell *c, Dlq *d, guint *lost, guint *dups)
     }
 }
 
+/* The handlings of key k (the first 80), for the first order break: which
+ * host handled what, when, with which verdict. */
+static void show_key(Cell *c, GArray *hist, const char *k)
+{
+    for (guint i = 0, shown = 0; i < hist->len && shown < 80; i++) {
+        const Handling *y = &g_array_index(hist, Handling, i);
+        if (y->seq < 1 || y->seq > c->keys->len ||
+            (c->w->kind != K_ORDERED && strcmp(g_ptr_array_index(c->keys, y->seq - 1), k) != 0))
+            continue;
+        g_test_message("key %s: h%u handled seq %" G_GUINT64_FORMAT " (delivery %u) at %" G_GINT64_FORMAT
+                       " ms: %c", k, y->host, y->seq, y->deliveries, y->start_ns / 1000000, y->verdict);
+        shown++;
+    }
+}
+
 /* Per key, first handlings in stream order. */
 static guint check_order(Cell *c, GArray *hist)
 {
@@ -1294,6 +1309,8 @@ static guint check_order(Cell *c, GArray *hist)
             if (++breaks <= 5)
                 problem(c, "key %s: seq %" G_GUINT64_FORMAT " first handled after seq %" G_GUINT64_FORMAT, k, x->seq,
                         *last);
+            if (breaks == 1)
+                show_key(c, hist, k);
             continue;
         }
         if (last == NULL) {

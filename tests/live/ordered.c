@@ -1043,6 +1043,84 @@ static void wait_kv_entries(Rig *r, guint n)
     }
 }
 
+/* A key purged while the watch hands out the current values, its value
+ * not yet delivered: nats-server 2.9 sends the next stored message in its
+ * place, here an older revision of another key.  That one is passed
+ * over: the watch's current values are 1..30 and 33..43, then the purge
+ * and an update. */
+static void purge_on_first(guint64 stream_seq, guint32 deliveries, const JetSettleAction *a, gpointer data)
+{
+    (void)stream_seq;
+    (void)deliveries;
+    (void)a;
+    ConcurrentWrite *cw = data;
+    if (g_atomic_int_add(&cw->writes, 1) != 0)
+        return;
+    g_assert_cmpint(kvStore_Purge(cw->kv, "app.x", NULL), ==, NATS_OK);
+    /* And an update of a value still to come: that value is handled as
+     * current all the same, the update after. */
+    g_assert_cmpint(kvStore_PutString(NULL, cw->kv, "app.k35", "v2"), ==, NATS_OK);
+}
+
+static void test_kv_purged_under_watch(void)
+{
+    Rig r = { 0 };
+    r.kv_bucket = "CFG";
+    rig_server(&r);
+    kvConfig kc;
+    kvConfig_Init(&kc);
+    kc.Bucket = "CFG";
+    kc.History = 5;
+    kvStore *kv = NULL;
+    g_assert_cmpint(js_CreateKeyValue(&kv, r.js, &kc), ==, NATS_OK);
+    /* app.k00..k29 (1..30), app.x (31), app.a's first value (32),
+     * app.k30..k39 (33..42), app.a's second (43). */
+    for (int i = 0; i < 40; i++) {
+        if (i == 30) {
+            g_assert_cmpint(kvStore_PutString(NULL, kv, "app.x", "x1"), ==, NATS_OK);
+            g_assert_cmpint(kvStore_PutString(NULL, kv, "app.a", "old"), ==, NATS_OK);
+        }
+        g_autofree char *key = g_strdup_printf("app.k%02d", i);
+        g_assert_cmpint(kvStore_PutString(NULL, kv, key, "v1"), ==, NATS_OK);
+    }
+    g_assert_cmpint(kvStore_PutString(NULL, kv, "app.a", "new"), ==, NATS_OK);
+    ConcurrentWrite cw = { kv, 0 };
+    r.settle_hook = purge_on_first;
+    r.settle_data = &cw;
+    /* The purge lands after the first pull's four values. */
+    rig_engine(&r, "batch = 4\n");
+    wait_kv_entries(&r, 43);
+    g_usleep(300 * 1000);
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_test_message("nats-server %u: %" G_GUINT64_FORMAT " passed over", jet_test_server_version(),
+                   st.superseded);
+    g_auto(GStrv) lines = kv_log(&r);
+    guint entry = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (g_str_has_prefix(lines[i], "initial-done")) {
+            g_assert_cmpuint(entry, ==, 41);
+            g_assert_cmpstr(lines[i], ==, "initial-done 41");
+            continue;
+        }
+        g_autofree char *want = entry < 30 ? g_strdup_printf("%u app.k%02u put 2", entry + 1, entry)
+                                : entry < 40 ? g_strdup_printf("%u app.k%02u put 2", entry + 3, entry)
+                                : entry == 40 ? g_strdup("43 app.a put 2")
+                                : entry == 41 ? g_strdup("44 app.x purge 2")
+                                              : g_strdup("45 app.k35 put 2");
+        g_assert_cmpstr(lines[i], ==, want);
+        entry++;
+    }
+    g_assert_cmpuint(entry, ==, 43);
+    g_assert_cmpuint(st.initial_done, ==, 1);
+    g_assert_cmpuint(st.initial_values, ==, 41);
+    /* 2.9 hands out seq 32 for the purged 31; later servers skip 31. */
+    g_assert_cmpuint(st.superseded, ==, jet_test_server_version() < 21000 ? 1 : 0);
+    kvStore_Destroy(kv);
+    rig_free(&r);
+}
+
 /* A bucket deleted and created again under a running watch, while the
  * old bucket's last value is in the handler: the watch starts over with
  * the new bucket, its current values, kv_initial_done again, then its
@@ -1830,6 +1908,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/deliver-from-time", test_deliver_from_time);
     g_test_add_func("/ordered/kv-watch", test_kv_watch);
     g_test_add_func("/ordered/kv-initial-pending", test_kv_initial_pending);
+    g_test_add_func("/ordered/kv-purged-under-watch", test_kv_purged_under_watch);
     g_test_add_func("/ordered/kv-empty-and-updates-only", test_kv_empty_and_updates_only);
     g_test_add_func("/ordered/kv-verdicts", test_kv_verdicts);
     g_test_add_func("/ordered/kv-stress", test_kv_stress);
