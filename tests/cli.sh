@@ -36,6 +36,7 @@ option.log_every = 10
 CONF
 sed 's/option.log_every = 10/option.log_evry = 10/' "$tmp/good.conf" > "$tmp/typo.conf"
 sed 's/^consumer = billing/consumer = billing\nworkers = 4/' "$tmp/good.conf" > "$tmp/workers.conf"
+sed 's/^consumer = billing/consumer = billing\nbatch_max = 5/' "$tmp/good.conf" > "$tmp/batchmax.conf"
 sed 's/^plugin = template/plugin = missing/' "$tmp/good.conf" > "$tmp/missing.conf"
 sed 's/^batch.*//; s/^consumer = billing/consumer = billing\nbatch = ten/' "$tmp/good.conf" > "$tmp/bad.conf"
 sed 's|^plugin = template|plugin = /nonexistent/plugins/orders.so|' "$tmp/good.conf" > "$tmp/nopath.conf"
@@ -99,7 +100,7 @@ consumer = enrich
 option.subject = out.{token:x}
 CONF
 
-echo "1..52"
+echo "1..53"
 expect 0 "--help lists the commands" "check" -- --help
 expect 0 "--version names the plugin ABI" "plugin ABI 1.2" -- --version
 expect 2 "an unknown command is a usage error" "unknown command" -- frobnicate
@@ -110,6 +111,7 @@ expect 0 "check accepts a good config" "OK (1 binding)" -- check -c "$tmp/good.c
 expect 0 "check -v shows plugin options" "option.log_every = 10" -- check -v -c "$tmp/good.conf"
 expect 3 "check names a plugin option typo" "option.log_evry: plugin template" -- check -c "$tmp/typo.conf"
 expect 3 "check refuses workers for a plugin that is not thread-safe" "not declare JET_PLUGIN_THREAD_SAFE" -- check -c "$tmp/workers.conf"
+expect 3 "check refuses batch_max for a plugin without handle_batch" "batch_max: 5 messages at once need a plugin with handle_batch(), and template" -- check -c "$tmp/batchmax.conf"
 expect 3 "check names a missing plugin" "missing.so: no such file" -- check -c "$tmp/missing.conf"
 { sed -n '1,/^$/p' "$tmp/good.conf"; printf '[binding m]\nplugin = template\nstream = M\nconsumer = m\nworkes = 4\nbatch = zero\nack_wiat = 5s\n'; } > "$tmp/three.bad.conf"
 expect 3 "check reports every config error in one run: the first" "three.bad.conf: \[binding m\] workes: unknown key; did you mean workers?" -- check -c "$tmp/three.bad.conf"

@@ -25,6 +25,13 @@ JetInstance *jet_binding_plugin(const JetConfig *cfg, const JetBindingConfig *b,
                     b->file, b->name, b->workers, desc->name, jet_plugin_path(plugin));
         return NULL;
     }
+    if (b->batch_max > 1 && desc->handle_batch == NULL) {
+        g_set_error(error, JET_ERROR, JET_ERROR_INVALID,
+                    "%s: [binding %s] batch_max: %u messages at once need a plugin with handle_batch(), and %s "
+                    "(%s) has none",
+                    b->file, b->name, b->batch_max, desc->name, jet_plugin_path(plugin));
+        return NULL;
+    }
     JetInstance *inst = jet_instance_new(plugin, b->name, b->options, &local);
     if (inst == NULL) {
         g_set_error(error, JET_ERROR, local->code, "%s: [binding %s] %s", b->file, b->name, local->message);

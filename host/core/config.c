@@ -192,6 +192,12 @@ static const KeyDef binding_keys[] = {
       "messages asked for by one pull" },
     { "threshold", K_UINT, "0", NULL, FALSE, 0, 9999, B(threshold),
       "re-pull early when this many of the batch are left; 0 = strictly paced; less than `batch`" },
+    { "batch_max", K_UINT, "1", NULL, FALSE, 1, 1000, B(batch_max),
+      "deliveries handed to the plugin's handle_batch() at once, each with its own verdict; 1 = handle() one "
+      "at a time; at most `batch` (durable bindings without `key`; docs/batches.md)" },
+    { "batch_wait", K_DURATION, "0", NULL, FALSE, 0, 60000, B(batch_wait_ms),
+      "`batch_max`: how long a handler batch waits for more deliveries to fill it; 0 = what has arrived; "
+      "at most 1m" },
     { "max_bytes", K_INT64, "0", NULL, FALSE, 0, G_MAXINT64, B(max_bytes),
       "byte limit of one pull; 0 = none" },
     { "expires", K_DURATION, "30s", NULL, FALSE, 1000, DURATION_MAX_MS, B(expires_ms),
@@ -1257,6 +1263,23 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
     /* Cross-key checks. */
     if (!kind_keys_fit(sec, b, error))
         return NULL;
+    if (b->batch_max > 1 && (b->kind != JET_KIND_DURABLE || b->lane_key.kind != JET_LANE_KEY_OFF)) {
+        const char *key = "batch_max";
+        key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
+                  "%u: handler batches are for durable bindings without `key` (lanes and ordered bindings hand "
+                  "one message at a time to handle(); docs/batches.md)", b->batch_max);
+        return NULL;
+    }
+    if (b->batch_max > b->batch) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "batch_max"), sec->group, "batch_max",
+                  "%u must be at most batch (%u): a handler batch is filled from one pull", b->batch_max, b->batch);
+        return NULL;
+    }
+    if (b->batch_wait_ms > 0 && b->batch_max == 1) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "batch_wait"), sec->group, "batch_wait",
+                  "only with batch_max above 1");
+        return NULL;
+    }
     if (b->threshold >= b->batch) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "threshold"), sec->group, "threshold",
                   "%u must be less than batch (%u)", b->threshold, b->batch);
@@ -1826,7 +1849,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
     return SAME_STR(name) && SAME_STR(plugin) && SAME(kind) && SAME_STR(stream) && SAME_STR(consumer) &&
            SAME(deliver) && SAME(deliver_seq) && SAME(deliver_time_ns) && SAME(checkpoint) && SAME_STR(bucket) &&
            SAME_STR(keys) && SAME(initial) && SAME(manage) && strv_equal0(a->subjects, b->subjects) &&
-           SAME_STR(filter_subject) && SAME(workers) && SAME(batch) && SAME(threshold) && SAME(max_bytes) &&
+           SAME_STR(filter_subject) && SAME(workers) && SAME(batch) && SAME(threshold) && SAME(batch_max) && SAME(batch_wait_ms) && SAME(max_bytes) &&
            SAME(expires_ms) && SAME(idle_heartbeat_ms) && SAME(handler_timeout_ms) && SAME(exit_on_any_hung) &&
            SAME(ack_wait_ms) && SAME(max_deliver) && SAME(max_ack_pending) && SAME(n_rungs) &&
            (a->n_rungs == 0 || memcmp(a->rungs_ms, b->rungs_ms, a->n_rungs * sizeof *a->rungs_ms) == 0) &&

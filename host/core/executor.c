@@ -352,8 +352,9 @@ static void send_publishes(JetExecutor *x, Run *r)
     }
 }
 
-/* Step 4: the decision before the handler, the plugin, the decision after. */
-static void decide(JetExecutor *x, Run *r)
+/* Step 4a: the decision before the handler.  FALSE when it settled the
+ * delivery without one (r->a set). */
+static gboolean decide_before(JetExecutor *x, Run *r)
 {
     r->f = (JetSettleFacts){
         .verdict = -1,
@@ -372,7 +373,7 @@ static void decide(JetExecutor *x, Run *r)
     };
     x->t->enter(x->td, r->d, r->alone);
     if (jet_settle_before_handle(x->policy, &r->f, &r->a))
-        return;
+        return FALSE;
     if (r->alone)
         isolate(x, r);
     if (r->d->enqueued_ns > 0) {
@@ -380,9 +381,13 @@ static void decide(JetExecutor *x, Run *r)
         gint64 waited_us = g_get_real_time() - r->d->enqueued_ns / 1000;
         JET_STAT_OBSERVE(r->d->stats, latency_us, MAX(waited_us, 0));
     }
-    gint64 began_us = g_get_monotonic_time();
-    r->f.verdict = x->t->handle(x->td, r->d, &r->jm);
-    JET_STAT_OBSERVE(r->d->stats, handler_us, g_get_monotonic_time() - began_us);
+    return TRUE;
+}
+
+/* Step 4c: the plugin's verdict, its publishes, the decision after. */
+static void decide_after(JetExecutor *x, Run *r, int verdict)
+{
+    r->f.verdict = verdict;
     r->handled = TRUE;
     r->f.has_delay = r->jm.has_delay;
     r->f.delay_ms = r->jm.delay_ms;
@@ -393,6 +398,18 @@ static void decide(JetExecutor *x, Run *r)
     r->f.publish_failed = r->publish_failed;
     r->f.now_ns = now_ns(x);
     jet_settle_decide(x->policy, &r->f, &r->a);
+}
+
+/* Step 4: the decision before the handler, the plugin (4b), the decision
+ * after. */
+static void decide(JetExecutor *x, Run *r)
+{
+    if (!decide_before(x, r))
+        return;
+    gint64 began_us = g_get_monotonic_time();
+    int verdict = x->t->handle(x->td, r->d, &r->jm);
+    JET_STAT_OBSERVE(r->d->stats, handler_us, g_get_monotonic_time() - began_us);
+    decide_after(x, r, verdict);
 }
 
 /* --- capture-then-ack ------------------------------------------------------ */
@@ -719,55 +736,128 @@ static void show_delivery(const JetExecutor *x, const JetDelivery *d, Run *r)
     jet_msg_reset_verdict(jm);
 }
 
-void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out)
+/* Steps 1 and 2 for one delivery. */
+static void prepare(JetExecutor *x, const JetDelivery *d, Run *r)
 {
-    JetExecuted local;
-    if (out == NULL)
-        out = &local;
+    memset(r, 0, sizeof *r);
+    r->d = d;
+    show_delivery(x, d, r);
+    read_ledger(x, r);
+    attribute(x, r);
+}
+
+/* Steps 5 to 7 once decided, and what out reports. */
+static void conclude(JetExecutor *x, Run *r, JetExecuted *out)
+{
+    const JetDelivery *d = r->d;
     memset(out, 0, sizeof *out);
-    Run r;
-    memset(&r, 0, sizeof r);
-    r.d = d;
-    show_delivery(x, d, &r);
+    r->stale = x->t->release_hold(x->td, d);
+    r->settled_ns = now_ns(x);
 
-    read_ledger(x, &r);
-    attribute(x, &r);
-    decide(x, &r);
-    r.stale = x->t->release_hold(x->td, d);
-    r.settled_ns = now_ns(x);
-
-    switch (r.a.kind) {
+    switch (r->a.kind) {
     case JET_ACTION_ACK:
-        act_ack(x, &r);
+        act_ack(x, r);
         break;
     case JET_ACTION_RETRY:
     case JET_ACTION_POSTPONE:
-        act_nak(x, &r);
+        act_nak(x, r);
         break;
     case JET_ACTION_CAPTURE:
-        act_capture(x, &r, out);
+        act_capture(x, r, out);
         break;
     }
-    tell_settled(x, &r);
-    x->t->leave(x->td, d, r.alone);
+    tell_settled(x, r);
+    x->t->leave(x->td, d, r->alone);
     JET_STAT_ADD(d->stats, messages, 1);
 
-    out->action = r.a;
-    out->facts = r.f;
-    if (r.f.reason != NULL) {
-        g_strlcpy(out->reason, r.f.reason, sizeof out->reason);
+    out->action = r->a;
+    out->facts = r->f;
+    if (r->f.reason != NULL) {
+        g_strlcpy(out->reason, r->f.reason, sizeof out->reason);
         out->facts.reason = out->reason;
     }
-    out->handled = r.handled;
-    out->verdict = r.handled ? r.f.verdict : -1;
-    out->stale = r.stale;
-    out->suspect = r.alone;
+    out->handled = r->handled;
+    out->verdict = r->handled ? r->f.verdict : -1;
+    out->stale = r->stale;
+    out->suspect = r->alone;
     /* Freed below: the reason holds what the settlement needs of them. */
     out->facts.malformed_entry = NULL;
-    out->publish_refused = r.jm.publishes.refused != NULL && r.handled;
+    out->publish_refused = r->jm.publishes.refused != NULL && r->handled;
     out->facts.publish_refused = NULL;
     out->facts.publish_failed = NULL;
-    g_free(r.not_kv);
-    g_free(r.publish_failed);
-    jet_publish_queue_clear(&r.jm.publishes);
+    g_free(r->not_kv);
+    g_free(r->publish_failed);
+    jet_publish_queue_clear(&r->jm.publishes);
+}
+
+void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out)
+{
+    JetExecuted local;
+    Run r;
+    prepare(x, d, &r);
+    decide(x, &r);
+    conclude(x, &r, out != NULL ? out : &local);
+}
+
+void jet_executor_deliver_batch(JetExecutor *x, const JetDelivery *const *ds, guint n, JetExecuted *outs)
+{
+    g_return_if_fail(n >= 1 && x->t->handle_batch != NULL);
+    g_autofree Run *runs = g_new(Run, n);
+    g_autofree JetExecuted *local = outs == NULL ? g_new(JetExecuted, n) : NULL;
+    if (outs == NULL)
+        outs = local;
+    for (guint i = 0; i < n; i++)
+        prepare(x, ds[i], &runs[i]);
+    /* A delivery after the first runs on its own, through handle(): a
+     * batch that killed the host comes back one message at a time (each a
+     * suspect, alone), which finds the one that did, and a message that
+     * failed, or failed its batch, cannot fail other messages again
+     * (docs/batches.md). */
+    g_autofree gboolean *single = g_new(gboolean, n);
+    for (guint i = 0; i < n; i++) {
+        single[i] = runs[i].alone || runs[i].jm.deliveries > 1;
+        if (single[i]) {
+            decide(x, &runs[i]);
+            conclude(x, &runs[i], &outs[i]);
+        }
+    }
+    g_autofree guint *which = g_new(guint, n);
+    g_autofree const JetDelivery **bd = g_new(const JetDelivery *, n);
+    g_autofree jet_msg **bm = g_new(jet_msg *, n);
+    g_autofree int *verdicts = g_new(int, n);
+    guint k = 0;
+    for (guint i = 0; i < n; i++) {
+        Run *r = &runs[i];
+        if (single[i])
+            continue;
+        if (!decide_before(x, r)) {
+            conclude(x, r, &outs[i]);   /* settled without the handler */
+            continue;
+        }
+        which[k] = i;
+        bd[k] = r->d;
+        bm[k] = &r->jm;
+        verdicts[k] = JET_RETRY;
+        k++;
+    }
+    if (k == 0)
+        return;
+    gint64 began_us = g_get_monotonic_time();
+    int rc = x->t->handle_batch(x->td, bd, bm, k, verdicts);
+    gint64 took_us = g_get_monotonic_time() - began_us;
+    for (guint j = 0; j < k; j++) {
+        Run *r = &runs[which[j]];
+        JET_STAT_OBSERVE(r->d->stats, handler_us, took_us);
+        if (rc != 0) {
+            /* The batch as a whole failed: each message is retried, with
+             * why, and what it queued is not sent. */
+            jet_msg_reset_verdict(&r->jm);
+            g_snprintf(r->jm.reason, sizeof r->jm.reason, "handle_batch() returned %d for the batch of %u", rc, k);
+            r->jm.has_reason = TRUE;
+            jet_publish_queue_clear(&r->jm.publishes);
+            verdicts[j] = JET_RETRY;
+        }
+        decide_after(x, r, verdicts[j]);
+        conclude(x, r, &outs[which[j]]);
+    }
 }

@@ -93,6 +93,11 @@ typedef struct {
     /* Runs the plugin's handle() on m (lending it as the host lends); the
      * verdict's details are left in m. */
     int (*handle)(gpointer t, const JetDelivery *d, jet_msg *m);
+    /* Optional (NULL: no batches): runs the plugin's handle_batch() on
+     * ms[0..n-1], the messages of ds[0..n-1], lending them together; each
+     * verdict as the plugin left it in verdicts (JET_RETRY before the
+     * call).  Returns what handle_batch() returned. */
+    int (*handle_batch)(gpointer t, const JetDelivery *const *ds, jet_msg *const *ms, guint n, int *verdicts);
     /* The handler is done (or was never run): the delivery leaves the
      * host's hold.  Returns whether its lease lapsed meanwhile. */
     gboolean (*release_hold)(gpointer t, const JetDelivery *d);
@@ -166,6 +171,14 @@ typedef struct {
 
 /* Handles and settles one delivery; out may be NULL. */
 void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out);
+
+/* Handles and settles ds[0..n-1] (n >= 1) with one handle_batch() call
+ * (the transport must have one): each delivery read and attributed as
+ * jet_executor_deliver does; a redelivery (a suspect alone) through handle(); one
+ * the decision settles without a handler settled so; the rest handed to
+ * the plugin together, each verdict settled as handle()'s.  outs (may be
+ * NULL) gets n reports, in the order of ds. */
+void jet_executor_deliver_batch(JetExecutor *x, const JetDelivery *const *ds, guint n, JetExecuted *outs);
 
 /* A delivery whose metadata does not parse: dead-lettered with cause
  * malformed (with what can be read: d->stream_seq is 0), then acked.

@@ -281,6 +281,14 @@ int jet_instance_handle(JetInstance *inst, jet_msg *m)
     return verdict;
 }
 
+int jet_instance_handle_batch(JetInstance *inst, jet_msg *const *msgs, size_t n, int *verdicts)
+{
+    jet_guard_enter(inst->binding, inst->desc->name, jet_msg_lent_seq(msgs[0]), &inst->fork_noted);
+    int rc = inst->desc->handle_batch(inst->state, msgs, n, verdicts);
+    jet_guard_leave();
+    return rc;
+}
+
 void jet_instance_kv_initial_done(JetInstance *inst)
 {
     if (!inst->started || inst->desc->kv_initial_done == NULL)

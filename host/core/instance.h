@@ -70,6 +70,10 @@ const JetMetric *jet_instance_metric(const JetInstance *inst, guint i, gint64 *v
 /* Calls handle() and returns what it returned, unchecked; inside the plugin
  * guard (plugin_guard.h) once the daemon has installed it. */
 int jet_instance_handle(JetInstance *inst, jet_msg *m);
+/* Calls handle_batch() (which the descriptor must have) on msgs[0..n-1],
+ * n >= 1, and returns what it returned; verdicts[i] as the plugin left
+ * them, unchecked.  Inside the plugin guard as jet_instance_handle. */
+int jet_instance_handle_batch(JetInstance *inst, jet_msg *const *msgs, size_t n, int *verdicts);
 
 const jet_plugin *jet_instance_descriptor(const JetInstance *inst);
 JetPlugin *jet_instance_plugin(const JetInstance *inst);

@@ -93,42 +93,59 @@ static inline gboolean decode(const jet_msg *h, Slot **s, guint64 *tick)
     return TRUE;
 }
 
-static void slot_release(gpointer p)
+static void slot_free(Slot *s)
 {
-    Slot *s = p;
     g_mutex_lock(&owner_lock);
     s->taken = FALSE;
     memset(&s->owner, 0, sizeof s->owner);
     g_mutex_unlock(&owner_lock);
 }
 
-/* Each lending thread keeps one slot until it exits. */
-static GPrivate thread_slot = G_PRIVATE_INIT(slot_release);
-
-static Slot *slot_claim(void)
+static void slots_release(gpointer p)
 {
-    Slot *s = g_private_get(&thread_slot);
-    if (s != NULL)
-        return s;
+    GPtrArray *mine = p;
+    for (guint i = 0; i < mine->len; i++)
+        slot_free(g_ptr_array_index(mine, i));
+    g_ptr_array_free(mine, TRUE);
+}
+
+/* Each lending thread keeps its slots until it exits: one for handle(),
+ * as many as its largest handle_batch() for batches. */
+static GPrivate thread_slots = G_PRIVATE_INIT(slots_release);
+
+static Slot *slot_claim(guint nth)
+{
+    GPtrArray *mine = g_private_get(&thread_slots);
+    if (mine == NULL) {
+        mine = g_ptr_array_new();
+        g_private_set(&thread_slots, mine);
+    }
+    if (nth < mine->len)
+        return g_ptr_array_index(mine, nth);
+    Slot *s = NULL;
     g_mutex_lock(&owner_lock);
-    for (guint i = 0; i < SLOTS && s == NULL; i++) {
+    for (guint i = 0; i < SLOTS && mine->len <= nth; i++) {
         if (!slots[i].taken) {
             s = &slots[i];
             s->taken = TRUE;
+            g_ptr_array_add(mine, s);
         }
     }
     g_mutex_unlock(&owner_lock);
-    if (s != NULL)
-        g_private_set(&thread_slot, s);
-    return s;
+    return nth < mine->len ? g_ptr_array_index(mine, nth) : NULL;
 }
 
 jet_msg *jet_msg_lend(jet_msg *m, const JetMsgOwner *owner)
 {
+    return jet_msg_lend_nth(m, owner, 0);
+}
+
+jet_msg *jet_msg_lend_nth(jet_msg *m, const JetMsgOwner *owner, guint nth)
+{
     reserve_region();
     if (region == 0)
         return m;
-    Slot *s = slot_claim();
+    Slot *s = slot_claim(nth);
     if (s == NULL)
         return m;
     if (owner != NULL && memcmp(&s->owner, owner, sizeof *owner) != 0) {

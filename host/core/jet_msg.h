@@ -92,6 +92,9 @@ typedef struct {
  * the plugin (m itself if no handle could be made: the range could not be
  * reserved, or every slot is taken). */
 jet_msg *jet_msg_lend(jet_msg *m, const JetMsgOwner *owner);
+/* The same for the nth message of one handle_batch() call (nth from 0):
+ * the thread's nth slot, so that the batch's handles are lent together. */
+jet_msg *jet_msg_lend_nth(jet_msg *m, const JetMsgOwner *owner, guint nth);
 /* Ends the lend: waits for host calls in progress through the handle (from
  * a plugin's other threads), after which none reaches m. */
 void jet_msg_unlend(jet_msg *handle);

@@ -8,9 +8,17 @@
 
 /* --- the isolation gate, with hung handlers taken out of it ------------------ */
 
+/* The items this thread has in the gate: more than one while it hands a
+ * batch to the plugin. */
+static _Thread_local guint in_gate_here;
+
 void jet__gate_enter(JetEngine *e, Item *it, gboolean alone)
 {
-    jet_isolation_enter(&e->isolation, alone);
+    if (!alone && in_gate_here > 0)
+        jet_isolation_join(&e->isolation);
+    else
+        jet_isolation_enter(&e->isolation, alone);
+    in_gate_here++;
     g_mutex_lock(&e->lease_lock);
     it->alone = alone;
     it->in_gate = TRUE;
@@ -19,6 +27,7 @@ void jet__gate_enter(JetEngine *e, Item *it, gboolean alone)
 
 gboolean jet__gate_left_for_it(JetEngine *e, Item *it)
 {
+    in_gate_here--;
     g_mutex_lock(&e->lease_lock);
     gboolean left = it->hung;
     it->in_gate = FALSE;

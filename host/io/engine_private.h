@@ -118,6 +118,17 @@ static inline void jet_isolation_enter(JetIsolation *iso, gboolean alone)
     g_mutex_unlock(&iso->lock);
 }
 
+/* One more shared entry for a thread that holds one already (a handler
+ * batch's next message): no suspect can be alone meanwhile, so it never
+ * waits, which entering anew could (behind a waiting suspect, which waits
+ * for the thread's first entry to leave). */
+static inline void jet_isolation_join(JetIsolation *iso)
+{
+    g_mutex_lock(&iso->lock);
+    iso->shared++;
+    g_mutex_unlock(&iso->lock);
+}
+
 static inline void jet_isolation_leave(JetIsolation *iso, gboolean alone)
 {
     g_mutex_lock(&iso->lock);
@@ -325,6 +336,9 @@ extern const JetTransport jet__engine_transport;
 /* The transport of a driver that acks (a driver table's `transport`). */
 void jet__engine_transport_init(JetEngine *e, JetTransport *t);
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *out);
+/* Handles and settles items[0..n-1] (their metadata metas) with one
+ * handle_batch() call (executor.h, jet_executor_deliver_batch). */
+void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *metas, guint n);
 void jet__capture_malformed(JetEngine *e, Item *it);
 void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta);
 /* The delivery's header block as the server sent it, parsed by the host's

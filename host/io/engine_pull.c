@@ -542,7 +542,11 @@ static void reap(Worker *w, natsMsg *m)
         reap_flush(w);
 }
 
-static void take_one(Worker *w, Item *it)
+/* What every item taken goes through: a status or anything else that is
+ * not a delivery is acted on and freed; a delivery whose metadata does not
+ * parse is captured as malformed; a delivery counts against its pull.
+ * TRUE (meta and *held set) when it is a delivery to handle. */
+static gboolean admit(Worker *w, Item *it, JetAckMeta *meta, guint *held)
 {
     JetEngine *e = w->eng;
     natsMsg *m = it->msg;
@@ -555,22 +559,21 @@ static void take_one(Worker *w, Item *it)
             JET_STAT_ADD(&w->stats, not_jetstream, 1);
         natsMsg_Destroy(m);
         g_free(it);
-        return;
+        return FALSE;
     }
 
-    guint held = 1 + jet__waiting_msgs(w);   /* this one and those behind it */
-    JET_STAT_MAX(&w->stats, max_held, held);
+    *held = 1 + jet__waiting_msgs(w);   /* this one and those behind it */
+    JET_STAT_MAX(&w->stats, max_held, *held);
 
-    JetAckMeta meta;
-    if (!jet_ack_subject_parse(natsMsg_GetReply(m), &meta)) {
+    if (!jet_ack_subject_parse(natsMsg_GetReply(m), meta)) {
         /* A delivery we cannot read: never dropped, never a crash. */
         jet__release_hold(e, it);
         jet__capture_malformed(e, it);
         natsMsg_Destroy(m);
         g_free(it);
-        return;
+        return FALSE;
     }
-    jet__pin_learn(e, m, meta.stream_seq);
+    jet__pin_learn(e, m, meta->stream_seq);
     /* Count it against the oldest pull still owed messages. */
     Pull *p = NULL;
     for (guint i = 0; i < MAX_PULLS; i++) {
@@ -584,8 +587,60 @@ static void take_one(Worker *w, Item *it)
     } else {
         JET_STAT_ADD(&w->stats, late_messages, 1);
     }
+    return TRUE;
+}
+
+/* A handler batch (batch_max above 1): the first delivery, then what has
+ * arrived behind it, waiting up to batch_wait for more, up to batch_max;
+ * handed to the plugin's handle_batch() together (docs/batches.md). */
+static void take_batch(Worker *w, Item *first, const JetAckMeta *first_meta, guint held)
+{
+    JetEngine *e = w->eng;
+    const guint max = e->b->batch_max;
+    g_autofree Item **items = g_new(Item *, max);
+    g_autofree JetAckMeta *metas = g_new(JetAckMeta, max);
+    items[0] = first;
+    metas[0] = *first_meta;
+    guint n = 1;
+    gint64 until = now_us() + (gint64)e->b->batch_wait_ms * 1000;
+    while (n < max && !engine_stopping(e)) {
+        gint64 left_ms = MAX(until - now_us(), 0) / 1000;
+        if (left_ms == 0 && jet__waiting_msgs(w) == 0)
+            break;   /* what has arrived is the batch */
+        Item *it = take_next(w, MAX(left_ms, 1));
+        if (it == NULL)
+            break;
+        guint h;
+        if (admit(w, it, &metas[n], &h))
+            items[n++] = it;
+    }
+    if (!jet__fence_wait(e)) {
+        for (guint i = 0; i < n; i++)
+            release_item(w, items[i]);   /* the claim is gone: never handled here */
+        return;
+    }
+    if (e->take_hook != NULL)
+        e->take_hook(w->index, held, e->take_hook_data);
+    jet__deliver_batch(e, items, metas, n);
+    for (guint i = 0; i < n; i++) {
+        reap(w, items[i]->msg);
+        g_free(items[i]);
+    }
+}
+
+static void take_one(Worker *w, Item *it)
+{
+    JetEngine *e = w->eng;
+    JetAckMeta meta;
+    guint held;
+    if (!admit(w, it, &meta, &held))
+        return;
     if (e->driver->take != NULL) {
         e->driver->take(w, it, &meta);   /* the driver's (a lane hands it to a runner) */
+        return;
+    }
+    if (e->b->batch_max > 1) {
+        take_batch(w, it, &meta, held);
         return;
     }
     if (!jet__fence_wait(e)) {
@@ -594,6 +649,7 @@ static void take_one(Worker *w, Item *it)
     }
     if (e->take_hook != NULL)
         e->take_hook(w->index, held, e->take_hook_data);
+    natsMsg *m = it->msg;
     jet__deliver(e, it, &meta, NULL);
     reap(w, m);
     g_free(it);

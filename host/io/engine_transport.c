@@ -169,6 +169,35 @@ static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
     return verdict;
 }
 
+/* A handler batch: handle()'s fence and lending, for n messages at once. */
+static int t_handle_batch(gpointer t, const JetDelivery *const *ds, jet_msg *const *ms, guint n, int *verdicts)
+{
+    JetEngine *e = t;
+    if (!jet__fence_wait(e)) {
+        static const char why[] = "the exclusive claim was lost before the handler ran (docs/exclusive.md)";
+        for (guint i = 0; i < n; i++) {
+            g_strlcpy(ms[i]->reason, why, sizeof ms[i]->reason);
+            ms[i]->has_reason = TRUE;
+            verdicts[i] = JET_RETRY;
+        }
+        return 0;
+    }
+    gint64 now = now_us();
+    g_mutex_lock(&e->lease_lock);
+    for (guint i = 0; i < n; i++)
+        item_of(ds[i])->handler_since_us = now;
+    g_mutex_unlock(&e->lease_lock);
+    const JetMsgOwner owner = { .binding = e->b->name, .plugin = jet_instance_descriptor(e->inst)->name,
+                                .stale = stale_handle_used, .data = e };
+    g_autofree jet_msg **lent = g_new(jet_msg *, n);
+    for (guint i = 0; i < n; i++)
+        lent[i] = jet_msg_lend_nth(ms[i], &owner, i);
+    int rc = jet_instance_handle_batch(e->inst, lent, n, verdicts);
+    for (guint i = 0; i < n; i++)
+        jet_msg_unlend(lent[i]);
+    return rc;
+}
+
 static gboolean t_release_hold(gpointer t, const JetDelivery *d)
 {
     return jet__release_hold(t, item_of(d));
@@ -332,6 +361,7 @@ const JetTransport jet__engine_transport = {
     .breaker = t_breaker,
     .enter = t_enter,
     .handle = t_handle,
+    .handle_batch = t_handle_batch,
     .release_hold = t_release_hold,
     .leave = t_leave,
     .ack = t_ack,
@@ -446,6 +476,37 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *o
                 done->action.kind == JET_ACTION_CAPTURE ? " " : "",
                 done->action.kind == JET_ACTION_CAPTURE ? jet_cause_name(done->action.cause) : "",
                 done->stale ? " (stale)" : "", done->handled ? "" : " (handler not run)");
+}
+
+/* One delivery of a batch, with what its JetDelivery borrows. */
+typedef struct {
+    JetDelivery d;
+    char stream[JET_NAME_BUF], consumer[JET_NAME_BUF];
+    JetHdrParse hdrs;
+    char *malformed;
+} BatchSlot;
+
+void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *metas, guint n)
+{
+    g_autofree BatchSlot *bs = g_new0(BatchSlot, n);
+    g_autofree const JetDelivery **dp = g_new(const JetDelivery *, n);
+    g_autofree JetExecuted *done = g_new(JetExecuted, n);
+    for (guint i = 0; i < n; i++) {
+        BatchSlot *b = &bs[i];
+        delivery_init(e, &b->d, items[i], &metas[i], b->stream, b->consumer);
+        b->malformed = jet__read_headers(e, items[i]->msg, metas[i].stream_seq, &b->hdrs);
+        b->d.hdrs = &b->hdrs;
+        b->d.malformed = b->malformed;
+        dp[i] = &b->d;
+    }
+    jet_executor_deliver_batch(e->executor, dp, n, done);
+    jet__progress(e);
+    for (guint i = 0; i < n; i++) {
+        if (e->settle_hook != NULL)
+            e->settle_hook(bs[i].d.stream_seq, bs[i].d.deliveries, &done[i].action, e->settle_hook_data);
+        jet_hdr_parse_clear(&bs[i].hdrs);
+        g_free(bs[i].malformed);
+    }
 }
 
 void jet__capture_malformed(JetEngine *e, Item *it)

@@ -3,9 +3,19 @@
 
 #define ASK_AGAIN_US (250 * 1000)
 
-gboolean jet_stream_info_leaderless(const jsStreamInfo *si)
+gboolean jet_stream_info_from_member(const jsStreamInfo *si)
 {
-    return si != NULL && si->Cluster != NULL && (si->Cluster->Leader == NULL || si->Cluster->Leader[0] == '\0');
+    if (si == NULL || si->Cluster == NULL)
+        return FALSE;
+    const jsClusterInfo *ci = si->Cluster;
+    if (ci->Leader == NULL || ci->Leader[0] == '\0')
+        return TRUE;
+    /* The replicas are every member but the one answering: a leader among
+     * them answered through another. */
+    for (int i = 0; i < ci->ReplicasLen; i++)
+        if (ci->Replicas[i] != NULL && g_strcmp0(ci->Replicas[i]->Name, ci->Leader) == 0)
+            return TRUE;
+    return FALSE;
 }
 
 natsStatus jet_stream_info_led(jsStreamInfo **out, jsCtx *js, const char *stream, guint wait_ms, const gint *stop,
@@ -21,7 +31,7 @@ natsStatus jet_stream_info_led(jsStreamInfo **out, jsCtx *js, const char *stream
             *jerr = e;
         if (s != NATS_OK)
             return s;
-        if (!jet_stream_info_leaderless(si)) {
+        if (!jet_stream_info_from_member(si)) {
             *out = si;
             return NATS_OK;
         }

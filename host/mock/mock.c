@@ -143,7 +143,7 @@ static void registry_remove(jet_ctx *c)
  * drift from what a binding in a file gets. */
 static const char *const policy_keys[] = {
     "rungs", "max_attempts", "postpone_horizon", "max_postpone_delay", "max_deliver", "capture_reserve",
-    "crash_limit", "max_hops", "kind", "bucket", "key", NULL,
+    "crash_limit", "max_hops", "kind", "bucket", "key", "batch", "batch_max", NULL,
 };
 
 int jet_mock_set_policy(jet_mock *m, const char *key, const char *value)
@@ -188,6 +188,11 @@ static int build_binding(jet_mock *m)
     m->config = jet_config_binding_from_pairs("jet_mock_set_policy", m->binding, pairs, &err);
     if (m->config == NULL)
         return jet__mock_fail(m, JET_MOCK_EINVAL, "%s", err->message);
+    if (m->config->batch_max > 1 && m->desc->handle_batch == NULL) {
+        g_clear_pointer(&m->config, jet_config_binding_free);
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_set_policy: batch_max: messages at once need a plugin "
+                              "with handle_batch(), and %s has none", m->desc->name);
+    }
     jet_binding_settle_policy(m->config, 0, &m->policy);
     if (JET_KIND_IS_ORDERED(m->config->kind)) {
         /* The daemon's ordered consumers change names; its deliveries
@@ -226,7 +231,8 @@ static jet_mock *mock_new(JetPlugin *p)
     m->log = g_ptr_array_new_with_free_func(NULL);
     m->calls = g_ptr_array_new_with_free_func(g_free);
     m->lent = g_ptr_array_new_with_free_func(jet__mock_lent_free);
-    m->dlq_strings = g_ptr_array_new_with_free_func(g_free);
+    m->dlq_strings = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+    m->dlq_headers = g_ptr_array_new_with_free_func(g_free);
     m->pub_strings = g_ptr_array_new_with_free_func(g_free);
     m->pub_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     m->publishes = g_array_new(FALSE, TRUE, sizeof(jet_mock_publish));
@@ -434,7 +440,7 @@ void jet_mock_free(jet_mock *m)
     g_array_unref(m->publishes);
     g_array_unref(m->pub_headers);
     g_free(m->pub_fail_reason);
-    g_free(m->dlq_headers);
+    g_ptr_array_unref(m->dlq_headers);
     g_free(m->error);
     g_mutex_clear(&m->lock);
     g_free(m);
@@ -527,6 +533,38 @@ int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_mock_settleme
     m->fault = 0;   /* a fault is for one call, whether it ran the message or not */
     if (out != NULL)
         jet__mock_settlement_out(&full, out, out_size);
+    return rc;
+}
+
+int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs,
+                                 size_t out_size)
+{
+    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    if (outs != NULL && n > 0 && n <= 1000)
+        memset(outs, 0, n * out_size);
+    if (msgs == NULL || outs == NULL || out_size < JET_MOCK_SETTLEMENT_SIZE_1_0)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: messages and settlements must not be "
+                              "NULL, settlements at least %zu bytes", (size_t)JET_MOCK_SETTLEMENT_SIZE_1_0);
+    if (m->state != MOCK_STARTED)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver_batch: the mock is not started (jet_mock_start)");
+    if (m->fault != 0) {
+        m->fault = 0;
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_deliver_batch: a fault point is for one message "
+                              "(jet_mock_deliver); it is dropped");
+    }
+    if (m->desc->handle_batch == NULL)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: plugin %s has no handle_batch()",
+                              m->desc->name);
+    if (n == 0 || n > m->config->batch_max)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: %zu messages, and the binding's batch_max "
+                              "is %u (set it with jet_mock_set_policy)", n, m->config->batch_max);
+    for (size_t i = 0; i < n; i++)
+        if (msgs[i] == NULL)
+            return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: message %zu is NULL", i);
+    g_autofree jet_mock_settlement *full = g_new0(jet_mock_settlement, n);
+    int rc = jet__mock_run_batch(m, msgs, n, full);
+    for (size_t i = 0; i < n; i++)
+        jet__mock_settlement_out(&full[i], (jet_mock_settlement *)(void *)((char *)outs + i * out_size), out_size);
     return rc;
 }
 

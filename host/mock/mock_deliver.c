@@ -12,16 +12,20 @@
 
 /* --- the transport ----------------------------------------------------------- */
 
-static MockRun *run_of(gpointer t)
+/* The run of delivery d: its own in a batch (the delivery's token), which
+ * then becomes the mock's current one, else the mock's one run. */
+static MockRun *run_of(gpointer t, const JetDelivery *d)
 {
-    return ((jet_mock *)t)->run;
+    jet_mock *m = t;
+    if (d != NULL && d->token != NULL)
+        m->run = d->token;
+    return m->run;
 }
 
 static JetLedgerStatus t_ledger_get(gpointer t, const JetDelivery *d, JetLedgerRecord *out, GError **error)
 {
-    (void)d;
     (void)error;
-    MockRun *r = run_of(t);
+    MockRun *r = run_of(t, d);
     *out = r->rec;
     return r->rec_found ? JET_LEDGER_FOUND : JET_LEDGER_ABSENT;
 }
@@ -30,10 +34,9 @@ static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, const J
                                        JetLedgerMutateFn mutate, gpointer mutate_data, JetLedgerRecord *out,
                                        GError **error)
 {
-    (void)d;
     (void)known;   /* the mock's record is in memory: always read */
     (void)error;
-    MockRun *r = run_of(t);
+    MockRun *r = run_of(t, d);
     if (r->crashed)
         return JET_LEDGER_SKIPPED;   /* the host is gone: nothing is written */
     JetLedgerRecord rec = r->rec;
@@ -52,9 +55,8 @@ static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, const J
 
 static JetLedgerStatus t_ledger_delete(gpointer t, const JetDelivery *d, GError **error)
 {
-    (void)d;
     (void)error;
-    MockRun *r = run_of(t);
+    MockRun *r = run_of(t, d);
     if (r->crashed)
         return JET_LEDGER_WRITTEN;   /* the host is gone: nothing is deleted */
     jet_ledger_record_init(&r->rec);
@@ -76,9 +78,8 @@ static gboolean t_lease_lapsed(gpointer t, const JetDelivery *d)
 
 static gboolean t_breaker(gpointer t, const JetDelivery *d, const JetLedgerRecord *rec)
 {
-    (void)d;
     (void)rec;
-    return run_of(t)->msg->breaker_claim;
+    return run_of(t, d)->msg->breaker_claim;
 }
 
 static void t_enter(gpointer t, const JetDelivery *d, gboolean alone)
@@ -88,16 +89,9 @@ static void t_enter(gpointer t, const JetDelivery *d, gboolean alone)
     (void)alone;
 }
 
-static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
+/* What the plugin set on its lent copy, back on the executor's message. */
+static void take_back(Lent *l, jet_msg *jm)
 {
-    (void)d;
-    jet_mock *m = t;
-    Lent *l = jet__mock_lent_new(m, jm);
-    m->owner = g_thread_self();
-    int verdict = jet_instance_handle(m->inst, &l->msg);
-    jet__mock_lent_poison(l);
-    if (m->run->fault == JET_MOCK_FAULT_CRASH_AFTER_PUBLISH && m->run->fault_k == 0)
-        m->run->crashed = TRUE;   /* dies as handle() returns */
     memcpy(jm->reason, l->msg.reason, sizeof jm->reason);
     jm->has_reason = l->msg.has_reason;
     jm->reason_too_long = l->msg.reason_too_long;
@@ -105,13 +99,45 @@ static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
     jm->has_delay = l->msg.has_delay;
     jm->publishes = l->msg.publishes;
     memset(&l->msg.publishes, 0, sizeof l->msg.publishes);
+}
+
+static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
+{
+    jet_mock *m = t;
+    MockRun *r = run_of(t, d);
+    Lent *l = jet__mock_lent_new(m, jm);
+    m->owner = g_thread_self();
+    int verdict = jet_instance_handle(m->inst, &l->msg);
+    jet__mock_lent_poison(l);
+    if (r->fault == JET_MOCK_FAULT_CRASH_AFTER_PUBLISH && r->fault_k == 0)
+        r->crashed = TRUE;   /* dies as handle() returns */
+    take_back(l, jm);
     return verdict;
+}
+
+/* A handler batch: each message lent as handle()'s is, all at once. */
+static int t_handle_batch(gpointer t, const JetDelivery *const *ds, jet_msg *const *ms, guint n, int *verdicts)
+{
+    (void)ds;
+    jet_mock *m = t;
+    g_autofree Lent **lent = g_new(Lent *, n);
+    g_autofree jet_msg **handles = g_new(jet_msg *, n);
+    for (guint i = 0; i < n; i++) {
+        lent[i] = jet__mock_lent_new(m, ms[i]);
+        handles[i] = &lent[i]->msg;
+    }
+    m->owner = g_thread_self();
+    int rc = jet_instance_handle_batch(m->inst, handles, n, verdicts);
+    for (guint i = 0; i < n; i++) {
+        jet__mock_lent_poison(lent[i]);
+        take_back(lent[i], ms[i]);
+    }
+    return rc;
 }
 
 static gboolean t_release_hold(gpointer t, const JetDelivery *d)
 {
-    (void)t;
-    (void)d;
+    (void)run_of(t, d);
     return FALSE;
 }
 
@@ -119,7 +145,7 @@ static void t_ack(gpointer t, const JetDelivery *d, JetAckTiming timing)
 {
     (void)d;
     (void)timing;
-    MockRun *r = run_of(t);
+    MockRun *r = run_of(t, d);
     if (!r->crashed && r->fault == JET_MOCK_FAULT_ACK_LOST)
         r->ack_lost = TRUE;   /* sent; the server never hears of it */
 }
@@ -143,25 +169,25 @@ static gint64 t_stream_created(gpointer t)
 static JetCaptureOutcome t_capture(gpointer t, const JetDelivery *d, JetCaptureFacts *facts, gboolean *duplicate,
                                    GError **error)
 {
-    jet_mock *m = t;
+    MockRun *r = run_of(t, d);
     *duplicate = FALSE;
-    if (m->run->crashed)
+    if (r->crashed)
         return JET_CAPTURE_CAPTURED;   /* the host is gone: nothing is stored or shown */
     GPtrArray *hs = jet_capture_headers((int)MIN(d->len, (gsize)G_MAXINT), d->hdrs->headers, d->hdrs->defects,
                                         facts, 0, NULL, error);
     if (hs == NULL) {
-        m->run->captured_too_large = TRUE;
+        r->captured_too_large = TRUE;
         return JET_CAPTURE_TOO_LARGE;
     }
-    g_ptr_array_unref(m->dlq_strings);
-    m->dlq_strings = hs;
+    if (r->dlq != NULL)
+        g_ptr_array_unref(r->dlq);
+    r->dlq = hs;
     return JET_CAPTURE_CAPTURED;
 }
 
 static gboolean t_ack_confirmed(gpointer t, const JetDelivery *d, GError **error)
 {
-    (void)d;
-    MockRun *r = run_of(t);
+    MockRun *r = run_of(t, d);
     if (!r->crashed && r->fault == JET_MOCK_FAULT_ACK_LOST) {
         r->ack_lost = TRUE;
         g_set_error(error, g_quark_from_static_string("jet-mock"), 0,
@@ -174,7 +200,7 @@ static gboolean t_ack_confirmed(gpointer t, const JetDelivery *d, GError **error
 /* After a crash fault nothing more reaches the plugin. */
 static gboolean t_gone(gpointer t)
 {
-    MockRun *r = run_of(t);
+    MockRun *r = run_of(t, NULL);
     return r != NULL && r->crashed;
 }
 
@@ -205,8 +231,11 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
                           gboolean *duplicate, GError **error)
 {
     jet_mock *m = t;
-    if (m->run->crashed)
+    MockRun *r = run_of(t, d);
+    if (r->crashed)
         return TRUE;   /* the host is gone: nothing is sent */
+    if (r->n_pubs++ == 0)
+        r->pub_first = m->publishes->len;
     jet_mock_publish rec = { 0 };
     rec.subject = g_strdup(p->subject);
     g_ptr_array_add(m->pub_strings, (gpointer)rec.subject);
@@ -239,8 +268,8 @@ static gboolean t_publish(gpointer t, const JetDelivery *d, const JetPublish *p,
         if (!*duplicate)
             g_hash_table_insert(m->pub_ids, g_strdup(msg_id), g_memdup2(&now, sizeof now));
         rec.result = g_strdup(*duplicate ? "duplicate" : "published");
-        if (m->run->fault == JET_MOCK_FAULT_CRASH_AFTER_PUBLISH && ++m->run->stored == m->run->fault_k)
-            m->run->crashed = TRUE;   /* dies once this one is stored */
+        if (r->fault == JET_MOCK_FAULT_CRASH_AFTER_PUBLISH && ++r->stored == r->fault_k)
+            r->crashed = TRUE;   /* dies once this one is stored */
     }
     g_ptr_array_add(m->pub_strings, (gpointer)rec.result);
     g_array_append_val(m->publishes, rec);
@@ -255,6 +284,7 @@ const JetTransport jet__mock_transport = {
     .breaker = t_breaker,
     .enter = t_enter,
     .handle = t_handle,
+    .handle_batch = t_handle_batch,
     .release_hold = t_release_hold,
     .leave = t_enter,
     .ack = t_ack,
@@ -369,18 +399,22 @@ static char *describe(const JetSettleAction *a)
     return g_strdup(jet_action_name(a->kind));
 }
 
-/* The dead-letter record the transport built, as the settlement shows it. */
-static void show_dlq(jet_mock *m, jet_mock_settlement *out)
+/* A run's dead-letter record, as the settlement shows it: its strings and
+ * header array are the mock's until the next delivery. */
+static void show_dlq(jet_mock *m, MockRun *run, jet_mock_settlement *out)
 {
-    gsize n = m->dlq_strings->len / 2;
-    m->dlq_headers = g_new0(jet_mock_header, n + 1);
+    GPtrArray *strings = g_steal_pointer(&run->dlq);
+    g_ptr_array_add(m->dlq_strings, strings);
+    gsize n = strings->len / 2;
+    jet_mock_header *hs = g_new0(jet_mock_header, n + 1);
+    g_ptr_array_add(m->dlq_headers, hs);
     for (gsize i = 0; i < n; i++) {
-        m->dlq_headers[i].name = g_ptr_array_index(m->dlq_strings, 2 * i);
-        m->dlq_headers[i].value = g_ptr_array_index(m->dlq_strings, 2 * i + 1);
+        hs[i].name = g_ptr_array_index(strings, 2 * i);
+        hs[i].value = g_ptr_array_index(strings, 2 * i + 1);
     }
     out->dlq_subject = m->config->dlq_subject;
     out->n_dlq_headers = n;
-    out->dlq_headers = m->dlq_headers;
+    out->dlq_headers = hs;
 }
 
 /* The message's header list as a parsed block: the pairs in the order they
@@ -405,25 +439,25 @@ void jet__mock_settlement_out(const jet_mock_settlement *full, jet_mock_settleme
         memset((char *)out + n, 0, out_size - n);
 }
 
-int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out)
+/* What the last call showed goes: a new call's settlements start empty. */
+static void outputs_reset(jet_mock *m)
 {
-    memset(out, 0, sizeof *out);
     g_ptr_array_set_size(m->dlq_strings, 0);
-    g_clear_pointer(&m->dlq_headers, g_free);
+    g_ptr_array_set_size(m->dlq_headers, 0);
     g_ptr_array_set_size(m->pub_strings, 0);
     g_array_set_size(m->publishes, 0);
     g_array_set_size(m->pub_headers, 0);
-    ((jet_mock_msg *)b)->has_written = FALSE;
+}
 
-    size_t before = jet_mock_violation_count(m);
-    g_auto(JetHdrParse) hdrs = { 0 };
-    headers_of(b, &hdrs);
-    JetStats stats = { 0 };
-    JetDelivery d = {
+static void delivery_of(jet_mock *m, const jet_mock_msg *b, const char *malformed, JetHdrParse *hdrs,
+                        JetStats *stats, JetDelivery *d)
+{
+    headers_of(b, hdrs);
+    *d = (JetDelivery){
         .subject = b->subject,
         .data = (const char *)b->data,
         .len = b->len,
-        .hdrs = &hdrs,
+        .hdrs = hdrs,
         .malformed = malformed,
         .stream = m->stream,
         .consumer = m->consumer,
@@ -431,8 +465,80 @@ int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet
         .consumer_seq = b->consumer_seq,
         .deliveries = b->deliveries,
         .enqueued_ns = b->has_enqueued ? b->enqueued_ns : 0,
-        .stats = &stats,
+        .stats = stats,
     };
+}
+
+/* One settlement from its run; its publishes' pointers are set once every
+ * run of the call is over (publishes_shown). */
+static void settlement_fill(jet_mock *m, const jet_mock_msg *b, MockRun *run, const JetExecuted *x,
+                            jet_mock_settlement *out)
+{
+    memset(out, 0, sizeof *out);
+    const JetSettleAction *a = &x->action;
+    out->verdict = x->verdict;
+    out->handled = x->handled;
+    out->action = (jet_mock_action)a->kind;
+    out->action_name = jet_action_name(a->kind);
+    out->delay_ms = a->delay_ms;
+    out->cause = jet_cause_name(a->cause);
+    out->outcome = run->crashed ? "crashed" : run->ack_lost ? "ack-lost"
+                 : run->captured_too_large ? "stranded" : outcome_name(a->kind);
+    out->is_failure = a->is_failure;
+    out->failure_number = a->failure_number;
+    out->plugin_error = a->plugin_error;
+    g_strlcpy(out->reason, a->reason, sizeof out->reason);
+    out->now_ns = x->facts.now_ns;
+    out->stream_seq = b->stream_seq;
+    out->deliveries = b->deliveries;
+    if (a->kind == JET_ACTION_CAPTURE && (x->captured || run->ack_lost) && !run->crashed && run->dlq != NULL)
+        show_dlq(m, run, out);
+    out->n_publishes = run->n_pubs;
+    if (a->plugin_error) {
+        g_autofree char *what = describe(a);
+        jet__mock_violation(m, plugin_error_rule(&m->policy, x),
+                            "handle() of stream seq %" G_GUINT64_FORMAT ": %s; the daemon counts it as a "
+                            "failed attempt (%s), never as an ack", b->stream_seq, a->reason, what);
+    }
+    if (run->dlq != NULL)
+        g_ptr_array_unref(g_steal_pointer(&run->dlq));
+}
+
+/* The publishes' headers, and each settlement's publishes, now that the
+ * arrays no longer move. */
+static void publishes_shown(jet_mock *m, const MockRun *runs, jet_mock_settlement *outs, size_t n)
+{
+    jet_mock_header *h = (jet_mock_header *)(void *)m->pub_headers->data;
+    for (guint i = 0; i < m->publishes->len; i++) {
+        jet_mock_publish *p = &g_array_index(m->publishes, jet_mock_publish, i);
+        p->headers = h;
+        h += p->n_headers;
+    }
+    for (size_t i = 0; i < n; i++)
+        outs[i].publishes = runs[i].n_pubs > 0
+                                ? &g_array_index(m->publishes, jet_mock_publish, runs[i].pub_first) : NULL;
+}
+
+/* The call's result: a violation since `before` names its rule in every
+ * settlement of the call. */
+static int call_result(jet_mock *m, size_t before, jet_mock_settlement *outs, size_t n)
+{
+    if (jet_mock_violation_count(m) == before)
+        return JET_MOCK_OK;
+    for (size_t i = 0; i < n; i++)
+        outs[i].violation = jet_mock_violation_rule(m, before);
+    return JET_MOCK_VIOLATION;
+}
+
+int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out)
+{
+    outputs_reset(m);
+    ((jet_mock_msg *)b)->has_written = FALSE;
+    size_t before = jet_mock_violation_count(m);
+    g_auto(JetHdrParse) hdrs = { 0 };
+    JetStats stats = { 0 };
+    JetDelivery d;
+    delivery_of(m, b, malformed, &hdrs, &stats, &d);
     MockRun run;
     run_init(&run, b);
     run.fault = m->fault;   /* armed for this call only: the entry points spend it */
@@ -441,46 +547,37 @@ int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet
     JetExecuted x;
     jet_executor_deliver(m->executor, &d, &x);
     m->run = NULL;
+    settlement_fill(m, b, &run, &x, out);
+    publishes_shown(m, &run, out, 1);
+    return call_result(m, before, out, 1);
+}
 
-    const JetSettleAction *a = &x.action;
-    out->verdict = x.verdict;
-    out->handled = x.handled;
-    out->action = (jet_mock_action)a->kind;
-    out->action_name = jet_action_name(a->kind);
-    out->delay_ms = a->delay_ms;
-    out->cause = jet_cause_name(a->cause);
-    out->outcome = run.crashed ? "crashed" : run.ack_lost ? "ack-lost"
-                 : run.captured_too_large ? "stranded" : outcome_name(a->kind);
-    out->is_failure = a->is_failure;
-    out->failure_number = a->failure_number;
-    out->plugin_error = a->plugin_error;
-    g_strlcpy(out->reason, a->reason, sizeof out->reason);
-    out->now_ns = x.facts.now_ns;
-    out->stream_seq = b->stream_seq;
-    out->deliveries = b->deliveries;
-    if (a->kind == JET_ACTION_CAPTURE && (x.captured || run.ack_lost) && !run.crashed)
-        show_dlq(m, out);
-    jet_mock_header *h = (jet_mock_header *)(void *)m->pub_headers->data;
-    for (guint i = 0; i < m->publishes->len; i++) {
-        jet_mock_publish *p = &g_array_index(m->publishes, jet_mock_publish, i);
-        p->headers = h;
-        h += p->n_headers;
+int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs)
+{
+    outputs_reset(m);
+    size_t before = jet_mock_violation_count(m);
+    g_autofree JetHdrParse *hdrs = g_new0(JetHdrParse, n);
+    g_autofree JetDelivery *ds = g_new(JetDelivery, n);
+    g_autofree const JetDelivery **dp = g_new(const JetDelivery *, n);
+    g_autofree MockRun *runs = g_new(MockRun, n);
+    g_autofree JetExecuted *xs = g_new(JetExecuted, n);
+    JetStats stats = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        ((jet_mock_msg *)msgs[i])->has_written = FALSE;
+        delivery_of(m, msgs[i], NULL, &hdrs[i], &stats, &ds[i]);
+        run_init(&runs[i], msgs[i]);
+        ds[i].token = &runs[i];
+        dp[i] = &ds[i];
     }
-    out->n_publishes = m->publishes->len;
-    out->publishes = m->publishes->len > 0 ? (const jet_mock_publish *)(void *)m->publishes->data : NULL;
-
-    if (a->plugin_error) {
-        g_autofree char *what = describe(a);
-        jet__mock_violation(m, plugin_error_rule(&m->policy, &x),
-                            "handle() of stream seq %" G_GUINT64_FORMAT ": %s; the daemon counts it as a "
-                            "failed attempt (%s), never as an ack", b->stream_seq, a->reason, what);
+    m->run = &runs[0];
+    jet_executor_deliver_batch(m->executor, dp, (guint)n, xs);
+    m->run = NULL;
+    for (size_t i = 0; i < n; i++) {
+        settlement_fill(m, msgs[i], &runs[i], &xs[i], &outs[i]);
+        jet_hdr_parse_clear(&hdrs[i]);
     }
-    size_t after = jet_mock_violation_count(m);
-    if (after > before) {
-        out->violation = jet_mock_violation_rule(m, before);
-        return JET_MOCK_VIOLATION;
-    }
-    return JET_MOCK_OK;
+    publishes_shown(m, runs, outs, n);
+    return call_result(m, before, outs, n);
 }
 
 const char *jet_mock_settlement_header(const jet_mock_settlement *s, const char *name)

@@ -89,9 +89,11 @@ struct jet_mock {
     guint64 next_seq;
     char *error;
 
-    /* The last settlement's dead-letter record. */
+    /* The last call's dead-letter records: their strings (GPtrArray* of
+     * char*, one a record) and header arrays (jet_mock_header*), kept
+     * until the next delivery. */
     GPtrArray *dlq_strings;
-    jet_mock_header *dlq_headers;
+    GPtrArray *dlq_headers;
 
     /* The last settlement's publishes (forward.h), and the failures asked
      * for the next ones (jet_mock_fail_publishes). */
@@ -162,6 +164,10 @@ typedef struct MockRun {
     guint stored;                  /* publishes stored so far */
     gboolean crashed;
     gboolean ack_lost;
+    /* Its outputs: the dead-letter record's strings (owned, NULL: none) and
+     * its publishes, in the mock's array from pub_first on. */
+    GPtrArray *dlq;
+    guint pub_first, n_pubs;
 } MockRun;
 
 /* The files of the mock call downwards only (tests/layers.sh): mock.c (the
@@ -204,6 +210,9 @@ extern const JetTransport jet__mock_transport;
 void jet__mock_settlement_out(const jet_mock_settlement *full, jet_mock_settlement *out, size_t out_size);
 
 int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out);
+/* msgs[0..n-1] as one handler batch (jet_executor_deliver_batch), each
+ * settlement in outs[i] (full size). */
+int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs);
 
 /* mock_msg.c: a deep copy of a builder. */
 jet_mock_msg *jet__mock_msg_copy(const jet_mock_msg *b);

@@ -114,6 +114,10 @@ JET_MOCK_API int jet_mock_set_option(jet_mock *m, const char *name, const char *
  *   key                 (none)                   per-key lanes, kind = durable only:
  *                                                "header:NAME" or "subject:N" (see
  *                                                "Lanes" below)
+ *   batch_max           "1"                      handler batches (1.2; at most `batch`,
+ *                                                "10" unless set): what
+ *                                                jet_mock_deliver_batch() may hand over
+ *   batch               "10"                     the pull's size, which bounds batch_max
  * An ordered or KV binding's deliveries name the binding as their consumer
  * (the daemon's consumer names change), and a KV binding's stream is
  * KV_<bucket>, whatever jet_mock_set_binding() says.
@@ -372,6 +376,22 @@ JET_MOCK_API int jet_mock_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_s
 JET_MOCK_API int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out,
                                         size_t out_size);
 #define jet_mock_deliver(m, b, out) jet_mock_deliver_sized((m), (b), (out), sizeof(jet_mock_settlement))
+
+/* Delivers msgs[0..n-1] as the daemon hands a handler batch to the
+ * plugin (the binding's `batch_max` above 1, docs/batches.md): first
+ * deliveries together through handle_batch(), a redelivery (deliveries
+ * above 1) on its own through handle(), each verdict settled as
+ * jet_mock_deliver() settles handle()'s; outs[i] is msgs[i]'s settlement
+ * (its publishes and record valid until the next delivery).  Returns as
+ * jet_mock_deliver() (a violation names its rule in every settlement of
+ * the call); JET_MOCK_EINVAL (outs zeroed) when n is 0 or above the
+ * binding's batch_max, or the plugin has no handle_batch(); JET_MOCK_ESTATE
+ * when not started or a fault point is armed (faults are for one
+ * message: jet_mock_deliver()). */
+JET_MOCK_API int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, size_t n,
+                                              jet_mock_settlement *outs, size_t out_size);
+#define jet_mock_deliver_batch(m, msgs, n, outs) \
+    jet_mock_deliver_batch_sized((m), (msgs), (n), (outs), sizeof(jet_mock_settlement))
 
 /* Turns b into its next delivery after settlement s, as the server and the
  * attempt ledger would: deliveries + 1, and the ledger record as the

@@ -428,6 +428,24 @@ typedef struct jet_plugin {
      * rules as handle(); s is borrowed for the call.  Keep it short: the
      * worker takes no other message meanwhile.  May be NULL. */
     void (*settled)(void *state, const jet_settled *s);
+
+    /* Handles several first deliveries at once: a sink that writes them to
+     * a database or a file in one go.  msgs[0..n-1] in the order the server
+     * delivered them, 1 <= n <= the binding's `batch_max`; write one
+     * jet_verdict per message to verdicts[i] (each is JET_RETRY before the
+     * call).  Each message keeps its own reason, delay and publishes
+     * (msg_set_reason(msgs[i], ...)), and each verdict is settled as
+     * handle()'s would be.  Return 0; anything else fails the whole batch:
+     * each message is retried, the return value named as its reason, and
+     * what it queued is not published.  The messages are borrowed for the
+     * call, as handle()'s, under handle()'s threading rules.
+     *
+     * Called when the binding sets batch_max above 1 (refused without
+     * this).  handle() is still required: a message delivered again (a
+     * retry, a postpone, one a host died with) comes on its own, through
+     * handle(), so that one message cannot fail a batch twice and a batch
+     * that killed the host is taken apart (docs/batches.md).  May be NULL. */
+    int (*handle_batch)(void *state, jet_msg *const *msgs, size_t n, int *verdicts);
 } jet_plugin;
 
 /* Fills struct_size and the ABI version; start every descriptor with it:

@@ -224,7 +224,7 @@ static void test_stream_info_leaderless(void)
     while (leaderless == 0 && g_get_monotonic_time() < until) {
         jsStreamInfo *si = NULL;
         if (js_GetStreamInfo(&si, jk, "LL", NULL, NULL) == NATS_OK) {
-            if (jet_stream_info_leaderless(si))
+            if (jet_stream_info_from_member(si))
                 leaderless++;
             else
                 other_answers++;
@@ -247,7 +247,7 @@ static void test_stream_info_leaderless(void)
     jet_test_cluster_restart(c, other);
     s = jet_stream_info_led(&si, jk, "LL", 60000, NULL, &jerr);
     g_assert_cmpint(s, ==, NATS_OK);
-    g_assert_false(jet_stream_info_leaderless(si));
+    g_assert_false(jet_stream_info_from_member(si));
     g_assert_cmpuint(si->State.Msgs, ==, N_MSGS);
     g_test_message("back: leader %s, %" G_GUINT64_FORMAT " messages", si->Cluster->Leader, si->State.Msgs);
     jsStreamInfo_Destroy(si);

@@ -611,6 +611,39 @@ static guint supervise(Rig *r, const char *prefix, const char *host_keys, const 
     }
 }
 
+/* The poison message k, and nothing else, dead-lettered; the ack floor at
+ * n with nothing pending; every message handled.  Returns each seq's
+ * handlings (1..n), and in *max_deliveries (may be NULL) the most
+ * deliveries any other message was handled at. */
+static guint *poison_only(Rig *r, guint64 k, guint n, guint *max_deliveries)
+{
+    g_assert_cmpuint(dlq_msgs(r->js), ==, 1);
+    natsMsg *m = NULL;
+    g_assert_cmpint(js_GetMsg(&m, r->js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
+    g_test_message("DLQ: cause %s, reason \"%s\", deliveries %s", hget(m, "Jethost-Cause"),
+                   hget(m, "Jethost-Reason"), hget(m, "Jethost-Deliveries"));
+    g_autofree char *kstr = g_strdup_printf("%" G_GUINT64_FORMAT, k);
+    g_assert_cmpstr(hget(m, "Jethost-Origin-Seq"), ==, kstr);
+    g_assert_cmpstr(hget(m, "Jethost-Cause"), ==, "poison");
+    natsMsg_Destroy(m);
+
+    jsConsumerInfo *ci = jet_test_consumer_info(r->js, "ORDERS", "c");
+    g_assert_cmpuint(ci->AckFloor.Stream, ==, n);
+    g_assert_cmpint(ci->NumAckPending, ==, 0);
+    jsConsumerInfo_Destroy(ci);
+    g_autoptr(GArray) h = handled_full(r->dir, 0, NULL);
+    guint *count = g_new0(guint, n + 1);
+    for (guint i = 0; i < h->len; i++) {
+        Handled *x = &g_array_index(h, Handled, i);
+        count[x->seq]++;
+        if (x->seq != k && max_deliveries != NULL)
+            *max_deliveries = MAX(*max_deliveries, x->deliveries);
+    }
+    for (guint64 s = 1; s <= n; s++)
+        g_assert_cmpuint(count[s], >=, 1);
+    return count;
+}
+
 /* A plugin that abort()s on one message, under a MaxDeliver that leaves
  * little room (configurations `jethost check` approves): the host restarted
  * after each death until the ack floor reaches the end.  The poison message
@@ -651,39 +684,47 @@ static void test_poison_tight(gconstpointer data)
     guint deaths = supervise(&r, t->name, "", extra, n, 128 + SIGABRT, t->max_deaths, NULL);
     g_assert_cmpuint(deaths, >=, 1);
 
-    /* The poison message, and nothing else, dead-lettered. */
-    g_assert_cmpuint(dlq_msgs(r.js), ==, 1);
-    natsMsg *m = NULL;
-    g_assert_cmpint(js_GetMsg(&m, r.js, "JETHOST_DLQ", 1, NULL, NULL), ==, NATS_OK);
-    g_test_message("DLQ: cause %s, reason \"%s\", deliveries %s", hget(m, "Jethost-Cause"),
-                   hget(m, "Jethost-Reason"), hget(m, "Jethost-Deliveries"));
-    g_autofree char *kstr = g_strdup_printf("%" G_GUINT64_FORMAT, k);
-    g_assert_cmpstr(hget(m, "Jethost-Origin-Seq"), ==, kstr);
-    g_assert_cmpstr(hget(m, "Jethost-Cause"), ==, "poison");
-    natsMsg_Destroy(m);
-
-    /* Every other message handled; the floor at the end. */
-    jsConsumerInfo *ci = jet_test_consumer_info(r.js, "ORDERS", "c");
-    g_assert_cmpuint(ci->AckFloor.Stream, ==, n);
-    g_assert_cmpint(ci->NumAckPending, ==, 0);
-    jsConsumerInfo_Destroy(ci);
-    g_autoptr(GArray) h = handled_full(r.dir, 0, NULL);
-    g_autofree guint *count = g_new0(guint, n + 1);
     guint max_deliveries = 0;
-    for (guint i = 0; i < h->len; i++) {
-        Handled *x = &g_array_index(h, Handled, i);
-        count[x->seq]++;
-        if (x->seq != k)
-            max_deliveries = MAX(max_deliveries, x->deliveries);
-    }
-    for (guint64 s2 = 1; s2 <= n; s2++)
-        g_assert_cmpuint(count[s2], >=, 1);
+    g_autofree guint *count = poison_only(&r, k, n, &max_deliveries);
     g_test_message("bystanders: at most %u deliveries", max_deliveries);
 
     /* The server never gave up on anything. */
     g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
     g_assert_cmpuint(spy_count(&advisories), ==, 0);
     spy_stop(&advisories);
+    rig_free(&r);
+}
+
+/* A plugin that abort()s in the middle of a handler batch (handle_batch(),
+ * batches of 10): the whole batch was in the handler, so each of its
+ * messages comes back unexplained and goes through handle() alone with the
+ * isolation marker set; the batch-mates pass, the aborting one strikes until
+ * it is captured as poison.  The batch taken apart to find the one message
+ * (docs/batches.md); nothing else dead-lettered. */
+static void test_poison_batch(void)
+{
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
+    Rig r = { 0 };
+    rig_server(&r);
+    const guint n = 100;
+    const guint64 k = (guint64)g_test_rand_int_range(1, 8) * 10 + (guint64)g_test_rand_int_range(2, 9);
+    g_test_message("abort() on stream seq %" G_GUINT64_FORMAT " inside a batch", k);
+    jet_test_publish_n(r.js, "orders.new", n);
+    g_autofree char *extra = g_strdup_printf("batch = 10\nbatch_max = 10\nrungs = 200ms\noption.abort_seq = %"
+                                             G_GUINT64_FORMAT "\n", k);
+    guint deaths = supervise(&r, "batch", "", extra, n, 128 + SIGABRT, 4, NULL);
+    g_test_message("%u deaths", deaths);
+    g_assert_cmpuint(deaths, ==, 4);   /* in its batch, then crash_limit (3) times alone */
+
+    /* The aborting message: once in its batch, three times alone; each of
+     * its batch-mates before it was handled in the batch and once more
+     * alone. */
+    g_autofree guint *count = poison_only(&r, k, n, NULL);
+    g_assert_cmpuint(count[k], ==, 4);
+    guint64 first = (k - 1) / 10 * 10 + 1;
+    for (guint64 s2 = first; s2 < k; s2++)
+        g_assert_cmpuint(count[s2], ==, 2);
     rig_free(&r);
 }
 
@@ -992,6 +1033,7 @@ int main(int argc, char **argv)
     g_test_add_func("/crash/postpones-are-not-failures", test_postpones_are_not_failures);
     g_test_add_func("/crash/two-hosts-one-record", test_two_hosts_one_record);
     g_test_add_func("/crash/poison-abort", test_poison_abort);
+    g_test_add_func("/crash/poison-batch", test_poison_batch);
     g_test_add_data_func("/crash/hang-poison/workers-1", GUINT_TO_POINTER(1), test_hang_poison);
     g_test_add_data_func("/crash/hang-poison/workers-2", GUINT_TO_POINTER(2), test_hang_poison);
     g_test_add_func("/crash/sigterm-while-hung", test_sigterm_while_hung);

@@ -83,6 +83,7 @@ static void test_appended_12(void)
     size_t plugin_11_end = offsetof(jet_plugin, option_size) + sizeof(((jet_plugin *)0)->option_size);
     g_assert_cmpuint(offsetof(jet_plugin, validate), >=, plugin_11_end);
     g_assert_cmpuint(offsetof(jet_plugin, settled), >, offsetof(jet_plugin, validate));
+    g_assert_cmpuint(offsetof(jet_plugin, handle_batch), >, offsetof(jet_plugin, settled));
     g_assert_cmpuint(offsetof(jet_settled, struct_size), ==, 0);
     g_assert_cmpint(JET_SETTLED_ACKED, ==, 0);
     g_assert_cmpint(JET_SETTLED_RETRIED, ==, 1);
@@ -150,7 +151,8 @@ static const JetAbiRow lp64[] = {
         { "jet_plugin.option_size", 72, 4 },
         { "jet_plugin.validate", 80, 8 },
         { "jet_plugin.settled", 88, 8 },
-        { "jet_plugin", 0, 96 },
+        { "jet_plugin.handle_batch", 96, 8 },
+        { "jet_plugin", 0, 104 },
         { "jet_settled.struct_size", 0, 4 },
         { "jet_settled.outcome", 4, 4 },
         { "jet_settled.handled", 8, 4 },
@@ -254,6 +256,7 @@ static const JetAbiRow current_all[] = {
         JET_ABI_ROW(jet_plugin, option_size),
         JET_ABI_ROW(jet_plugin, validate),
         JET_ABI_ROW(jet_plugin, settled),
+        JET_ABI_ROW(jet_plugin, handle_batch),
         JET_ABI_SIZE(jet_plugin),
         JET_ABI_ROW(jet_settled, struct_size),
         JET_ABI_ROW(jet_settled, outcome),

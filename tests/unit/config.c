@@ -247,6 +247,17 @@ static const struct {
     /* cross-key checks */
     { HOST BIND "threshold = 10\n", "[binding orders] threshold: 10 must be less than batch (10)" },
     { HOST BIND "batch = 5\nthreshold = 7\n", "[binding orders] threshold: 7 must be less than batch (5)" },
+    { HOST BIND "batch_max = 11\n", "[binding orders] batch_max: 11 must be at most batch (10): a handler batch is filled from one pull" },
+    { HOST BIND "batch_max = 0\n", "[binding orders] batch_max: 0 is out of range (1..1000)" },
+    { HOST BIND "batch_max = 1001\nbatch = 2000\n", "[binding orders] batch_max: 1001 is out of range (1..1000)" },
+    { HOST BIND "batch_wait = 10ms\n", "[binding orders] batch_wait: only with batch_max above 1" },
+    { HOST BIND "batch_max = 2\nbatch_wait = 61s\n", "[binding orders] batch_wait: " },
+    { HOST BIND "batch_max = 2\nkey = subject:2\n",
+      "[binding orders] batch_max: 2: handler batches are for durable bindings without `key` (lanes and ordered "
+      "bindings hand one message at a time to handle(); docs/batches.md)" },
+    { HOST "[binding orders]\nplugin = p\nstream = S\nkind = ordered\nbatch_max = 2\n",
+      "[binding orders] batch_max: 2: handler batches are for durable bindings without `key` (lanes and ordered "
+      "bindings hand one message at a time to handle(); docs/batches.md)" },
     { HOST BIND "idle_heartbeat = 16s\n",
       "[binding orders] idle_heartbeat: idle_heartbeat (16s) must be at most half of expires (30s)" },
     { HOST BIND "expires = 9s\n",
@@ -1261,7 +1272,7 @@ static void test_binding_equal(void)
         { "publish_reserved", "true" }, { "publish_streams", "OUT" }, { "floor_age", "1m" },
         { "breaker", "off" }, { "min_deliveries", "3" }, { "exclusive", "true" },
         { "claim_heartbeat", "2s" }, { "claim_ttl", "10s" }, { "key", "subject:2" },
-        { "max_lane_held", "10" }, { "option.level", "4" }, { "option.extra", "x" },
+        { "max_lane_held", "10" }, { "option.level", "4" }, { "option.extra", "x" }, { "batch_max", "2" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(changes); i++) {
         const char *kv[] = { changes[i][0], changes[i][1], NULL };

@@ -4,6 +4,7 @@
 
 #include <glib.h>
 #include <locale.h>
+#include <stddef.h>
 #include <string.h>
 
 static char *escaped_label(const char *v)
@@ -122,6 +123,28 @@ static void test_buckets(void)
     g_assert_cmpuint(a.handler_us_sum, ==, 6000);
     g_assert_cmpuint(a.latency_us[JET_STATS_BOUNDS], ==, 1);
     g_assert_cmpuint(a.dead_lettered_cause[JET_CAUSE_REJECTED], ==, 2);
+    g_assert_cmpuint(a.latency_us_sum, ==, 90000000);
+}
+
+/* Every member merges, the last one too: counters add, max_held takes the
+ * larger, observed_floor stays the reading it was. */
+static void test_merge_every_member(void)
+{
+    JetStats a, b;
+    guint64 *pa = (guint64 *)&a, *pb = (guint64 *)&b;
+    const gsize n = sizeof(JetStats) / sizeof(guint64);
+    for (gsize i = 0; i < n; i++) {
+        pa[i] = 1;
+        pb[i] = 2;
+    }
+    jet_stats_merge(&a, &b);
+    const gsize held = offsetof(JetStats, max_held) / sizeof(guint64);
+    const gsize floor = offsetof(JetStats, observed_floor) / sizeof(guint64);
+    for (gsize i = 0; i < n; i++) {
+        guint64 want = i == held ? 2 : i == floor ? 1 : 3;
+        if (pa[i] != want)
+            g_error("member %zu of %zu: %" G_GUINT64_FORMAT ", not %" G_GUINT64_FORMAT, i, n, pa[i], want);
+    }
 }
 
 static JetMetricsBinding ready_binding(const char *name)
@@ -348,6 +371,7 @@ int main(int argc, char **argv)
     g_test_add_func("/metrics-text/locale", test_locale);
     g_test_add_func("/metrics-text/histogram", test_histogram);
     g_test_add_func("/metrics-text/buckets", test_buckets);
+    g_test_add_func("/metrics-text/merge-every-member", test_merge_every_member);
     g_test_add_func("/metrics-text/readiness", test_readiness);
     g_test_add_func("/metrics-text/render", test_render);
     g_test_add_func("/metrics-text/plugin-metrics", test_plugin_metrics);

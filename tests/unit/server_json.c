@@ -160,21 +160,31 @@ static void test_time_member(void)
 
 /* A stream info's cluster info: a leader named (a cluster's leader, or a
  * single server naming itself), none (a member's own answer during an
- * election: NULL or empty), or no cluster info at all (an older server). */
+ * election: NULL or empty), the leader named among the replicas (a member
+ * answering for the leader: they list every member but the one that
+ * answers), or no cluster info at all (an older server). */
 static void test_stream_info_leader(void)
 {
-    char leader[] = "n1", empty[] = "";
+    char leader[] = "n1", empty[] = "", n2[] = "n2", n3[] = "n3";
+    jsPeerInfo p2 = { .Name = n2 }, p3 = { .Name = n3 }, p1 = { .Name = leader };
+    jsPeerInfo *from_leader[] = { &p2, &p3 }, *from_member[] = { &p1, &p3 };
     jsClusterInfo ci = { 0 };
     jsStreamInfo si = { 0 };
-    g_assert_false(jet_stream_info_leaderless(NULL));
-    g_assert_false(jet_stream_info_leaderless(&si));
+    g_assert_false(jet_stream_info_from_member(NULL));
+    g_assert_false(jet_stream_info_from_member(&si));
     si.Cluster = &ci;
     ci.Leader = leader;
-    g_assert_false(jet_stream_info_leaderless(&si));
+    g_assert_false(jet_stream_info_from_member(&si));
+    ci.Replicas = from_leader;
+    ci.ReplicasLen = 2;
+    g_assert_false(jet_stream_info_from_member(&si));
+    ci.Replicas = from_member;
+    g_assert_true(jet_stream_info_from_member(&si));
+    ci.ReplicasLen = 0;
     ci.Leader = empty;
-    g_assert_true(jet_stream_info_leaderless(&si));
+    g_assert_true(jet_stream_info_from_member(&si));
     ci.Leader = NULL;
-    g_assert_true(jet_stream_info_leaderless(&si));
+    g_assert_true(jet_stream_info_from_member(&si));
 }
 
 int main(int argc, char **argv)

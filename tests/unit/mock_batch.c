@@ -1,0 +1,233 @@
+/* Handler batches on the mock host (docs/batches.md): handle_batch() with
+ * one verdict per message, each settled as handle()'s (a rejected one
+ * dead-lettered with its record, an ack's publishes with their ids), a
+ * redelivery through handle() alone, a batch that fails as a whole, a
+ * kept handle refused, and the calls the mock refuses.  No server. */
+#include <jethost/mock.h>
+
+#include "harness.h"
+
+#include <string.h>
+
+static const jet_host_api *bh;
+
+typedef struct {
+    unsigned batches, singles;
+    size_t last_n;
+    int fail_rc;                 /* what handle_batch() returns (0 unless a test sets it) */
+    jet_msg *kept;               /* a handle kept past the call */
+} Sink;
+
+static Sink sink;
+
+static int b_init(jet_ctx *c, void **state, char *err, size_t err_len)
+{
+    (void)c;
+    (void)err;
+    (void)err_len;
+    *state = &sink;
+    return 0;
+}
+
+/* The payload says: "ack", "reject", "retry", or "fwd" (ack with a
+ * publish to out.<seq>). */
+static int verdict_of(jet_msg *m)
+{
+    size_t len = 0;
+    const char *data = bh->msg_data(m, &len);
+    if (len == 6 && memcmp(data, "reject", 6) == 0) {
+        bh->msg_set_reason(m, "bad row");
+        return JET_REJECT;
+    }
+    if (len == 5 && memcmp(data, "retry", 5) == 0)
+        return JET_RETRY;
+    if (len == 3 && memcmp(data, "fwd", 3) == 0) {
+        char subject[64];
+        snprintf(subject, sizeof subject, "out.%llu", (unsigned long long)bh->msg_stream_seq(m));
+        bh->msg_publish(m, subject, NULL, data, len);
+    }
+    return JET_ACK;
+}
+
+static int b_handle(void *state, jet_msg *m)
+{
+    Sink *s = state;
+    s->singles++;
+    return verdict_of(m);
+}
+
+static int b_handle_batch(void *state, jet_msg *const *msgs, size_t n, int *verdicts)
+{
+    Sink *s = state;
+    s->batches++;
+    s->last_n = n;
+    for (size_t i = 0; i < n; i++)
+        g_assert_cmpint(verdicts[i], ==, JET_RETRY);
+    s->kept = msgs[0];
+    if (s->fail_rc != 0)
+        return s->fail_rc;
+    for (size_t i = 0; i < n; i++)
+        verdicts[i] = verdict_of(msgs[i]);
+    return 0;
+}
+
+static const jet_plugin batch_plugin = {
+    JET_PLUGIN_HEADER,
+    .name = "sink",
+    .version = "1",
+    .init = b_init,
+    .handle = b_handle,
+    .handle_batch = b_handle_batch,
+};
+
+static const jet_plugin *batch_entry(const jet_host_api *h)
+{
+    bh = h;
+    return &batch_plugin;
+}
+
+static const jet_plugin single_plugin = {
+    JET_PLUGIN_HEADER,
+    .name = "single",
+    .version = "1",
+    .init = b_init,
+    .handle = b_handle,
+};
+
+static const jet_plugin *single_entry(const jet_host_api *h)
+{
+    bh = h;
+    return &single_plugin;
+}
+
+static jet_mock *started(const char *batch_max)
+{
+    memset(&sink, 0, sizeof sink);
+    char err[256];
+    jet_mock *m = jet_mock_new_static(batch_entry, err, sizeof err);
+    g_assert_nonnull(m);
+    jet_mock_set_abort_on_violation(m, 0);
+    g_assert_cmpint(jet_mock_set_policy(m, "batch_max", batch_max), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_set_policy(m, "rungs", "1s"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    return m;
+}
+
+static jet_mock_msg *msg(jet_mock *m, const char *payload)
+{
+    jet_mock_msg *b = jet_mock_msg_new(m, "orders.new");
+    g_assert_nonnull(b);
+    jet_mock_msg_set_text(b, payload);
+    return b;
+}
+
+/* Four first deliveries in one call: one verdict each, each settled as
+ * handle()'s would be. */
+static void test_verdicts(void)
+{
+    jet_mock *m = started("4");
+    jet_mock_msg *b[4] = { msg(m, "ack"), msg(m, "reject"), msg(m, "fwd"), msg(m, "retry") };
+    jet_mock_settlement s[4];
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 4, s), ==, JET_MOCK_OK);
+    g_assert_cmpuint(sink.batches, ==, 1);
+    g_assert_cmpuint(sink.last_n, ==, 4);
+    g_assert_cmpuint(sink.singles, ==, 0);
+    g_assert_cmpint(s[0].action, ==, JET_MOCK_ACK);
+    g_assert_cmpstr(s[0].outcome, ==, "acked");
+    g_assert_cmpint(s[1].action, ==, JET_MOCK_CAPTURE);
+    g_assert_cmpstr(s[1].cause, ==, "rejected");
+    g_assert_cmpstr(jet_mock_settlement_header(&s[1], "Jethost-Reason"), ==, "bad row");
+    g_assert_cmpstr(jet_mock_settlement_header(&s[1], "Jethost-Origin-Seq"), ==, "2");
+    g_assert_cmpint(s[2].action, ==, JET_MOCK_ACK);
+    g_assert_cmpuint(s[2].n_publishes, ==, 1);
+    g_assert_cmpstr(s[2].publishes[0].subject, ==, "out.3");
+    g_assert_cmpstr(s[2].publishes[0].result, ==, "published");
+    g_assert_cmpuint(s[0].n_publishes, ==, 0);
+    g_assert_cmpint(s[3].action, ==, JET_MOCK_RETRY);
+    g_assert_true(s[3].is_failure);
+    g_assert_cmpuint(s[3].delay_ms, ==, 1000);
+
+    /* Its redelivery comes alone, through handle(), beside a first
+     * delivery that goes to handle_batch() alone. */
+    g_assert_cmpint(jet_mock_msg_redeliver(b[3], &s[3]), ==, JET_MOCK_OK);
+    jet_mock_msg *fresh = msg(m, "ack");
+    const jet_mock_msg *again[2] = { b[3], fresh };
+    g_assert_cmpint(jet_mock_deliver_batch(m, again, 2, s), ==, JET_MOCK_OK);
+    g_assert_cmpuint(sink.singles, ==, 1);
+    g_assert_cmpuint(sink.batches, ==, 2);
+    g_assert_cmpuint(sink.last_n, ==, 1);
+    g_assert_cmpint(s[0].action, ==, JET_MOCK_RETRY);
+    g_assert_cmpuint(s[0].failure_number, ==, 2);
+    g_assert_cmpint(s[1].action, ==, JET_MOCK_ACK);
+    for (int i = 0; i < 4; i++)
+        jet_mock_msg_free(b[i]);
+    jet_mock_msg_free(fresh);
+    jet_mock_free(m);
+}
+
+/* A batch that fails as a whole: each message retried with the return
+ * value named, nothing published. */
+static void test_batch_fails(void)
+{
+    jet_mock *m = started("3");
+    sink.fail_rc = 9;
+    jet_mock_msg *b[3] = { msg(m, "ack"), msg(m, "fwd"), msg(m, "reject") };
+    jet_mock_settlement s[3];
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 3, s), ==, JET_MOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        g_assert_cmpint(s[i].action, ==, JET_MOCK_RETRY);
+        g_assert_cmpstr(s[i].reason, ==, "handle_batch() returned 9 for the batch of 3");
+        g_assert_cmpuint(s[i].n_publishes, ==, 0);
+        jet_mock_msg_free(b[i]);
+    }
+    jet_mock_free(m);
+}
+
+/* A handle kept past handle_batch() is refused as handle()'s is. */
+static void test_kept_handle(void)
+{
+    jet_mock *m = started("2");
+    jet_mock_msg *b[2] = { msg(m, "ack"), msg(m, "ack") };
+    jet_mock_settlement s[2];
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 2, s), ==, JET_MOCK_OK);
+    g_assert_null(bh->msg_subject(sink.kept));
+    g_assert_cmpuint(jet_mock_violation_count(m), ==, 1);
+    for (int i = 0; i < 2; i++)
+        jet_mock_msg_free(b[i]);
+    jet_mock_free(m);
+}
+
+/* What the mock refuses: more than batch_max, none, a fault armed, a
+ * plugin without handle_batch() (at start, as the daemon does). */
+static void test_refused(void)
+{
+    jet_mock *m = started("2");
+    jet_mock_msg *b[3] = { msg(m, "ack"), msg(m, "ack"), msg(m, "ack") };
+    jet_mock_settlement s[3];
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 3, s), ==, JET_MOCK_EINVAL);
+    g_assert_nonnull(strstr(jet_mock_error(m), "batch_max is 2"));
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 0, s), ==, JET_MOCK_EINVAL);
+    g_assert_cmpint(jet_mock_inject_fault(m, JET_MOCK_FAULT_ACK_LOST, 0), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 2, s), ==, JET_MOCK_ESTATE);
+    g_assert_cmpuint(sink.batches, ==, 0);
+    for (int i = 0; i < 3; i++)
+        jet_mock_msg_free(b[i]);
+    jet_mock_free(m);
+
+    char err[256];
+    m = jet_mock_new_static(single_entry, err, sizeof err);
+    g_assert_cmpint(jet_mock_set_policy(m, "batch_max", "2"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_EINVAL);
+    g_assert_nonnull(strstr(jet_mock_error(m), "need a plugin with handle_batch(), and single has none"));
+    jet_mock_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/mock-batch/verdicts", test_verdicts);
+    g_test_add_func("/mock-batch/batch-fails", test_batch_fails);
+    g_test_add_func("/mock-batch/kept-handle", test_kept_handle);
+    g_test_add_func("/mock-batch/refused", test_refused);
+    return g_test_run();
+}
