@@ -1272,7 +1272,7 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
     }
     if (b->batch_max > b->batch) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "batch_max"), sec->group, "batch_max",
-                  "%u must be at most batch (%u): a handler batch is filled from one pull", b->batch_max, b->batch);
+                  "%u must be at most batch (%u), the most one pull brings", b->batch_max, b->batch);
         return NULL;
     }
     if (b->batch_wait_ms > 0 && b->batch_max == 1) {

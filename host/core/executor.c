@@ -844,17 +844,17 @@ void jet_executor_deliver_batch(JetExecutor *x, const JetDelivery *const *ds, gu
         return;
     gint64 began_us = g_get_monotonic_time();
     int rc = x->t->handle_batch(x->td, bd, bm, k, verdicts);
-    gint64 took_us = g_get_monotonic_time() - began_us;
+    /* One handler run, one observation. */
+    JET_STAT_OBSERVE(bd[0]->stats, handler_us, g_get_monotonic_time() - began_us);
     for (guint j = 0; j < k; j++) {
         Run *r = &runs[which[j]];
-        JET_STAT_OBSERVE(r->d->stats, handler_us, took_us);
         if (rc != 0) {
             /* The batch as a whole failed: each message is retried, with
              * why, and what it queued is not sent. */
+            jet_publish_queue_clear(&r->jm.publishes);
             jet_msg_reset_verdict(&r->jm);
             g_snprintf(r->jm.reason, sizeof r->jm.reason, "handle_batch() returned %d for the batch of %u", rc, k);
             r->jm.has_reason = TRUE;
-            jet_publish_queue_clear(&r->jm.publishes);
             verdicts[j] = JET_RETRY;
         }
         decide_after(x, r, verdicts[j]);

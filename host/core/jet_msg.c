@@ -132,7 +132,16 @@ static Slot *slot_claim(guint nth)
         }
     }
     g_mutex_unlock(&owner_lock);
-    return nth < mine->len ? g_ptr_array_index(mine, nth) : NULL;
+    if (nth < mine->len)
+        return g_ptr_array_index(mine, nth);
+    static gsize said;
+    if (g_once_init_enter(&said)) {
+        jet_log(JET_LOG_WARNING, NULL, "handles", "all %u message handles are lent (workers times batch_max, over "
+                "every binding): further messages are lent as they are, and a plugin keeping one past its call goes "
+                "undetected", SLOTS);
+        g_once_init_leave(&said, 1);
+    }
+    return NULL;
 }
 
 jet_msg *jet_msg_lend(jet_msg *m, const JetMsgOwner *owner)

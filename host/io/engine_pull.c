@@ -590,13 +590,33 @@ static gboolean admit(Worker *w, Item *it, JetAckMeta *meta, guint *held)
     return TRUE;
 }
 
-/* A handler batch (batch_max above 1): the first delivery, then what has
- * arrived behind it, waiting up to batch_wait for more, up to batch_max;
- * handed to the plugin's handle_batch() together (docs/batches.md). */
+/* An item taken but not admitted goes back to the head of the line: the
+ * next take_next() returns it (and a drain releases it). */
+static void put_back(Worker *w, Item *it)
+{
+    g_mutex_lock(&w->take_lock);
+    g_queue_push_head(&w->moved, it);
+    g_atomic_int_inc(&w->n_moved);
+    g_mutex_unlock(&w->take_lock);
+}
+
+/* Whether an item taken while filling a batch may join it: a first
+ * delivery.  A status is acted on after the batch, as is a redelivery,
+ * which goes to the plugin on its own (docs/batches.md). */
+static gboolean joins_batch(Item *it)
+{
+    JetAckMeta meta;
+    return it->is_delivery && jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta) && meta.delivered == 1;
+}
+
+/* A handler batch (batch_max above 1): the first delivery, then the first
+ * deliveries that arrived behind it, waiting up to batch_wait for more, up
+ * to batch_max; handed to the plugin's handle_batch() together
+ * (docs/batches.md).  A redelivery comes on its own. */
 static void take_batch(Worker *w, Item *first, const JetAckMeta *first_meta, guint held)
 {
     JetEngine *e = w->eng;
-    const guint max = e->b->batch_max;
+    const guint max = first_meta->delivered == 1 ? e->b->batch_max : 1;
     g_autofree Item **items = g_new(Item *, max);
     g_autofree JetAckMeta *metas = g_new(JetAckMeta, max);
     items[0] = first;
@@ -610,9 +630,20 @@ static void take_batch(Worker *w, Item *first, const JetAckMeta *first_meta, gui
         Item *it = take_next(w, MAX(left_ms, 1));
         if (it == NULL)
             break;
+        if (!joins_batch(it)) {
+            put_back(w, it);
+            break;
+        }
         guint h;
         if (admit(w, it, &metas[n], &h))
             items[n++] = it;
+    }
+    /* A stop releases what was gathered behind the first, as a drain
+     * releases what waits; the first goes on as a single one would. */
+    if (engine_stopping(e)) {
+        for (guint i = 1; i < n; i++)
+            release_item(w, items[i]);
+        n = 1;
     }
     if (!jet__fence_wait(e)) {
         for (guint i = 0; i < n; i++)

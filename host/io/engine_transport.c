@@ -195,6 +195,16 @@ static int t_handle_batch(gpointer t, const JetDelivery *const *ds, jet_msg *con
     int rc = jet_instance_handle_batch(e->inst, lent, n, verdicts);
     for (guint i = 0; i < n; i++)
         jet_msg_unlend(lent[i]);
+    /* Out of the handler: each waits for its settlement after the ones
+     * before it, which is no handler time (a hung one keeps its start, so
+     * its release says the handler returned). */
+    g_mutex_lock(&e->lease_lock);
+    for (guint i = 0; i < n; i++) {
+        Item *it = item_of(ds[i]);
+        if (!it->stale)
+            it->handler_since_us = 0;
+    }
+    g_mutex_unlock(&e->lease_lock);
     return rc;
 }
 

@@ -857,12 +857,18 @@ static gboolean superseded(JetEngine *e, JetOrdered *o, natsMsg *msg, guint64 se
     g_autoptr(JetStoredMsg) next = NULL;
     JetStoredStatus st = jet_stream_msg_next(jet_conn_nats(e->conn), b->stream, seq + 1, subject, 2000, &next, &err);
     if (st == JET_STORED_ERROR) {
+        /* Not asked again for this consumer: a read that fails once (no
+         * permission for the API, say) would cost its timeout a value. */
         jet_log(JET_LOG_WARNING, b->name, "ordered-current-unchecked",
                 "stream seq %" G_GUINT64_FORMAT " (%s) came as a current value and whether %s has a later message "
-                "cannot be read (%s): handled as one", seq, subject, subject, err->message);
+                "cannot be read (%s): it and the rest of consumer %s's current values are handled as they come",
+                seq, subject, subject, err->message, o->name);
+        o->per_subject_last = 0;
         return FALSE;
     }
-    if (st != JET_STORED_FOUND || next->seq > o->per_subject_last)
+    /* The server reads the subject as a filter: only the same subject's
+     * message counts (a stored subject may look like a wildcard). */
+    if (st != JET_STORED_FOUND || next->seq > o->per_subject_last || g_strcmp0(next->subject, subject) != 0)
         return FALSE;   /* the subject's last when the consumer was made, or a later write's to come */
     JET_STAT_ADD(&e->workers[0].stats, superseded, 1);
     jet_log(JET_LOG_WARNING, b->name, "ordered-superseded",

@@ -540,7 +540,7 @@ int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, s
                                  size_t out_size)
 {
     g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
-    if (outs != NULL && n > 0 && n <= 1000)
+    if (outs != NULL && n > 0 && out_size > 0 && n <= G_MAXSIZE / out_size)
         memset(outs, 0, n * out_size);
     if (msgs == NULL || outs == NULL || out_size < JET_MOCK_SETTLEMENT_SIZE_1_0)
         return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: messages and settlements must not be "

@@ -474,6 +474,7 @@ static void delivery_of(jet_mock *m, const jet_mock_msg *b, const char *malforme
 static void settlement_fill(jet_mock *m, const jet_mock_msg *b, MockRun *run, const JetExecuted *x,
                             jet_mock_settlement *out)
 {
+    gboolean batched = run->batched;
     memset(out, 0, sizeof *out);
     const JetSettleAction *a = &x->action;
     out->verdict = x->verdict;
@@ -497,8 +498,9 @@ static void settlement_fill(jet_mock *m, const jet_mock_msg *b, MockRun *run, co
     if (a->plugin_error) {
         g_autofree char *what = describe(a);
         jet__mock_violation(m, plugin_error_rule(&m->policy, x),
-                            "handle() of stream seq %" G_GUINT64_FORMAT ": %s; the daemon counts it as a "
-                            "failed attempt (%s), never as an ack", b->stream_seq, a->reason, what);
+                            "%s of stream seq %" G_GUINT64_FORMAT ": %s; the daemon counts it as a "
+                            "failed attempt (%s), never as an ack", batched ? "handle_batch()'s verdict" : "handle()",
+                            b->stream_seq, a->reason, what);
     }
     if (run->dlq != NULL)
         g_ptr_array_unref(g_steal_pointer(&run->dlq));
@@ -566,6 +568,7 @@ int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, 
         ((jet_mock_msg *)msgs[i])->has_written = FALSE;
         delivery_of(m, msgs[i], NULL, &hdrs[i], &stats, &ds[i]);
         run_init(&runs[i], msgs[i]);
+        runs[i].batched = msgs[i]->deliveries <= 1;
         ds[i].token = &runs[i];
         dp[i] = &ds[i];
     }

@@ -168,6 +168,7 @@ typedef struct MockRun {
      * its publishes, in the mock's array from pub_first on. */
     GPtrArray *dlq;
     guint pub_first, n_pubs;
+    gboolean batched;              /* handed to handle_batch() (a first delivery of a batch) */
 } MockRun;
 
 /* The files of the mock call downwards only (tests/layers.sh): mock.c (the

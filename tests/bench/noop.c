@@ -39,6 +39,10 @@
  *                       1..expect are complete, and again when the binding
  *                       stops, so the script can wait for it and then read the
  *                       final counts.
+ *   option.sink         a path: every payload and a newline appended to it
+ *                       (created afresh at init), then fdatasync: one a
+ *                       message in handle(), one a batch in handle_batch()
+ *                       (the batch sink case: `batch_max`, docs/batches.md).
  *
  * Thread-safe, for the lanes case's workers: the plain verdict touches no
  * shared state, and the latency record and the tally take a lock (only when
@@ -47,7 +51,10 @@
  * Built only by `make bench`; never installed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +78,7 @@ struct noop_state {
     uint64_t unparsed;    /* payloads without a timestamp */
     bench_tally tally;    /* tally.expect 0: not counting */
     char *report;         /* NULL: no report file */
+    int sink_fd;          /* option.sink; -1: none */
     pthread_mutex_t lock; /* the latency record and the tally */
 };
 
@@ -91,6 +99,8 @@ static const jet_option options[] = {
       .help = "time 1..mark on its own (a KV watch's current values)" },
     { .name = "report", .type = JET_OPT_STRING, .default_value = NULL,
       .help = "write the count's RESULT line here at mark, at expect and at stop" },
+    { .name = "sink", .type = JET_OPT_STRING, .default_value = NULL,
+      .help = "append each payload to this file, fdatasync a message (a batch with handle_batch)" },
     { .name = NULL }
 };
 
@@ -109,7 +119,15 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
         return 1;
     }
     st->ctx = c;
+    st->sink_fd = -1;
     pthread_mutex_init(&st->lock, NULL);
+    const char *sink = host->ctx_option(c, "sink");
+    if (sink != NULL && *sink != '\0' &&
+        (st->sink_fd = open(sink, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600)) < 0) {
+        snprintf(err, err_len, "option.sink: %s: %s", sink, strerror(errno));
+        free(st);
+        return 1;
+    }
     const char *v = host->ctx_option(c, "verdict");
     if (v == NULL || strcmp(v, "ack") == 0) {
         st->verdict = JET_ACK;
@@ -217,9 +235,46 @@ static void write_report(struct noop_state *st)
         host->ctx_log(st->ctx, JET_LOG_ERROR, "cannot write %s: %s", st->report, strerror(errno));
 }
 
+/* The payload and a newline at the sink's end; 0, or -1 with errno. */
+static int sink_append(struct noop_state *st, jet_msg *m)
+{
+    size_t len = 0;
+    const void *data = host->msg_data(m, &len);
+    struct iovec iov[2] = { { (void *)data, len }, { (void *)"\n", 1 } };
+    return writev(st->sink_fd, iov, 2) < 0 ? -1 : 0;
+}
+
+static int noop_verdict(struct noop_state *st, jet_msg *m);
+
 static int noop_handle(void *state, jet_msg *m)
 {
     struct noop_state *st = state;
+    if (st->sink_fd >= 0 && (sink_append(st, m) != 0 || fdatasync(st->sink_fd) != 0)) {
+        host->msg_set_reason(m, strerror(errno));
+        return JET_RETRY;
+    }
+    return noop_verdict(st, m);
+}
+
+/* The batch sink: every payload appended, one fdatasync, then each
+ * message's verdict as handle() would give it. */
+static int noop_handle_batch(void *state, jet_msg *const *msgs, size_t n, int *verdicts)
+{
+    struct noop_state *st = state;
+    if (st->sink_fd >= 0) {
+        for (size_t i = 0; i < n; i++)
+            if (sink_append(st, msgs[i]) != 0)
+                return 1;
+        if (fdatasync(st->sink_fd) != 0)
+            return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        verdicts[i] = noop_verdict(st, msgs[i]);
+    return 0;
+}
+
+static int noop_verdict(struct noop_state *st, jet_msg *m)
+{
     if (st->latency_file != NULL) {
         int64_t entry = mono_ns();
         pthread_mutex_lock(&st->lock);
@@ -268,6 +323,8 @@ static void noop_fini(void *state)
     }
     if (st->tally.expect > 0)
         write_report(st);
+    if (st->sink_fd >= 0)
+        close(st->sink_fd);
     free(st->report);
     tally_free(&st->tally);
     free(st->latency_file);
@@ -286,6 +343,7 @@ static const jet_plugin plugin = {
     .init = noop_init,
     .handle = noop_handle,
     .fini = noop_fini,
+    .handle_batch = noop_handle_batch,
 };
 
 JET_PLUGIN_EXPORT const jet_plugin *jet_plugin_entry(const jet_host_api *h)

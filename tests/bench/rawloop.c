@@ -97,6 +97,11 @@
  *       that disappears after it was seen (consume.js deletes its own once it
  *       saw the floor) ends the wait at that moment (gone=1).
  *   rawloop del URL STREAM CONSUMER          deletes a consumer
+ *   rawloop sink URL STREAM CONSUMER N BATCH FILE EACH
+ *       The batch sink's peer: fetch as above, each payload and a newline
+ *       appended to FILE (created afresh), then one fdatasync per batch
+ *       (EACH 0) or per message (EACH 1), then every message of the batch
+ *       acked.
  *   rawloop pace URL SUBJECT COUNT RATE SIZE [HOT_PERCENT KEYS]
  *       Publishes COUNT messages at a steady RATE per second (absolute
  *       schedule), each payload starting with the publisher's CLOCK_MONOTONIC
@@ -146,8 +151,11 @@
  * this process's peak RSS (VmHWM); cpu_ms its user + system CPU time.  Exit status 0 on success.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -419,6 +427,68 @@ static int mode_fetch(const char *url, const char *stream, const char *consumer,
     int64_t t1 = mono_ns();
     DIE_IF(natsConnection_Flush(nc), "flush");
     print_loop_result("fetch", batch, got, t0, t1, pulls, timeouts);
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    disconnect(js, nc);
+    return 0;
+}
+
+static int mode_sink(const char *url, const char *stream, const char *consumer, long n, long batch, const char *path,
+                     long each)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    natsSubscription *sub = NULL;
+    jsSubOptions so;
+    jsErrCode jerr = 0;
+    long got = 0, pulls = 0, timeouts = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "rawloop: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    make_consumer(js, stream, consumer);
+    jsSubOptions_Init(&so);
+    so.Stream = stream;
+    so.Consumer = consumer;
+    DIE_IF(js_PullSubscribe(&sub, js, NULL, consumer, NULL, &so, &jerr), "pull subscribe");
+    int64_t t0 = mono_ns();
+    while (got < n) {
+        natsMsgList list = { 0 };
+        jsFetchRequest req;
+        jsFetchRequest_Init(&req);
+        req.Batch = (int)(n - got < batch ? n - got : batch);
+        req.Expires = (int64_t)30 * 1000000000;
+        req.Heartbeat = (int64_t)5 * 1000000000;
+        pulls++;
+        natsStatus s = natsSubscription_FetchRequest(&list, sub, &req);
+        if (s == NATS_TIMEOUT) {
+            timeouts++;
+            continue;
+        }
+        DIE_IF(s, "fetch");
+        for (int i = 0; i < list.Count; i++) {
+            struct iovec iov[2] = { { (void *)natsMsg_GetData(list.Msgs[i]), (size_t)natsMsg_GetDataLength(list.Msgs[i]) },
+                                    { (void *)"\n", 1 } };
+            if (writev(fd, iov, 2) < 0 || (each && fdatasync(fd) != 0)) {
+                fprintf(stderr, "rawloop: %s: %s\n", path, strerror(errno));
+                return 1;
+            }
+        }
+        if (!each && fdatasync(fd) != 0) {
+            fprintf(stderr, "rawloop: %s: %s\n", path, strerror(errno));
+            return 1;
+        }
+        for (int i = 0; i < list.Count; i++) {
+            DIE_IF(natsMsg_Ack(list.Msgs[i], NULL), "ack");
+            got++;
+        }
+        natsMsgList_Destroy(&list);
+    }
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    close(fd);
+    print_loop_result(each ? "sink_each" : "sink", batch, got, t0, t1, pulls, timeouts);
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     disconnect(js, nc);
@@ -1564,6 +1634,9 @@ int main(int argc, char **argv)
     const char *url = argv[2];
     if (strcmp(mode, "publish") == 0 && argc == 7)
         rc = mode_publish(url, argv[3], argv[4], arg_long(argv[5], "N", 0), arg_long(argv[6], "SIZE", 1));
+    else if (strcmp(mode, "sink") == 0 && argc == 9)
+        rc = mode_sink(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7],
+                       arg_long(argv[8], "EACH", 0));
     else if (strcmp(mode, "fetch") == 0 && argc == 7)
         rc = mode_fetch(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
     else if (strcmp(mode, "workers") == 0 && argc == 9)

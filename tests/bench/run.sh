@@ -95,6 +95,12 @@
 # (10), on stream FAIL (N_FAIL messages): jethost `workers = W` beside
 # `rawloop capture ... W` (W capture loops on the one consumer); the DLQ
 # stream must hold exactly N_FAIL records after each run.
+# The batch sink (CASES sink): every message appended to a file on the work
+# directory's disk and made durable with fdatasync, on a stream SINK of N_SINK
+# (20000; QUICK 5000) messages at batch 10 and 100: jethost with the noop
+# plugin's `option.sink` one fdatasync a message (`handle()`), jethost with
+# `batch_max` = the batch (`handle_batch()`: one fdatasync a batch), and
+# `rawloop sink` (fetch a batch, append, one fdatasync, ack each).
 # The hosts part (CASES hosts): HOSTS_PROCS ("1 2") `jethost run` processes
 # with one config (one durable binding, noop plugin) on one consumer, beside
 # as many `rawloop fetch` processes on one durable (`rawloop mkcons`, then
@@ -117,17 +123,17 @@ if [ "${QUICK:-0}" = 1 ]; then
     LANES_N=${LANES_N:-20000}
     BIND_TOTAL=${BIND_TOTAL:-20000}
     FLOOR_POLL_MS=${FLOOR_POLL_MS:-50}; WRK_PER=${WRK_PER:-500}; PAY_MAX_N=${PAY_MAX_N:-10000}; PAY_MB=${PAY_MB:-32}
-    N_RETRY=${N_RETRY:-2000}; N_HOSTS=${N_HOSTS:-20000}
+    N_RETRY=${N_RETRY:-2000}; N_HOSTS=${N_HOSTS:-20000}; N_SINK=${N_SINK:-5000}
 fi
 N=${N:-200000}
 REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
 N_FWD=${N_FWD:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
-    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv lanes hotkey}
+    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry sink hosts forward rss ordered kv lanes hotkey}
     HOT_N=${HOT_N:-5000}
 else
-    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv sustained lanes hotkey}
+    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry sink hosts forward rss ordered kv sustained lanes hotkey}
 fi
 CASES=${CASES//,/ }
 LAT_N=${LAT_N:-60000}
@@ -166,6 +172,7 @@ BIND_COUNTS=${BIND_COUNTS:-1 10 50}
 BIND_TOTAL=${BIND_TOTAL:-100000}
 BIND_BATCH=${BIND_BATCH:-10}
 N_RETRY=${N_RETRY:-20000}
+N_SINK=${N_SINK:-20000}
 RETRY_RUNG_MS=${RETRY_RUNG_MS:-1}
 RETRY_BUCKET=raw_ledger          # rawloop retry's bucket (jethost keeps its own, jethost_ledger)
 CAPW_COUNTS=${CAPW_COUNTS:-1 2 4}
@@ -198,9 +205,9 @@ for f in "$RAW" "$JH" "$SO" "$FWD_SO"; do [ -e "$f" ] || die "$f is missing (run
 want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
     case $c in
-        method | throughput | failure | capture | retry | hosts | forward | latency | rss | ordered | kv | sustained | lanes | \
+        method | throughput | failure | capture | retry | sink | hosts | forward | latency | rss | ordered | kv | sustained | lanes | \
             hotkey | workers | payload | bindings) ;;
-        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure capture retry hosts forward rss ordered kv sustained lanes hotkey)" ;;
+        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure capture retry sink hosts forward rss ordered kv sustained lanes hotkey)" ;;
     esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
@@ -505,6 +512,13 @@ run_case() {
             "rungs = ${RETRY_RUNG_MS}ms" ;;
         retry_raw) RUN_STREAM=RETRY RUN_N=$N_RETRY run_client retry_raw "$batch" "$rep" \
             "$RAW" retry "$URL" RETRY @C@ "$N_RETRY" "$batch" "$RETRY_BUCKET" "$RETRY_RUNG_MS" ;;
+        # the batch sink: an fdatasync a message, or a batch
+        sink_jh1) RUN_STREAM=SINK run_jethost sink_jh1 "$batch" 0 "$rep" "$N_SINK" \
+            "option.sink = $WORK/sink_jh1_b${batch}_r${rep}.out" ;;
+        sink_jhb) RUN_STREAM=SINK run_jethost sink_jhb "$batch" 0 "$rep" "$N_SINK" "batch_max = $batch" \
+            "option.sink = $WORK/sink_jhb_b${batch}_r${rep}.out" ;;
+        sink_raw) RUN_STREAM=SINK RUN_N=$N_SINK run_client sink_raw "$batch" "$rep" \
+            "$RAW" sink "$URL" SINK @C@ "$N_SINK" "$batch" "$WORK/sink_raw_b${batch}_r${rep}.out" 0 ;;
         # the capture curve: the batch column carries the worker count
         capw_jh) RUN_STREAM=FAIL RUN_BATCH=$CAPW_BATCH into_target "$DLQ_STREAM" "$DLQ_SUBJECTS" "$N_FAIL" capw_jh "$batch" \
             "$rep" run_jethost capw_jh "$batch" 0 "$rep" "$N_FAIL" "option.verdict = reject" "workers = $batch" ;;
@@ -768,6 +782,7 @@ ENV_TXT=$WORK/env.txt
     else echo "anchor:   natsbench.c not found or not built: no anchor column"; fi
     want workers && echo "workers:  stream WRK, WRK_PER=$WRK_PER messages a worker, workers $WRK_COUNTS, WRK_BATCH=$WRK_BATCH, 1 ms handler"
     want bindings && echo "bindings: stream BIND, BIND_TOTAL=$BIND_TOTAL messages split over $BIND_COUNTS bindings, BIND_BATCH=$BIND_BATCH; rate: acks counted on the wire"
+    want sink && echo "sink:     stream SINK, N_SINK=$N_SINK x $SIZE B, appended to a file in $WORK and fdatasync'd a message or a batch"
     want retry && echo "retry:    stream RETRY, N_RETRY=$N_RETRY x $SIZE B, each failing once: jethost rungs = ${RETRY_RUNG_MS}ms (ledger on), rawloop retry NAK delay ${RETRY_RUNG_MS} ms, bucket $RETRY_BUCKET"
     want capture && echo "capture:  stream FAIL, N_FAIL=$N_FAIL x $SIZE B, every message REJECTed, workers $CAPW_COUNTS, CAPW_BATCH=$CAPW_BATCH; $DLQ_STREAM re-created per run"
     want hosts && echo "hosts:    stream HOSTS, N_HOSTS=$N_HOSTS x $SIZE B, processes $HOSTS_PROCS on one durable consumer"
@@ -794,6 +809,7 @@ if want throughput || want rss || want method; then
 fi
 { want failure || want capture; } && fill FAIL fail.x "$N_FAIL" "$WORK/fill-fail.out"
 want retry && fill RETRY retry.x "$N_RETRY" "$WORK/fill-retry.out"
+want sink && fill SINK sink.x "$N_SINK" "$WORK/fill-sink.out"
 want hosts && fill HOSTS hosts.x "$N_HOSTS" "$WORK/fill-hosts.out"
 if want retry; then
     "$RAW" kvbucket "$URL" "$RETRY_BUCKET" 1 >/dev/null 2>"$WORK/kv.err" || { cat "$WORK/kv.err" >&2; die "bucket $RETRY_BUCKET"; }
@@ -976,6 +992,16 @@ pair_reps() {
 }
 pair_reps failure jethost_fail capture
 pair_reps retry retry_jh retry_raw
+# the batch sink: three cases, their order rotating
+want sink && for rep in $(seq "$REPS"); do
+    for batch in $FAIL_BATCHES; do
+        cases=(sink_jhb sink_raw sink_jh1)
+        for i in 0 1 2; do
+            run_case "${cases[$(((i + rep - 1) % 3))]}" "$batch" "$rep" || fails=$((fails + 1))
+            rm -f "$WORK"/sink_*.out
+        done
+    done
+done
 pair_reps forward jethost_fwd fwd_raw
 
 # --- the capture path as a curve: W workers, alternating ---------------------------
@@ -1351,6 +1377,18 @@ slow_row() {
             "$(cpucell retry_jh "$b")" "$(cpucell retry_raw "$b")" "$(ratio "$(cpumed retry_jh "$b")" "$(cpumed retry_raw "$b")")"
     done
     echo "(CPU per message: user + system of the whole process over its run / messages, i.e. per two deliveries)"
+    fi
+    if want sink; then
+    echo
+    echo "batch sink, $N_SINK messages each run, each appended to a file and made durable (fdatasync) before its ack;"
+    echo "msgs acked /s, median [min-max]:"
+    printf '%-6s %-24s %-24s %-24s %-9s %-9s %-10s %-10s\n' batch "jethost, one a message" "jethost handle_batch" \
+        "nats.c, one a batch" "jhb/raw" "jhb/jh1" "CPU jhb us" "CPU raw us"
+    for b in $FAIL_BATCHES; do
+        printf '%-6s %-24s %-24s %-24s %-9s %-9s %-10s %-10s\n' "$b" "$(cell sink_jh1 "$b")" "$(cell sink_jhb "$b")" \
+            "$(cell sink_raw "$b")" "$(ratio "$(med sink_jhb "$b")" "$(med sink_raw "$b")")" \
+            "$(ratio "$(med sink_jhb "$b")" "$(med sink_jh1 "$b")")" "$(cpucell sink_jhb "$b")" "$(cpucell sink_raw "$b")"
+    done
     fi
     if want hosts; then
     echo

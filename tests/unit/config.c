@@ -247,7 +247,7 @@ static const struct {
     /* cross-key checks */
     { HOST BIND "threshold = 10\n", "[binding orders] threshold: 10 must be less than batch (10)" },
     { HOST BIND "batch = 5\nthreshold = 7\n", "[binding orders] threshold: 7 must be less than batch (5)" },
-    { HOST BIND "batch_max = 11\n", "[binding orders] batch_max: 11 must be at most batch (10): a handler batch is filled from one pull" },
+    { HOST BIND "batch_max = 11\n", "[binding orders] batch_max: 11 must be at most batch (10), the most one pull brings" },
     { HOST BIND "batch_max = 0\n", "[binding orders] batch_max: 0 is out of range (1..1000)" },
     { HOST BIND "batch_max = 1001\nbatch = 2000\n", "[binding orders] batch_max: 1001 is out of range (1..1000)" },
     { HOST BIND "batch_wait = 10ms\n", "[binding orders] batch_wait: only with batch_max above 1" },

@@ -64,11 +64,9 @@ static int b_handle_batch(void *state, jet_msg *const *msgs, size_t n, int *verd
     for (size_t i = 0; i < n; i++)
         g_assert_cmpint(verdicts[i], ==, JET_RETRY);
     s->kept = msgs[0];
-    if (s->fail_rc != 0)
-        return s->fail_rc;
     for (size_t i = 0; i < n; i++)
         verdicts[i] = verdict_of(msgs[i]);
-    return 0;
+    return s->fail_rc;   /* a failure after publishes were queued: none is sent */
 }
 
 static const jet_plugin batch_plugin = {
