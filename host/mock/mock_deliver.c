@@ -403,7 +403,7 @@ static char *describe(const JetSettleAction *a)
  * header array are the mock's until the next delivery. */
 static void show_dlq(jet_mock *m, MockRun *run, jet_mock_settlement *out)
 {
-    GPtrArray *strings = g_steal_pointer(&run->dlq);
+    GPtrArray *strings = run->dlq != NULL ? g_steal_pointer(&run->dlq) : g_ptr_array_new();
     g_ptr_array_add(m->dlq_strings, strings);
     gsize n = strings->len / 2;
     jet_mock_header *hs = g_new0(jet_mock_header, n + 1);
@@ -492,7 +492,7 @@ static void settlement_fill(jet_mock *m, const jet_mock_msg *b, MockRun *run, co
     out->now_ns = x->facts.now_ns;
     out->stream_seq = b->stream_seq;
     out->deliveries = b->deliveries;
-    if (a->kind == JET_ACTION_CAPTURE && (x->captured || run->ack_lost) && !run->crashed && run->dlq != NULL)
+    if (a->kind == JET_ACTION_CAPTURE && (x->captured || run->ack_lost) && !run->crashed)
         show_dlq(m, run, out);
     out->n_publishes = run->n_pubs;
     if (a->plugin_error) {
