@@ -2,7 +2,8 @@
  * one verdict per message, each settled as handle()'s (a rejected one
  * dead-lettered with its record, an ack's publishes with their ids), a
  * redelivery through handle() alone, a batch that fails as a whole, a
- * kept handle refused, and the calls the mock refuses.  No server. */
+ * kept handle refused, the calls the mock refuses, and the shipped paced
+ * plugin's batches.  No server. */
 #include <jethost/mock.h>
 
 #include "harness.h"
@@ -220,6 +221,66 @@ static void test_refused(void)
     jet_mock_free(m);
 }
 
+/* The shipped paced plugin's handle_batch(): the batch's lines in stream
+ * order, one each, acked; on /dev/full every message of the batch retried
+ * with the write's error. */
+static jet_mock *paced_mock(const char *path, const char *fsync)
+{
+    g_autofree char *so = jet_test_plugin_copy("paced");
+    char err[256];
+    jet_mock *m = jet_mock_new_from_path(so, err, sizeof err);
+    if (m == NULL)
+        g_error("load %s: %s", so, err);
+    jet_mock_set_abort_on_violation(m, 0);
+    g_assert_cmpint(jet_mock_set_option(m, "path", path), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_set_option(m, "fsync", fsync), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_set_policy(m, "batch_max", "3"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    return m;
+}
+
+static void test_paced_batch(void)
+{
+    g_autofree char *path = g_build_filename(jet_test_private_dir(), "paced-batch.jsonl", NULL);
+    jet_mock *m = paced_mock(path, "always");
+    jet_mock_msg *b[3];
+    for (int i = 0; i < 3; i++) {
+        b[i] = jet_mock_msg_new(m, "orders.new");
+        char text[16];
+        snprintf(text, sizeof text, "m%d", i + 1);
+        jet_mock_msg_set_text(b[i], text);
+    }
+    jet_mock_settlement s[3];
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 3, s), ==, JET_MOCK_OK);
+    for (int i = 0; i < 3; i++)
+        g_assert_cmpint(s[i].action, ==, JET_MOCK_ACK);
+    jet_mock_free(m);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 4);   /* three lines and the end */
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *want = g_strdup_printf("\"stream_seq\":%d,", i + 1);
+        g_autofree char *payload = g_strdup_printf("\"payload\":\"m%d\"}", i + 1);
+        g_assert_nonnull(strstr(lines[i], want));
+        g_assert_true(g_str_has_suffix(lines[i], payload));
+        jet_mock_msg_free(b[i]);
+    }
+
+    m = paced_mock("/dev/full", "always");
+    for (int i = 0; i < 2; i++) {
+        b[i] = jet_mock_msg_new(m, "orders.new");
+        jet_mock_msg_set_text(b[i], "x");
+    }
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 2, s), ==, JET_MOCK_OK);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpint(s[i].action, ==, JET_MOCK_RETRY);
+        g_assert_cmpstr(s[i].reason, ==, "write /dev/full: No space left on device (ENOSPC)");
+        jet_mock_msg_free(b[i]);
+    }
+    jet_mock_free(m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -227,5 +288,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mock-batch/batch-fails", test_batch_fails);
     g_test_add_func("/mock-batch/kept-handle", test_kept_handle);
     g_test_add_func("/mock-batch/refused", test_refused);
+    g_test_add_func("/mock-batch/paced", test_paced_batch);
     return g_test_run();
 }
