@@ -1223,6 +1223,12 @@ static gboolean kind_keys_fit(const Section *sec, JetBindingConfig *b, GError **
             return FALSE;
         }
     }
+    if (b->kind == JET_KIND_ORDERED && b->deliver == JET_DELIVER_LAST_PER_SUBJECT && b->filter_subject == NULL) {
+        key_error(error, JET_ERROR_INVALID, blame(sec, "deliver"), sec->group, "deliver",
+                  "last_per_subject needs filter_subject: nats-server refuses a last-per-subject consumer "
+                  "without one (filter_subject = > takes every subject)");
+        return FALSE;
+    }
     if (b->kind == JET_KIND_KV && !kv_keys_fit(sec, b, error))
         return FALSE;
     if (b->checkpoint == JET_CHECKPOINT_KV && !b->ledger) {

@@ -390,6 +390,29 @@ static void test_deliver(void)
     g_usleep(200000);
     rig_stop(&r);
     assert_once_in_order(&r, 11, 12);
+    rig_engine_end(&r);
+
+    /* last_per_subject (with a filter: the server requires one): each
+     * subject's last message (12, 16, 17, 18), not the older ones between
+     * them, through the one consumer (its jumps over them are what it is
+     * for, not a skip to repair). */
+    g_assert_cmpint(g_unlink(log), ==, 0);
+    const char *const subjects[] = { "orders.a", "orders.b", "orders.a", "orders.c", "orders.b", "orders.a" };
+    for (gsize i = 0; i < G_N_ELEMENTS(subjects); i++)
+        g_assert_cmpint(js_Publish(NULL, r.js, subjects[i], "x", 1, NULL, NULL), ==, NATS_OK);
+    rig_engine(&r, "deliver = last_per_subject\nfilter_subject = orders.>\n");
+    wait_handled(&r, 4, 20000);
+    g_usleep(300000);
+    rig_stop(&r);
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    const guint64 want[] = { 12, 16, 17, 18 };
+    g_assert_cmpuint(seqs->len, ==, G_N_ELEMENTS(want));
+    for (guint i = 0; i < seqs->len; i++)
+        g_assert_cmpuint(g_array_index(seqs, guint64, i), ==, want[i]);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.ordered_consumers, ==, 1);
+    g_assert_cmpuint(st.gaps, ==, 0);
     rig_free(&r);
 }
 

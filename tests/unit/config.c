@@ -130,6 +130,9 @@ static const struct {
     { HOST BIND "kind = pull\n", "[binding orders] kind: 'pull' is not durable, ordered or kv" },
     { HOST BIND "deliver = all\n", "[binding orders] deliver: only for kind = ordered" },
     { HOST ORD "consumer = c\n", "[binding orders] consumer: not for kind = ordered" },
+    { HOST ORD "deliver = last_per_subject\n",
+      "[binding orders] deliver: last_per_subject needs filter_subject: nats-server refuses a last-per-subject "
+      "consumer without one (filter_subject = > takes every subject)" },
     { HOST ORD "workers = 2\n", "[binding orders] workers: not for kind = ordered" },
     { HOST ORD "max_deliver = 5\n", "[binding orders] max_deliver: not for kind = ordered" },
     { HOST ORD "ack_wait = 5s\n", "[binding orders] ack_wait: not for kind = ordered" },
@@ -1053,7 +1056,7 @@ static void test_ordered_keys(Fixture *fx, gconstpointer data)
         { "all", JET_DELIVER_ALL, 0, 0 },
         { "new", JET_DELIVER_NEW, 0, 0 },
         { "last", JET_DELIVER_LAST, 0, 0 },
-        { "last_per_subject", JET_DELIVER_LAST_PER_SUBJECT, 0, 0 },
+        { "last_per_subject\nfilter_subject = >", JET_DELIVER_LAST_PER_SUBJECT, 0, 0 },
         { "from_seq 1", JET_DELIVER_FROM_SEQ, 1, 0 },
         { "from_seq  18446744073709551615", JET_DELIVER_FROM_SEQ, G_MAXUINT64, 0 },
         { "from_time 2024-01-01T00:00:00Z", JET_DELIVER_FROM_TIME, 0, G_GINT64_CONSTANT(1704067200000000000) },
