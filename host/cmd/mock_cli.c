@@ -593,6 +593,57 @@ static int event_line(jet_mock *m, guint line_no, JsonObject *o)
     return rc == JET_MOCK_VIOLATION ? EVENT_VIOLATION : EVENT_DONE;
 }
 
+/* A batch line, {"batch": [message, ...]}: the messages handed to the
+ * plugin's handle_batch() together (jet_mock_deliver_batch), one
+ * settlement line each, in order.  Fault points and publish errors are for
+ * one message: refused in a batch. */
+static int batch_line(jet_mock *m, guint line_no, JsonObject *o)
+{
+    if (!json_object_has_member(o, "batch"))
+        return EVENT_NONE;
+    JsonNode *n = json_object_get_member(o, "batch");
+    if (json_object_get_size(o) != 1 || !JSON_NODE_HOLDS_ARRAY(n) || json_array_get_length(json_node_get_array(n)) == 0) {
+        fprintf(stderr, "jethost mock: stdin:%u: a batch line is exactly {\"batch\": [message, ...]}, one message at "
+                "least\n", line_no);
+        return EVENT_FAILED;
+    }
+    JsonArray *a = json_node_get_array(n);
+    guint count = json_array_get_length(a);
+    g_autoptr(GPtrArray) msgs = g_ptr_array_new_with_free_func((GDestroyNotify)jet_mock_msg_free);
+    for (guint i = 0; i < count; i++) {
+        JsonNode *e = json_array_get_element(a, i);
+        if (!JSON_NODE_HOLDS_OBJECT(e)) {
+            fprintf(stderr, "jethost mock: stdin:%u: batch[%u]: a message is a JSON object\n", line_no, i);
+            return EVENT_FAILED;
+        }
+        static const char *const one_message[] = { "crash_after_publish", "ack_lost", "publish_error" };
+        for (gsize k = 0; k < G_N_ELEMENTS(one_message); k++) {
+            if (json_object_has_member(json_node_get_object(e), one_message[k])) {
+                fprintf(stderr, "jethost mock: stdin:%u: batch[%u]: %s is for one message, not in a batch\n",
+                        line_no, i, one_message[k]);
+                return EVENT_FAILED;
+            }
+        }
+        g_autoptr(GError) err = NULL;
+        jet_mock_msg *b = message_from_line(m, json_node_get_object(e), &err);
+        if (b == NULL) {
+            fprintf(stderr, "jethost mock: stdin:%u: batch[%u]: %s\n", line_no, i, err->message);
+            return EVENT_FAILED;
+        }
+        g_ptr_array_add(msgs, b);
+    }
+    size_t before = jet_mock_violation_count(m);
+    g_autofree jet_mock_settlement *s = g_new0(jet_mock_settlement, count);
+    int rc = jet_mock_deliver_batch(m, (const jet_mock_msg *const *)msgs->pdata, count, s);
+    if (rc < 0) {
+        fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no, jet_mock_error(m));
+        return EVENT_FAILED;
+    }
+    for (guint i = 0; i < count; i++)
+        print_settlement(m, line_no, &s[i], i == 0 ? before : jet_mock_violation_count(m));
+    return rc == JET_MOCK_VIOLATION ? EVENT_VIOLATION : EVENT_DONE;
+}
+
 /* --- the command ------------------------------------------------------------ */
 
 static gboolean split_kv(const char *arg, const char *what, char **k, char **v)
@@ -724,6 +775,8 @@ int jet_mock_cli_main(int argc, char **argv)
             return JET_EXIT_USAGE;
         }
         int ev = event_line(m, line_no, json_node_get_object(root));
+        if (ev == EVENT_NONE)
+            ev = batch_line(m, line_no, json_node_get_object(root));
         if (ev == EVENT_FAILED)
             return JET_EXIT_USAGE;
         if (ev != EVENT_NONE) {

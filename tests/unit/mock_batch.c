@@ -281,6 +281,56 @@ static void test_paced_batch(void)
     jet_mock_free(m);
 }
 
+/* `jethost mock` with a batch line: the shipped paced plugin's batch, one
+ * settlement line each; a lone message line still goes through handle();
+ * malformed batch lines refused (exit 2). */
+static void test_cli_batch(void)
+{
+    g_autofree char *plugin = jet_test_plugin_copy("paced");
+    g_autofree char *path = g_build_filename(jet_test_private_dir(), "cli-batch.jsonl", NULL);
+    g_autofree char *opt = g_strdup_printf("path=%s", path);
+    const char *input = "{\"batch\": [{\"subject\": \"a\", \"data\": \"1\"}, {\"subject\": \"b\", \"data\": \"2\"}]}\n"
+                        "{\"subject\": \"c\", \"data\": \"3\"}\n";
+    g_autofree char *out = NULL, *err = NULL;
+    int status = jet_test_mock_cli(input, &out, &err, "--plugin", plugin, "--option", opt, "--policy", "batch_max=2",
+                                   "--quiet", NULL);
+    g_assert_cmpint(status, ==, 0);
+    g_auto(GStrv) lines = g_strsplit(g_strchomp(out), "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 3);
+    g_assert_nonnull(strstr(lines[0], "\"line\":1,\"stream_seq\":1,"));
+    g_assert_nonnull(strstr(lines[1], "\"line\":1,\"stream_seq\":2,"));
+    g_assert_nonnull(strstr(lines[2], "\"line\":2,\"stream_seq\":3,"));
+    for (int i = 0; i < 3; i++)
+        g_assert_nonnull(strstr(lines[i], "\"outcome\":\"acked\""));
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    g_auto(GStrv) written = g_strsplit(g_strchomp(text), "\n", -1);
+    g_assert_cmpuint(g_strv_length(written), ==, 3);
+
+    static const struct {
+        const char *line, *why;
+    } bad[] = {
+        { "{\"batch\": []}", "a batch line is exactly" },
+        { "{\"batch\": [{\"subject\": \"a\"}], \"x\": 1}", "a batch line is exactly" },
+        { "{\"batch\": [1]}", "batch[0]: a message is a JSON object" },
+        { "{\"batch\": [{\"subject\": \"a\", \"ack_lost\": true}]}", "batch[0]: ack_lost is for one message" },
+        { "{\"batch\": [{\"subject\": \"a\"}, {\"subjekt\": \"b\"}]}", "batch[1]: unknown field 'subjekt'" },
+        { "{\"batch\": [{\"subject\": \"a\"}, {\"subject\": \"b\"}, {\"subject\": \"c\"}]}",
+          "3 messages, and the binding's batch_max is 2" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+        g_autofree char *in = g_strdup_printf("%s\n", bad[i].line);
+        status = jet_test_mock_cli(in, &out, &err, "--plugin", plugin, "--option", opt, "--policy", "batch_max=2",
+                                   "--quiet", NULL);
+        g_assert_cmpint(status, ==, 2);
+        g_assert_nonnull(strstr(err, "stdin:1: "));
+        if (strstr(err, bad[i].why) == NULL)
+            g_error("%s: wanted '%s' in: %s", bad[i].line, bad[i].why, err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -289,5 +339,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mock-batch/kept-handle", test_kept_handle);
     g_test_add_func("/mock-batch/refused", test_refused);
     g_test_add_func("/mock-batch/paced", test_paced_batch);
+    g_test_add_func("/mock-batch/cli", test_cli_batch);
     return g_test_run();
 }
