@@ -639,8 +639,9 @@ static int batch_line(jet_mock *m, guint line_no, JsonObject *o)
         fprintf(stderr, "jethost mock: stdin:%u: %s\n", line_no, jet_mock_error(m));
         return EVENT_FAILED;
     }
+    /* A batch is one call: each line carries the call's violations. */
     for (guint i = 0; i < count; i++)
-        print_settlement(m, line_no, &s[i], i == 0 ? before : jet_mock_violation_count(m));
+        print_settlement(m, line_no, &s[i], before);
     return rc == JET_MOCK_VIOLATION ? EVENT_VIOLATION : EVENT_DONE;
 }
 

@@ -216,6 +216,7 @@ static gboolean t_release_hold(gpointer t, const JetDelivery *d)
 static void t_leave(gpointer t, const JetDelivery *d, gboolean alone)
 {
     JetEngine *e = t;
+    jet__progress(e);   /* each settlement, a batch's one by one */
     if (!jet__gate_left_for_it(e, item_of(d)))
         jet_isolation_leave(&e->isolation, alone);
     if (alone)
@@ -460,6 +461,19 @@ static void delivery_init(JetEngine *e, JetDelivery *d, Item *it, const JetAckMe
     d->data = jet_msg_payload(m, &d->len);
 }
 
+/* After a settlement: the tests' hook, and the debug line. */
+static void settled(JetEngine *e, const JetDelivery *d, const JetExecuted *done)
+{
+    if (e->settle_hook != NULL)
+        e->settle_hook(d->stream_seq, d->deliveries, &done->action, e->settle_hook_data);
+    if (jet_log_enabled(JET_LOG_DEBUG))
+        jet_log(JET_LOG_DEBUG, e->b->name, "settled", "seq %" G_GUINT64_FORMAT " %s delivery %u: %s%s%s%s%s",
+                d->stream_seq, d->subject, d->deliveries, jet_action_name(done->action.kind),
+                done->action.kind == JET_ACTION_CAPTURE ? " " : "",
+                done->action.kind == JET_ACTION_CAPTURE ? jet_cause_name(done->action.cause) : "",
+                done->stale ? " (stale)" : "", done->handled ? "" : " (handler not run)");
+}
+
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *out)
 {
     char stream[JET_NAME_BUF], consumer[JET_NAME_BUF];
@@ -477,15 +491,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *o
     JetExecuted *done = out != NULL ? out : &local;
     jet_executor_deliver(e->executor, &d, done);
     jet__progress(e);
-
-    if (e->settle_hook != NULL)
-        e->settle_hook(d.stream_seq, d.deliveries, &done->action, e->settle_hook_data);
-    if (jet_log_enabled(JET_LOG_DEBUG))
-        jet_log(JET_LOG_DEBUG, e->b->name, "settled", "seq %" G_GUINT64_FORMAT " %s delivery %u: %s%s%s%s%s",
-                d.stream_seq, d.subject, d.deliveries, jet_action_name(done->action.kind),
-                done->action.kind == JET_ACTION_CAPTURE ? " " : "",
-                done->action.kind == JET_ACTION_CAPTURE ? jet_cause_name(done->action.cause) : "",
-                done->stale ? " (stale)" : "", done->handled ? "" : " (handler not run)");
+    settled(e, &d, done);
 }
 
 /* One delivery of a batch, with what its JetDelivery borrows. */
@@ -512,8 +518,7 @@ void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *meta
     jet_executor_deliver_batch(e->executor, dp, n, done);
     jet__progress(e);
     for (guint i = 0; i < n; i++) {
-        if (e->settle_hook != NULL)
-            e->settle_hook(bs[i].d.stream_seq, bs[i].d.deliveries, &done[i].action, e->settle_hook_data);
+        settled(e, &bs[i].d, &done[i]);
         jet_hdr_parse_clear(&bs[i].hdrs);
         g_free(bs[i].malformed);
     }

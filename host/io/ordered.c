@@ -91,6 +91,8 @@ struct JetOrdered {
      * a delivery whose subject already had a later message is no current
      * value (0: unknown; see superseded()). */
     guint64 per_subject_last;
+    gboolean per_subject_checking; /* superseded() still asks (three failed reads in a row end it) */
+    guint per_subject_failures;   /* reads for it that failed in a row */
     gboolean initial_empty;    /* nothing was pending when it opened */
     guint64 initial_last;      /* the stream's last seq before the first consumer: the last current value */
     guint64 initial_values;    /* handled since it opened (the stat counts every start and life) */
@@ -468,6 +470,8 @@ static gboolean create_consumer(JetEngine *e, JetOrdered *o, const char *why, GE
     if (o->per_subject && !read && !stream_now(e, &created, &last, error))
         return FALSE;
     o->per_subject_last = o->per_subject ? last : 0;
+    o->per_subject_checking = o->per_subject;
+    o->per_subject_failures = 0;
     o->skip_before_ns = o->position == 0 && !o->life_start && b->deliver == JET_DELIVER_FROM_TIME
                             ? b->deliver_time_ns : 0;
     jsConsumerInfo *ci = NULL;
@@ -808,8 +812,9 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
  * the filter in between (nats-server 2.9's last-per-subject consumers do
  * this; docs/ordered.md, "Re-creation").  Asked of the server on
  * a jump only, and only where every message of the filter is due: past a
- * KV watch's current values, and on an ordered binding without a filter
- * (with one, other subjects' messages make every delivery a jump). */
+ * last-per-subject consumer's current values, on an ordered binding
+ * without a filter or with `>` (with another, other subjects' messages
+ * make every delivery a jump). */
 static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 seq)
 {
     const JetBindingConfig *b = e->b;
@@ -817,8 +822,9 @@ static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 seq)
      * jump over older revisions is what it is for; a consumer re-created
      * from a position during them delivers every message, and a jump there
      * is a skip like any other (nats-server 2.9.10 made one after a pause). */
-    if (o->position == 0 || seq <= o->position + 1 || (o->initial_open && o->per_subject) ||
-        (b->kind != JET_KIND_KV && b->filter_subject != NULL))
+    if (o->position == 0 || seq <= o->position + 1 ||
+        (o->per_subject && (o->initial_open || seq <= o->per_subject_last)) ||
+        (b->kind != JET_KIND_KV && b->filter_subject != NULL && strcmp(b->filter_subject, ">") != 0))
         return FALSE;
     g_autoptr(GError) err = NULL;
     g_autoptr(JetStoredMsg) next = NULL;
@@ -849,7 +855,7 @@ static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 seq)
  * (docs/ordered.md, "Last per subject"). */
 static gboolean superseded(JetEngine *e, JetOrdered *o, natsMsg *msg, guint64 seq)
 {
-    if (!o->per_subject || seq >= o->per_subject_last)
+    if (!o->per_subject_checking || seq >= o->per_subject_last)
         return FALSE;
     const JetBindingConfig *b = e->b;
     const char *subject = natsMsg_GetSubject(msg);
@@ -857,15 +863,19 @@ static gboolean superseded(JetEngine *e, JetOrdered *o, natsMsg *msg, guint64 se
     g_autoptr(JetStoredMsg) next = NULL;
     JetStoredStatus st = jet_stream_msg_next(jet_conn_nats(e->conn), b->stream, seq + 1, subject, 2000, &next, &err);
     if (st == JET_STORED_ERROR) {
-        /* Not asked again for this consumer: a read that fails once (no
-         * permission for the API, say) would cost its timeout a value. */
+        /* Three failures in a row end the check for this consumer: a read
+         * that always fails (no permission for the API, say) would cost
+         * its timeout a value; an election's moment does not. */
+        gboolean give_up = ++o->per_subject_failures >= 3;
         jet_log(JET_LOG_WARNING, b->name, "ordered-current-unchecked",
                 "stream seq %" G_GUINT64_FORMAT " (%s) came as a current value and whether %s has a later message "
-                "cannot be read (%s): it and the rest of consumer %s's current values are handled as they come",
-                seq, subject, subject, err->message, o->name);
-        o->per_subject_last = 0;
+                "cannot be read (%s): handled as one%s", seq, subject, subject, err->message,
+                give_up ? "; so are the rest of this consumer's current values (3 reads failed in a row)" : "");
+        if (give_up)
+            o->per_subject_checking = FALSE;
         return FALSE;
     }
+    o->per_subject_failures = 0;
     /* The server reads the subject as a filter: only the same subject's
      * message counts (a stored subject may look like a wildcard). */
     if (st != JET_STORED_FOUND || next->seq > o->per_subject_last || g_strcmp0(next->subject, subject) != 0)

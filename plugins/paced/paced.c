@@ -598,7 +598,8 @@ static int paced_handle_batch(void *state, jet_msg *const *msgs, size_t n, int *
     for (size_t i = 0; i < n; i++) {
         size_t before = b.len;
         if (!format_line(&b, msgs[i])) {
-            b.len = before;
+            b.len = before;   /* this line out; the next ones may still fit */
+            b.failed = false;
             host->msg_set_reason(msgs[i], "out of memory formatting the JSON line (ENOMEM)");
             verdicts[i] = JET_RETRY;
             continue;

@@ -400,7 +400,7 @@ static void test_deliver(void)
     const char *const subjects[] = { "orders.a", "orders.b", "orders.a", "orders.c", "orders.b", "orders.a" };
     for (gsize i = 0; i < G_N_ELEMENTS(subjects); i++)
         g_assert_cmpint(js_Publish(NULL, r.js, subjects[i], "x", 1, NULL, NULL), ==, NATS_OK);
-    rig_engine(&r, "deliver = last_per_subject\nfilter_subject = orders.>\n");
+    rig_engine(&r, "deliver = last_per_subject\nfilter_subject = >\n");
     wait_handled(&r, 4, 20000);
     g_usleep(300000);
     rig_stop(&r);
