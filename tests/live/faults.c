@@ -88,6 +88,8 @@ typedef struct {
 static const Workload workloads[] = {
     { "durable-1", K_DURABLE, 1, 20, 0, FALSE, "workers = 1\nexclusive = false\n" COMMON, FALSE, FALSE },
     { "durable-4", K_DURABLE, 1, 20, 0, FALSE, "workers = 4\nexclusive = false\n" COMMON, FALSE, FALSE },
+    { "durable-batch", K_DURABLE, 1, 20, 0, FALSE, "workers = 2\nexclusive = false\nbatch_max = 10\nbatch_wait = 20ms\n"
+      COMMON, FALSE, FALSE },
     { "lanes-uniform", K_LANES, 1, 50, 0, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE, FALSE },
     { "lanes-hot", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE, FALSE },
     { "exclusive-2", K_LANES, 2, 20, 0, TRUE, "key = subject:2\nworkers = 2\n" CLAIM COMMON, FALSE, FALSE },
@@ -1290,6 +1292,31 @@ static void show_key(Cell *c, GArray *hist, const char *k)
     }
 }
 
+/* A workload with handler batches: the plugin was handed batches, some of
+ * more than one message (fx_gate's batches.log in each process's dir). */
+static void check_batches(Cell *c)
+{
+    if (strstr(c->w->binding, "batch_max") == NULL)
+        return;
+    guint calls = 0, largest = 0;
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        g_autofree char *path = g_build_filename(h->dir, "batches.log", NULL);
+        g_autofree char *text = NULL;
+        if (!g_file_get_contents(path, &text, NULL, NULL))
+            continue;
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+        for (guint k = 0; lines[k] != NULL; k++) {
+            if (lines[k][0] == '\0')
+                continue;
+            calls++;
+            largest = MAX(largest, (guint)g_ascii_strtoull(lines[k], NULL, 10));
+        }
+    }
+    if (calls == 0 || largest < 2)
+        problem(c, "handle_batch() was called %u times, the largest batch %u", calls, largest);
+}
+
 /* Per key, first handlings in stream order. */
 static guint check_order(Cell *c, GArray *hist)
 {
@@ -1597,6 +1624,7 @@ static void run_cell(const CellSpec *spec, guint run)
     check_forwards(c, &d, &lost, &dups);
     guint breaks = check_order(c, hist);
     guint overlaps = check_overlaps(c, hist);
+    check_batches(c);
     gint64 rec = recovery_ms(c, hist);
     if (c->f->recovery_ms > 0 && rec > (gint64)c->f->recovery_ms)
         problem(c, "recovery took %" G_GINT64_FORMAT " ms, more than %u", rec, c->f->recovery_ms);
