@@ -165,6 +165,48 @@ static void test_handle_table(void)
     g_assert_cmpint(g_atomic_int_get(&stale), ==, 4);
 }
 
+/* More messages lent at once than the host has handle slots (workers times
+ * batch_max past 1,024, which `jethost check` approves): the ones past the
+ * slots are lent as they are, and still work; every slot comes back when
+ * the lending thread ends, for the next thread. */
+#define MANY 1100
+
+static gpointer lend_many(gpointer data)
+{
+    guint *raw = data;
+    const jet_host_api *h = jet_host_api_table();
+    const JetMsgOwner owner = { "b", "p", NULL, NULL };
+    jet_msg *msgs = g_new0(jet_msg, MANY);
+    jet_msg **lent = g_new(jet_msg *, MANY);
+    for (guint i = 0; i < MANY; i++) {
+        msgs[i].stream_seq = i + 1;
+        msgs[i].subject = "s";
+        lent[i] = jet_msg_lend_nth(&msgs[i], &owner, i);
+        *raw += lent[i] == &msgs[i];
+    }
+    for (guint i = 0; i < MANY; i++) {
+        g_assert_cmpstr(h->msg_subject(lent[i]), ==, "s");
+        g_assert_cmpuint(jet_msg_lent_seq(lent[i]), ==, i + 1);
+    }
+    for (guint i = 0; i < MANY; i++)
+        jet_msg_unlend(lent[i]);
+    g_free(lent);
+    g_free(msgs);
+    return NULL;
+}
+
+static void test_handle_slots_run_out(void)
+{
+    guint raw = 0;
+    g_thread_join(g_thread_new("lend-many", lend_many, &raw));
+    g_test_message("%u of %u lent as they are", raw, MANY);
+    g_assert_cmpuint(raw, >=, MANY - 1024);
+    g_assert_cmpuint(raw, <, MANY);
+    guint again = 0;
+    g_thread_join(g_thread_new("lend-many-again", lend_many, &again));
+    g_assert_cmpuint(again, ==, raw);   /* the first thread's slots came back */
+}
+
 typedef struct {
     jet_msg *handle;
     gint go;          /* atomic: the caller may start */
@@ -221,6 +263,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/msg-lifetime/handle-table", test_handle_table);
     g_test_add_func("/msg-lifetime/handle-other-thread", test_handle_other_thread);
+    g_test_add_func("/msg-lifetime/handle-slots-run-out", test_handle_slots_run_out);
     g_test_add_func("/msg-lifetime/kept-handle-refused", test_kept_handle_refused);
     return g_test_run();
 }
