@@ -18,6 +18,14 @@ gboolean jet_stream_info_from_member(const jsStreamInfo *si)
     return FALSE;
 }
 
+/* What a cluster answers while it has no meta leader (a delayed 503
+ * "JetStream system temporarily unavailable"), or a request no member
+ * answered in time: ask again. */
+static gboolean electing(natsStatus s, jsErrCode e)
+{
+    return s == NATS_TIMEOUT || (s == NATS_ERR && (e == JSClusterNotAvailErr || e == JSStreamOfflineErr));
+}
+
 natsStatus jet_stream_info_led(jsStreamInfo **out, jsCtx *js, const char *stream, guint wait_ms, const gint *stop,
                                jsErrCode *jerr)
 {
@@ -29,18 +37,20 @@ natsStatus jet_stream_info_led(jsStreamInfo **out, jsCtx *js, const char *stream
         natsStatus s = js_GetStreamInfo(&si, js, stream, NULL, &e);
         if (jerr != NULL)
             *jerr = e;
-        if (s != NATS_OK)
-            return s;
-        if (!jet_stream_info_from_member(si)) {
+        if (s == NATS_OK && !jet_stream_info_from_member(si)) {
             *out = si;
             return NATS_OK;
         }
         jsStreamInfo_Destroy(si);
-        if (g_get_monotonic_time() + ASK_AGAIN_US > until || (stop != NULL && g_atomic_int_get(stop)))
-            break;
+        if (s != NATS_OK && !electing(s, e))
+            return s;
+        if (g_get_monotonic_time() + ASK_AGAIN_US > until || (stop != NULL && g_atomic_int_get(stop))) {
+            if (s != NATS_OK)
+                return s;
+            if (jerr != NULL)
+                *jerr = 0;
+            return NATS_TIMEOUT;
+        }
         g_usleep(ASK_AGAIN_US);
     }
-    if (jerr != NULL)
-        *jerr = 0;
-    return NATS_TIMEOUT;
 }

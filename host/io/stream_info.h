@@ -21,11 +21,14 @@
  * itself, with no replicas). */
 gboolean jet_stream_info_from_member(const jsStreamInfo *si);
 
-/* js_GetStreamInfo, asked again every 250 ms while a member answers, for
- * up to wait_ms (0: once), or until *stop (may be NULL) is
- * set.  NATS_OK with *out (jsStreamInfo_Destroy) from a leader; the
- * server's status and jerr as js_GetStreamInfo gives them; NATS_TIMEOUT
- * (jerr 0) when every answer in wait_ms was a member's. */
+/* js_GetStreamInfo, asked again every 250 ms while a member answers, no
+ * one answers in time, or the cluster says it has no meta leader (503,
+ * "temporarily unavailable") or the stream is offline: for up to wait_ms
+ * (0: once), or until *stop (may be NULL) is set.  NATS_OK with *out
+ * (jsStreamInfo_Destroy) from a leader; any other error at once, as
+ * js_GetStreamInfo gives it (status and jerr); at the end of wait_ms the
+ * last error, or NATS_TIMEOUT (jerr 0) when the last answer was a
+ * member's. */
 natsStatus jet_stream_info_led(jsStreamInfo **out, jsCtx *js, const char *stream, guint wait_ms, const gint *stop,
                                jsErrCode *jerr);
 

@@ -18,7 +18,10 @@
  * one more member are stopped: the member left answers a stream info
  * request with its own state and no leader named, which the host does not
  * take (jet_stream_info_led: no answer); with the two back, a leader
- * answers, every message counted. */
+ * answers, every message counted.  Asked again the moment the two go, and
+ * given them back a second later, the host's read waits through what the
+ * member says meanwhile (its own state; 503 "temporarily unavailable"
+ * while the cluster has no meta leader) for the leader's answer. */
 #define _GNU_SOURCE
 #include "cluster.h"
 
@@ -201,6 +204,20 @@ static void test_existing(void)
     jet_test_js_close(nc, js);
 }
 
+typedef struct {
+    jsCtx *js;
+    jsStreamInfo *si;
+    jsErrCode jerr;
+    natsStatus s;
+} LedRead;
+
+static gpointer led_read(gpointer data)
+{
+    LedRead *lr = data;
+    lr->s = jet_stream_info_led(&lr->si, lr->js, "LL", 60000, NULL, &lr->jerr);
+    return NULL;
+}
+
 /* The member left of a group with no leader answers for itself. */
 static void test_stream_info_leaderless(void)
 {
@@ -245,12 +262,44 @@ static void test_stream_info_leaderless(void)
 
     jet_test_cluster_restart(c, leader);
     jet_test_cluster_restart(c, other);
+    /* Until the cluster has its meta leader again, the member answers 503
+     * ("temporarily unavailable"), late: asked again, not an answer. */
     s = jet_stream_info_led(&si, jk, "LL", 60000, NULL, &jerr);
+    if (s != NATS_OK)
+        g_test_message("after the restarts: %s (err %d)", natsStatus_GetText(s), (int)jerr);
     g_assert_cmpint(s, ==, NATS_OK);
     g_assert_false(jet_stream_info_from_member(si));
     g_assert_cmpuint(si->State.Msgs, ==, N_MSGS);
     g_test_message("back: leader %s, %" G_GUINT64_FORMAT " messages", si->Cluster->Leader, si->State.Msgs);
     jsStreamInfo_Destroy(si);
+
+    /* Asked the moment the two go again, and given them back a second
+     * later: what the member says meanwhile (its own state, or 503 while
+     * the cluster has no meta leader) is asked again; the answer is the
+     * leader's, with every message. */
+    int leader2 = jet_test_cluster_stream_leader(c, jk, "LL");
+    g_assert_cmpint(leader2, >=, 0);
+    int keep2 = (leader2 + 1) % 3, other2 = (leader2 + 2) % 3;
+    natsConnection *nk2 = NULL;
+    jsCtx *jk2 = jet_test_js_open(jet_test_cluster_url(c, keep2), &nk2);
+    jet_test_cluster_stop(c, leader2);
+    jet_test_cluster_stop(c, other2);
+    /* Restarted from this thread: a server dies with the thread that
+     * started it (die_with_parent). */
+    LedRead lr = { .js = jk2 };
+    gint64 t0 = g_get_monotonic_time();
+    GThread *t = g_thread_new("led-read", led_read, &lr);
+    g_usleep(G_USEC_PER_SEC);
+    jet_test_cluster_restart(c, leader2);
+    jet_test_cluster_restart(c, other2);
+    g_thread_join(t);
+    g_test_message("asked while they went: %s (err %d) after %.1f s", natsStatus_GetText(lr.s), (int)lr.jerr,
+                   (g_get_monotonic_time() - t0) / 1e6);
+    g_assert_cmpint(lr.s, ==, NATS_OK);
+    g_assert_false(jet_stream_info_from_member(lr.si));
+    g_assert_cmpuint(lr.si->State.Msgs, ==, N_MSGS);
+    jsStreamInfo_Destroy(lr.si);
+    jet_test_js_close(nk2, jk2);
     jet_test_js_close(nk, jk);
     jet_test_js_close(nc, js);
 }
