@@ -198,6 +198,10 @@ static const KeyDef binding_keys[] = {
     { "batch_wait", K_DURATION, "0", NULL, FALSE, 0, 60000, B(batch_wait_ms),
       "`batch_max`: how long a handler batch waits for more deliveries to fill it; 0 = what has arrived; "
       "at most 1m" },
+    { "max_in_flight", K_UINT, "0", NULL, FALSE, 0, 1000, B(max_in_flight),
+      "deliveries the plugin may keep pending at once (handle() returns JET_PENDING, msg_complete() settles "
+      "them later); 0 = none, JET_PENDING is a plugin error (durable bindings without `key` or `batch_max`; "
+      "docs/async.md)" },
     { "max_bytes", K_INT64, "0", NULL, FALSE, 0, G_MAXINT64, B(max_bytes),
       "byte limit of one pull; 0 = none" },
     { "expires", K_DURATION, "30s", NULL, FALSE, 1000, DURATION_MAX_MS, B(expires_ms),
@@ -1281,6 +1285,14 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
                   "%u must be at most batch (%u), the most one pull brings", b->batch_max, b->batch);
         return NULL;
     }
+    if (b->max_in_flight > 0 && (b->kind != JET_KIND_DURABLE || b->lane_key.kind != JET_LANE_KEY_OFF ||
+                                 b->batch_max > 1)) {
+        const char *key = "max_in_flight";
+        key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
+                  "%u: pending deliveries are for durable bindings without `key` or `batch_max` (lanes and ordered "
+                  "bindings settle one message of a key or a stream at a time; docs/async.md)", b->max_in_flight);
+        return NULL;
+    }
     if (b->batch_wait_ms > 0 && b->batch_max == 1) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "batch_wait"), sec->group, "batch_wait",
                   "only with batch_max above 1");
@@ -1855,7 +1867,7 @@ gboolean jet_binding_config_equal(const JetBindingConfig *a, const JetBindingCon
     return SAME_STR(name) && SAME_STR(plugin) && SAME(kind) && SAME_STR(stream) && SAME_STR(consumer) &&
            SAME(deliver) && SAME(deliver_seq) && SAME(deliver_time_ns) && SAME(checkpoint) && SAME_STR(bucket) &&
            SAME_STR(keys) && SAME(initial) && SAME(manage) && strv_equal0(a->subjects, b->subjects) &&
-           SAME_STR(filter_subject) && SAME(workers) && SAME(batch) && SAME(threshold) && SAME(batch_max) && SAME(batch_wait_ms) && SAME(max_bytes) &&
+           SAME_STR(filter_subject) && SAME(workers) && SAME(batch) && SAME(threshold) && SAME(batch_max) && SAME(batch_wait_ms) && SAME(max_in_flight) && SAME(max_bytes) &&
            SAME(expires_ms) && SAME(idle_heartbeat_ms) && SAME(handler_timeout_ms) && SAME(exit_on_any_hung) &&
            SAME(ack_wait_ms) && SAME(max_deliver) && SAME(max_ack_pending) && SAME(n_rungs) &&
            (a->n_rungs == 0 || memcmp(a->rungs_ms, b->rungs_ms, a->n_rungs * sizeof *a->rungs_ms) == 0) &&

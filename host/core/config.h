@@ -117,6 +117,7 @@ typedef struct {
     guint threshold;         /* early re-pull when this many are left; 0 = strictly paced */
     guint batch_max;         /* deliveries one handle_batch() call takes; 1: handle() one at a time */
     guint64 batch_wait_ms;   /* how long a handler batch waits to fill; 0: what has arrived */
+    guint max_in_flight;     /* deliveries a plugin may keep pending (JET_PENDING) at once; 0: none */
     gint64 max_bytes;        /* 0 = none */
     guint64 expires_ms;
     guint64 idle_heartbeat_ms;

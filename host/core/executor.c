@@ -242,6 +242,7 @@ typedef struct {
     char *publish_failed;      /* the first queued publish that failed, why */
     guint published, duplicates;   /* publishes stored; of them, already stored before */
     CaptureResult captured;        /* CAPTURE: what became of it */
+    gint64 began_us;               /* the handler's start (a pending one's time counts to its completion) */
 } Run;
 
 /* Step 1: the ledger, on redeliveries only. */
@@ -797,6 +798,51 @@ void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out
     prepare(x, d, &r);
     decide(x, &r);
     conclude(x, &r, out != NULL ? out : &local);
+}
+
+struct JetExecutorPending {
+    Run r;
+};
+
+JetExecutorPending *jet_executor_pending_new(JetExecutor *x, const JetDelivery *d)
+{
+    JetExecutorPending *p = g_new(JetExecutorPending, 1);
+    prepare(x, d, &p->r);
+    return p;
+}
+
+gboolean jet_executor_run_async(JetExecutor *x, JetExecutorPending *p, JetExecuted *out)
+{
+    JetExecuted local;
+    Run *r = &p->r;
+    if (decide_before(x, r)) {
+        r->began_us = g_get_monotonic_time();
+        int verdict = x->t->handle(x->td, r->d, &r->jm);
+        if (verdict == JET_PENDING)
+            return TRUE;   /* p is its completion's now, maybe settled already */
+        JET_STAT_OBSERVE(r->d->stats, handler_us, g_get_monotonic_time() - r->began_us);
+        decide_after(x, r, verdict);
+    }
+    conclude(x, r, out != NULL ? out : &local);
+    g_free(p);
+    return FALSE;
+}
+
+void jet_executor_complete(JetExecutor *x, JetExecutorPending *p, int verdict, const char *why, JetExecuted *out)
+{
+    JetExecuted local;
+    Run *r = &p->r;
+    JET_STAT_OBSERVE(r->d->stats, handler_us, g_get_monotonic_time() - r->began_us);
+    if (why != NULL) {
+        jet_publish_queue_clear(&r->jm.publishes);
+        jet_msg_reset_verdict(&r->jm);
+        g_strlcpy(r->jm.reason, why, sizeof r->jm.reason);
+        r->jm.has_reason = TRUE;
+        verdict = JET_RETRY;
+    }
+    decide_after(x, r, verdict);
+    conclude(x, r, out != NULL ? out : &local);
+    g_free(p);
 }
 
 void jet_executor_deliver_batch(JetExecutor *x, const JetDelivery *const *ds, guint n, JetExecuted *outs)

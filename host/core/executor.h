@@ -180,6 +180,26 @@ void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out
  * NULL) gets n reports, in the order of ds. */
 void jet_executor_deliver_batch(JetExecutor *x, const JetDelivery *const *ds, guint n, JetExecuted *outs);
 
+/* A delivery its plugin keeps pending (docs/async.md): handle() returned
+ * JET_PENDING, and the transport's handle() passed that on, having taken
+ * the delivery's completion in hand.  Owned by the caller until
+ * jet_executor_complete(); d (and what it borrows) must live as long. */
+typedef struct JetExecutorPending JetExecutorPending;
+
+/* For a binding whose plugin may keep deliveries pending: steps 1 and 2
+ * for d, before its handler (so the transport can tell where its
+ * completion goes before the plugin could complete it); then
+ * jet_executor_run_async() runs the rest: FALSE when it settled the
+ * delivery (out filled, may be NULL; p freed), TRUE when it is pending,
+ * after which p is its completion's and the caller must not touch it. */
+JetExecutorPending *jet_executor_pending_new(JetExecutor *x, const JetDelivery *d);
+gboolean jet_executor_run_async(JetExecutor *x, JetExecutorPending *p, JetExecuted *out);
+
+/* The pending delivery p settled with verdict, as handle()'s would be,
+ * from any thread; frees p.  why: NULL, or the reason the host completes
+ * it in the plugin's place (the verdict is then a failure with it). */
+void jet_executor_complete(JetExecutor *x, JetExecutorPending *p, int verdict, const char *why, JetExecuted *out);
+
 /* A delivery whose metadata does not parse: dead-lettered with cause
  * malformed (with what can be read: d->stream_seq is 0), then acked.
  * reply: the raw reply subject, kept in the record. */

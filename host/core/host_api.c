@@ -126,6 +126,38 @@ static int msg_publish(jet_msg *h, const char *subject, const char *const *heade
     return rc;
 }
 
+/* docs/async.md.  The phase and the verdict change in one atomic step:
+ * during handle() to EARLY (the worker settles it when handle() returns
+ * JET_PENDING), after it PENDING to DONE, handed back to the host. */
+static int msg_complete(jet_msg *h, int verdict)
+{
+    if (h == NULL || verdict < JET_ACK || verdict > JET_REJECT)
+        return JET_EINVAL;
+    JetMsgPin *pin;
+    jet_msg *m = jet__msg_enter(h, "msg_complete", &pin);
+    if (m == NULL)
+        return JET_ESTATE;   /* no longer lent: refused and counted by the lender */
+    JetMsgAsync *a = m->async;
+    int rc = JET_ESTATE;
+    if (a != NULL) {
+        gint from = JET_MSG_ASYNC_IN_HANDLE;
+        if (g_atomic_int_compare_and_exchange(&a->state, from, JET_MSG_ASYNC_STATE(JET_MSG_ASYNC_EARLY, verdict))) {
+            rc = JET_OK;
+        } else {
+            from = JET_MSG_ASYNC_PENDING;
+            if (g_atomic_int_compare_and_exchange(&a->state, from,
+                                                  JET_MSG_ASYNC_STATE(JET_MSG_ASYNC_DONE, verdict))) {
+                a->completed(a, h);
+                rc = JET_OK;
+            } else {
+                a->refused(a);
+            }
+        }
+    }
+    jet__msg_leave(pin);
+    return rc;
+}
+
 static int msg_enqueued_ns(const jet_msg *h, int64_t *unix_ns)
 {
     if (unix_ns == NULL)
@@ -333,6 +365,7 @@ static const jet_host_api table = {
     .ctx_metric_declare = ctx_metric_declare,
     .ctx_metric_add = ctx_metric_add,
     .ctx_metric_set = ctx_metric_set,
+    .msg_complete = msg_complete,
 };
 
 const jet_host_api *jet_host_api_table(void)

@@ -175,14 +175,57 @@ void jet_msg_unlend(jet_msg *handle)
     guint64 tick;
     if (!decode(handle, &s, &tick))
         return;
-    guint64 st = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&s->state, st & ~(guint64)1, __ATOMIC_SEQ_CST);
+    jet_msg_end_lend(handle);
     /* A call that pinned before the store above may still be reading the
      * message; one after it sees the lend over and leaves the message alone.
      * Waiting is rare (a plugin's own thread calling at this instant). */
     while (__atomic_load_n(&s->pins, __ATOMIC_SEQ_CST) != 0)
         g_thread_yield();
     __atomic_store_n(&s->msg, NULL, __ATOMIC_RELAXED);
+}
+
+void jet_msg_keep(jet_msg *handle)
+{
+    Slot *s;
+    guint64 tick;
+    if (!decode(handle, &s, &tick))
+        return;
+    GPtrArray *mine = g_private_get(&thread_slots);
+    if (mine != NULL)
+        g_ptr_array_remove(mine, s);   /* still taken: jet_msg_unlend_kept() frees it */
+}
+
+void jet_msg_end_lend(jet_msg *handle)
+{
+    Slot *s;
+    guint64 tick;
+    if (!decode(handle, &s, &tick))
+        return;
+    guint64 st = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->state, st & ~(guint64)1, __ATOMIC_SEQ_CST);
+}
+
+void jet_msg_unlend_kept(jet_msg *handle)
+{
+    Slot *s;
+    guint64 tick;
+    if (!decode(handle, &s, &tick))
+        return;
+    jet_msg_unlend(handle);
+    /* Free, but still its owner's until lent again or the owner is
+     * forgotten: a completion that comes later is refused and counted. */
+    g_mutex_lock(&owner_lock);
+    s->taken = FALSE;
+    g_mutex_unlock(&owner_lock);
+}
+
+void jet_msg_forget_owner(gpointer data)
+{
+    g_mutex_lock(&owner_lock);
+    for (guint i = 0; i < SLOTS; i++)
+        if (!slots[i].taken && slots[i].owner.data == data)
+            memset(&slots[i].owner, 0, sizeof slots[i].owner);
+    g_mutex_unlock(&owner_lock);
 }
 
 guint64 jet_msg_lent_seq(const jet_msg *m)
@@ -204,7 +247,12 @@ static void stale_call(Slot *s, guint64 tick, const char *fn)
     JetMsgOwner o = s->owner;
     gboolean first = s->logged != tick + 1;
     s->logged = tick + 1;
-    if (first)
+    if (first && strcmp(fn, "msg_complete") == 0)
+        jet_log(JET_LOG_ERROR, o.binding, "completion-refused",
+                "plugin %s called msg_complete() on a jet_msg no longer pending (completed already, or given up "
+                "after handler_timeout: the server delivers it again): refused (docs/async.md)",
+                o.plugin != NULL ? o.plugin : "(unknown)");
+    else if (first)
         jet_log(JET_LOG_ERROR, o.binding, "stale-handle",
                 "plugin %s called %s() on a jet_msg after its handle() returned: refused (a plugin "
                 "error; the handle is borrowed for the duration of handle() only: copy what you keep)",

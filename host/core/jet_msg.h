@@ -11,6 +11,32 @@
 
 struct JetMsgStrict;
 
+/* A delivery its plugin may complete later (JET_PENDING, msg_complete();
+ * docs/async.md): set by a transport whose binding has max_in_flight, NULL
+ * elsewhere.  state holds a phase (JET_MSG_ASYNC_*) and, once completed,
+ * the verdict above it: one atomic word, so a verdict is never read
+ * without its phase. */
+enum {
+    JET_MSG_ASYNC_IN_HANDLE = 0,   /* handle() runs */
+    JET_MSG_ASYNC_EARLY = 1,       /* msg_complete() came during handle() */
+    JET_MSG_ASYNC_PENDING = 2,     /* handle() returned JET_PENDING */
+    JET_MSG_ASYNC_DONE = 3,        /* msg_complete() came after it */
+    JET_MSG_ASYNC_GIVEN_UP = 4,    /* not completed within handler_timeout */
+};
+#define JET_MSG_ASYNC_PHASE(state) ((state) & 0xf)
+#define JET_MSG_ASYNC_VERDICT(state) ((state) >> 4)
+#define JET_MSG_ASYNC_STATE(phase, verdict) ((phase) | ((verdict) << 4))
+
+typedef struct JetMsgAsync {
+    gint state;   /* atomic */
+    /* After PENDING -> DONE, from msg_complete() on the plugin's thread,
+     * with the handle h still pinned: the delivery is the host's again. */
+    void (*completed)(struct JetMsgAsync *a, jet_msg *h);
+    /* A call refused (completed already, or given up): counted. */
+    void (*refused)(struct JetMsgAsync *a);
+    gpointer data;
+} JetMsgAsync;
+
 struct jet_msg {
     /* The delivery as plain fields, borrowed.  headers: name/value pairs
      * in block order as the host's own parser read them (hdr_block.h), never
@@ -51,6 +77,9 @@ struct jet_msg {
     guint64 delay_ms;
     gboolean has_delay;
     JetPublishQueue publishes;     /* msg_publish(); owned, cleared by whoever settles */
+
+    /* NULL, or how a pending delivery is completed (JetMsgAsync above). */
+    JetMsgAsync *async;
 
     /* Set by the mock host when handle() returned: any further call through
      * this handle is a use after the borrow ended. */
@@ -98,6 +127,18 @@ jet_msg *jet_msg_lend_nth(jet_msg *m, const JetMsgOwner *owner, guint nth);
 /* Ends the lend: waits for host calls in progress through the handle (from
  * a plugin's other threads), after which none reaches m. */
 void jet_msg_unlend(jet_msg *handle);
+/* A pending delivery's handle (JET_PENDING) stays lent past handle():
+ * jet_msg_keep() takes its slot from the lending thread, whose next lend
+ * takes another; jet_msg_end_lend() refuses calls through it from then on
+ * without waiting (msg_complete() itself holds a pin on it); and
+ * jet_msg_unlend_kept() waits for the calls in progress and frees the
+ * slot.  All three do nothing for a handle that is the message itself. */
+void jet_msg_keep(jet_msg *handle);
+void jet_msg_end_lend(jet_msg *handle);
+void jet_msg_unlend_kept(jet_msg *handle);
+/* A kept handle's slot, once free, still names its owner, so a late call
+ * is told to it; an owner whose data is about to go calls this first. */
+void jet_msg_forget_owner(gpointer data);
 /* The stream seq of m, or of the message behind a handle the calling thread
  * has lent. */
 guint64 jet_msg_lent_seq(const jet_msg *m);

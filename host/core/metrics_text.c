@@ -136,6 +136,10 @@ static const Counter counters[] = {
     C("consumer_recreations", resubscribes, "Times the consumer was found gone and re-created (or waited for)."),
     C("crash_strikes", strikes, "Suspects that found the isolation marker set (a handler ended the host)."),
     C("handlers_hung", hung_handlers, "Handlers that passed handler_timeout."),
+    C("completions_refused", completions_refused,
+      "msg_complete() calls refused: the delivery was no longer pending (max_in_flight)."),
+    C("completions_given_up", completions_given_up,
+      "Pending deliveries given up: not completed within handler_timeout (max_in_flight)."),
 };
 #undef C
 

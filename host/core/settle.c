@@ -243,6 +243,11 @@ static gboolean plugin_error(const JetSettlePolicy *p, const JetSettleFacts *f,
                              JetSettleAction *out)
 {
     int v = f->verdict;
+    if (v == JET_PENDING) {
+        reason_printf(out, "plugin error: handle() returned JET_PENDING on a binding without max_in_flight "
+                      "(docs/async.md)");
+        return TRUE;
+    }
     if (v != JET_ACK && v != JET_RETRY && v != JET_POSTPONE && v != JET_REJECT) {
         reason_printf(out, "plugin error: verdict %d is not a jet_verdict", v);
         return TRUE;

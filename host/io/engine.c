@@ -58,6 +58,8 @@ JetEngine *jet_engine_new(JetConn *conn, const JetBindingConfig *b, JetInstance 
         .min_deliveries = b->min_deliveries,
     };
     g_cond_init(&e->lease_cond);
+    g_mutex_init(&e->async_lock);
+    g_cond_init(&e->async_cond);
     e->held = g_hash_table_new(g_direct_hash, g_direct_equal);
     e->n_workers = MAX(e->driver->n_workers(b), 1);
     e->workers = g_new0(Worker, e->n_workers);
@@ -162,6 +164,7 @@ void jet_engine_start(JetEngine *e)
                 "passed, as some may come back as suspects", e->facts.num_ack_pending, e->facts.delivered_stream,
                 jet__careful_span_us(e) / 1000);
     }
+    jet__async_start(e);
     e->driver->start(e);
 }
 
@@ -184,6 +187,9 @@ void jet_engine_join(JetEngine *e)
     }
     if (e->driver->joined != NULL)
         e->driver->joined(e);
+    /* Drain: what the plugin keeps pending is completed (or given up by
+     * the lease keeper, which runs until then). */
+    jet__async_join(e);
     if (e->keeper != NULL) {
         g_mutex_lock(&e->lease_lock);
         e->keeper_quit = TRUE;
@@ -231,6 +237,9 @@ void jet_engine_free(JetEngine *e)
     jet_floor_monitor_free(e->floor);
     g_free(e->host_name);
     g_cond_clear(&e->lease_cond);
+    g_mutex_clear(&e->async_lock);
+    g_cond_clear(&e->async_cond);
+    jet_msg_forget_owner(e);   /* a late completion through a kept handle must not reach e */
     g_free(e->next_subject);
     g_free(e);
 }

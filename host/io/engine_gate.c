@@ -27,12 +27,25 @@ void jet__gate_enter(JetEngine *e, Item *it, gboolean alone)
 
 gboolean jet__gate_left_for_it(JetEngine *e, Item *it)
 {
-    in_gate_here--;
     g_mutex_lock(&e->lease_lock);
     gboolean left = it->hung;
+    gboolean elsewhere = it->gate_elsewhere;
     it->in_gate = FALSE;
     g_mutex_unlock(&e->lease_lock);
+    if (!elsewhere)
+        in_gate_here--;
     return left;
+}
+
+void jet__gate_hand_over(JetEngine *e, Item *it, gboolean away)
+{
+    if (away)
+        in_gate_here--;
+    else
+        in_gate_here++;
+    g_mutex_lock(&e->lease_lock);
+    it->gate_elsewhere = away;
+    g_mutex_unlock(&e->lease_lock);
 }
 
 /* --- careful mode ----------------------------------------------------------- */

@@ -14,6 +14,7 @@
 #include "engine_driver.h"
 #include "executor.h"
 #include "floor_monitor.h"
+#include "jet_msg.h"
 #include "ledger.h"
 #include "settle.h"
 
@@ -64,6 +65,10 @@ typedef struct JetItem {
     gboolean hung;             /* past handler_timeout: the gate was left on its behalf */
     gint64 hung_logged_us;     /* the last handler-hung line */
     gboolean lane_ambiguous;   /* lanes: its key header has two values (dead-lettered) */
+    /* max_in_flight (engine_async.c): its delivery, which outlives the
+     * worker's handling while the plugin keeps it pending; NULL elsewhere. */
+    struct JetPending *pending;
+    gboolean gate_elsewhere;   /* pending: its gate entry is no longer its worker's thread's */
 } Item;
 
 /* Crash isolation: a suspect is handled alone.  Ordinary deliveries share
@@ -291,6 +296,18 @@ struct JetEngine {
     /* The breaker's pause on a server without the consumer pause: no
      * worker pulls before this monotonic time (0: none).  Atomic. */
     gint64 paused_until_us;
+
+    /* max_in_flight (engine_async.c): deliveries the plugin keeps pending,
+     * their completions, and the thread that settles them. */
+    gint in_flight;               /* atomic */
+    GMutex async_lock;            /* with async_cond: a worker waits for a free place or a suspect's completion */
+    GCond async_cond;
+    GAsyncQueue *completions;     /* of JetPending*, completed or given up */
+    GThread *completer;
+    gboolean completer_quit;      /* under async_lock: quit once nothing is pending */
+    /* The transport's handle() for a delivery that may be kept pending
+     * (set with the completion thread: jet__handle_async). */
+    int (*handle_pending)(JetEngine *e, Item *it, jet_msg *m, const JetMsgOwner *owner);
 };
 
 /* The counters a delivery's work adds to: its worker's. */
@@ -324,6 +341,32 @@ void jet__publish_ack(JetEngine *e, const char *reply, const char *body);
  * with theirs (see ACK_COALESCE_US); otherwise it goes now. */
 void jet__ack_soon(JetEngine *e, Item *it);
 void jet__publish_nak_delay(JetEngine *e, const char *reply, guint64 delay_ms);
+/* engine_transport.c: a delivery as the executor sees it (stream and
+ * consumer copied into the caller's buffers of JET_NAME_BUF bytes), and
+ * the tests' hook and debug line after its settlement. */
+#define JET_NAME_BUF 256
+void jet__delivery_init(JetEngine *e, JetDelivery *d, Item *it, const JetAckMeta *meta, char *stream,
+                        char *consumer);
+void jet__settled(JetEngine *e, const JetDelivery *d, const JetExecuted *done);
+
+/* engine_async.c (docs/async.md).  jet__deliver for a binding with
+ * max_in_flight: TRUE when the plugin keeps the delivery pending (the item
+ * is then the completion's to free). */
+gboolean jet__deliver_async(JetEngine *e, Item *it, const JetAckMeta *meta);
+/* The transport's handle() on such a binding: lends m with its completion
+ * attached, and what handle() returned made into what the executor gets
+ * (JET_PENDING: kept; an early completion's verdict; else as returned). */
+int jet__handle_async(JetEngine *e, Item *it, jet_msg *m, const JetMsgOwner *owner);
+/* Before taking a delivery: waits while max_in_flight are pending; FALSE
+ * when the binding stops meanwhile (the caller releases the item). */
+gboolean jet__async_admit(JetEngine *e);
+/* The lease keeper, under the lease lock, for an item past
+ * handler_timeout: TRUE when it is (or was) pending, given up here. */
+gboolean jet__async_give_up(JetEngine *e, Item *it, gint64 now);
+void jet__async_start(JetEngine *e);
+/* After the workers are joined: waits until nothing is pending. */
+void jet__async_join(JetEngine *e);
+
 /* Removes the item from the held set; returns whether its lease lapsed. */
 gboolean jet__release_hold(JetEngine *e, Item *it);
 
@@ -396,6 +439,10 @@ void jet__every_worker_hung(JetEngine *e);
  * itself (FALSE when the lease keeper left it on behalf of a hung handler). */
 void jet__gate_enter(JetEngine *e, Item *it, gboolean alone);
 gboolean jet__gate_left_for_it(JetEngine *e, Item *it);
+/* A pending delivery's gate entry leaves its worker's thread (away) or
+ * comes back to it (completed during handle()): the worker's next delivery
+ * enters the gate on its own, and the completion thread leaves it. */
+void jet__gate_hand_over(JetEngine *e, Item *it, gboolean away);
 
 /* A suspect is about to be handled (begin) or has been settled (end):
  * careful mode holds from begin until AckWait x 2 after the last end.

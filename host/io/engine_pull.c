@@ -678,10 +678,17 @@ static void take_one(Worker *w, Item *it)
         release_item(w, it);   /* the claim is gone: never handled here */
         return;
     }
+    if (e->b->max_in_flight > 0 && !jet__async_admit(e)) {
+        release_item(w, it);   /* stopping while max_in_flight were pending: never handled here */
+        return;
+    }
     if (e->take_hook != NULL)
         e->take_hook(w->index, held, e->take_hook_data);
+    if (e->b->max_in_flight > 0 && jet__deliver_async(e, it, &meta))
+        return;   /* pending: its completion frees it */
     natsMsg *m = it->msg;
-    jet__deliver(e, it, &meta, NULL);
+    if (e->b->max_in_flight == 0)
+        jet__deliver(e, it, &meta, NULL);
     reap(w, m);
     g_free(it);
 }
@@ -936,6 +943,8 @@ gpointer jet__pull_keeper_main(gpointer data)
         while (g_hash_table_iter_next(&iter, &key, NULL)) {
             Item *it = key;
             if (limit_us > 0 && it->handler_since_us > 0 && now - it->handler_since_us > limit_us) {
+                if (it->pending != NULL && jet__async_give_up(e, it, now))
+                    continue;   /* pending, not running: given up, not hung */
                 jet__handler_hung(e, it, now, limit_us);
                 continue;
             }

@@ -138,8 +138,10 @@ static void t_enter(gpointer t, const JetDelivery *d, gboolean alone)
 static void stale_handle_used(gpointer data, const char *fn)
 {
     JetEngine *e = data;
-    (void)fn;
-    JET_STAT_ADD(&e->shared_stats, stale_handles, 1);
+    if (strcmp(fn, "msg_complete") == 0)
+        JET_STAT_ADD(&e->shared_stats, completions_refused, 1);
+    else
+        JET_STAT_ADD(&e->shared_stats, stale_handles, 1);
 }
 
 static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
@@ -163,6 +165,8 @@ static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
      * and a kept pointer must not reach it (jet_msg.h). */
     const JetMsgOwner owner = { .binding = e->b->name, .plugin = jet_instance_descriptor(e->inst)->name,
                                 .stale = stale_handle_used, .data = e };
+    if (it->pending != NULL)
+        return e->handle_pending(e, it, jm, &owner);   /* max_in_flight: engine_async.c */
     jet_msg *lent = jet_msg_lend(jm, &owner);
     int verdict = jet_instance_handle(e->inst, lent);
     jet_msg_unlend(lent);
@@ -228,7 +232,9 @@ static void t_leave(gpointer t, const JetDelivery *d, gboolean alone)
 static void t_ack(gpointer t, const JetDelivery *d, JetAckTiming timing)
 {
     JetEngine *e = t;
-    if (timing == JET_TRANSPORT_ACK_SOON)
+    /* A completed pending delivery is settled off its worker, whose group
+     * of acks is its own. */
+    if (timing == JET_TRANSPORT_ACK_SOON && item_of(d)->pending == NULL)
         jet__ack_soon(e, item_of(d));
     else
         jet__publish_ack(e, reply_of(d), "+ACK");
@@ -437,12 +443,9 @@ char *jet__read_headers(JetEngine *e, natsMsg *m, guint64 stream_seq, JetHdrPars
 }
 
 /* The delivery as the executor sees it.  stream and consumer are copied
- * out of the metadata (which points into the reply subject) into the
- * caller's buffers of JET_NAME_BUF bytes. */
-#define JET_NAME_BUF 256
-
-static void delivery_init(JetEngine *e, JetDelivery *d, Item *it, const JetAckMeta *meta, char *stream,
-                          char *consumer)
+ * out of the metadata (which points into the reply subject). */
+void jet__delivery_init(JetEngine *e, JetDelivery *d, Item *it, const JetAckMeta *meta, char *stream,
+                        char *consumer)
 {
     natsMsg *m = it->msg;
     g_strlcpy(stream, meta->stream, MIN(JET_NAME_BUF, meta->stream_len + 1));
@@ -462,7 +465,7 @@ static void delivery_init(JetEngine *e, JetDelivery *d, Item *it, const JetAckMe
 }
 
 /* After a settlement: the tests' hook, and the debug line. */
-static void settled(JetEngine *e, const JetDelivery *d, const JetExecuted *done)
+void jet__settled(JetEngine *e, const JetDelivery *d, const JetExecuted *done)
 {
     if (e->settle_hook != NULL)
         e->settle_hook(d->stream_seq, d->deliveries, &done->action, e->settle_hook_data);
@@ -478,7 +481,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *o
 {
     char stream[JET_NAME_BUF], consumer[JET_NAME_BUF];
     JetDelivery d;
-    delivery_init(e, &d, it, meta, stream, consumer);
+    jet__delivery_init(e, &d, it, meta, stream, consumer);
     /* The header block first, before anything could make nats.c read it. */
     g_auto(JetHdrParse) hdrs = { 0 };
     g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
@@ -491,7 +494,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *o
     JetExecuted *done = out != NULL ? out : &local;
     jet_executor_deliver(e->executor, &d, done);
     jet__progress(e);
-    settled(e, &d, done);
+    jet__settled(e, &d, done);
 }
 
 /* One delivery of a batch, with what its JetDelivery borrows. */
@@ -509,7 +512,7 @@ void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *meta
     g_autofree JetExecuted *done = g_new(JetExecuted, n);
     for (guint i = 0; i < n; i++) {
         BatchSlot *b = &bs[i];
-        delivery_init(e, &b->d, items[i], &metas[i], b->stream, b->consumer);
+        jet__delivery_init(e, &b->d, items[i], &metas[i], b->stream, b->consumer);
         b->malformed = jet__read_headers(e, items[i]->msg, metas[i].stream_seq, &b->hdrs);
         b->d.hdrs = &b->hdrs;
         b->d.malformed = b->malformed;
@@ -518,7 +521,7 @@ void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *meta
     jet_executor_deliver_batch(e->executor, dp, n, done);
     jet__progress(e);
     for (guint i = 0; i < n; i++) {
-        settled(e, &bs[i].d, &done[i]);
+        jet__settled(e, &bs[i].d, &done[i]);
         jet_hdr_parse_clear(&bs[i].hdrs);
         g_free(bs[i].malformed);
     }
@@ -543,7 +546,7 @@ void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta)
 {
     char stream[JET_NAME_BUF], consumer[JET_NAME_BUF];
     JetDelivery d;
-    delivery_init(e, &d, it, meta, stream, consumer);
+    jet__delivery_init(e, &d, it, meta, stream, consumer);
     jet_executor_record_release(e->executor, &d);
 }
 

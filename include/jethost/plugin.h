@@ -45,7 +45,9 @@ extern "C" {
 
 /* One delivery of one message.  Borrowed: valid only during the handle() call
  * it is passed to.  Do not keep the pointer, nor any pointer obtained from it,
- * after handle() returns; copy what you need. */
+ * after handle() returns; copy what you need.  One exception (1.2): when
+ * handle() returns JET_PENDING, m and what it gave stay valid until the
+ * plugin's msg_complete(m, ...) call. */
 typedef struct jet_msg jet_msg;
 
 /* One plugin instance, i.e. one binding of the config.  Valid from init() to
@@ -67,7 +69,12 @@ typedef enum jet_verdict {
      * binding's postpone horizon has passed since the message was stored. */
     JET_POSTPONE = 2,
     /* Permanent failure.  The host dead-letters the message now. */
-    JET_REJECT = 3
+    JET_REJECT = 3,
+    /* (1.2) Not decided yet: the plugin keeps m and gives its verdict later
+     * with msg_complete(), from any thread, while the worker takes the next
+     * message.  Only on a binding with `max_in_flight`; elsewhere a plugin
+     * error (docs/async.md). */
+    JET_PENDING = 4
 } jet_verdict;
 
 /* ------------------------------------------------------------------------ */
@@ -350,6 +357,22 @@ typedef struct jet_host_api {
     int (*ctx_metric_add)(jet_ctx *c, int id, uint64_t n);
     /* Sets a gauge; from any thread. */
     int (*ctx_metric_set)(jet_ctx *c, int id, int64_t value);
+
+    /* --- 1.2 and later --- */
+
+    /* Completes a delivery whose handle() returned JET_PENDING, with its
+     * verdict (JET_ACK, JET_RETRY, JET_POSTPONE or JET_REJECT), from any
+     * thread; set its reason, delay and publishes on m first.  The verdict
+     * is then settled as handle()'s would have been.  After the call m is
+     * no longer the plugin's: a later call through it is refused as a
+     * stale handle.  A call during handle() is allowed too (the I/O was
+     * quick): it counts once handle() returns JET_PENDING.
+     * Returns JET_OK; JET_EINVAL for NULL or a verdict that is not one of
+     * the four; JET_ESTATE when m is not pending: completed already, on a
+     * binding without `max_in_flight`, or given up by the host because it
+     * was not completed within `handler_timeout` (the server delivers it
+     * again: docs/async.md).  A refused completion is counted. */
+    int (*msg_complete)(jet_msg *m, int verdict);
 } jet_host_api;
 
 /* True when the host table has member `member` (for members added after 1.0). */
@@ -380,9 +403,9 @@ typedef struct jet_plugin {
     int (*init)(jet_ctx *c, void **state, char *err, size_t err_len);
 
     /* Handles one delivery and returns a jet_verdict.  m is borrowed for this
-     * call.  Runs on one thread at a time per binding unless the plugin sets
-     * JET_PLUGIN_THREAD_SAFE.  Anything but a jet_verdict is a plugin error,
-     * treated as a failure. */
+     * call (with JET_PENDING: until msg_complete()).  Runs on one thread at a
+     * time per binding unless the plugin sets JET_PLUGIN_THREAD_SAFE.
+     * Anything but a jet_verdict is a plugin error, treated as a failure. */
     int (*handle)(void *state, jet_msg *m);
 
     /* Called once, after the last handle() of the binding.  May be NULL. */

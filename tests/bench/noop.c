@@ -43,6 +43,10 @@
  *                       (created afresh at init), then fdatasync: one a
  *                       message in handle(), one a batch in handle_batch()
  *                       (the batch sink case: `batch_max`, docs/batches.md).
+ *   option.async       a duration > 0: simulated I/O: handle() returns
+ *                       JET_PENDING and the plugin's own thread completes
+ *                       each message that long after (`max_in_flight`, the
+ *                       async case, docs/async.md).
  *
  * Thread-safe, for the lanes case's workers: the plain verdict touches no
  * shared state, and the latency record and the tally take a lock (only when
@@ -80,6 +84,20 @@ struct noop_state {
     char *report;         /* NULL: no report file */
     int sink_fd;          /* option.sink; -1: none */
     pthread_mutex_t lock; /* the latency record and the tally */
+    /* option.async: pending messages in the order they are due (one delay
+     * for all), completed by `completer`. */
+    uint64_t async_ms;
+    pthread_t completer;
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;
+    struct pending *head, *tail;
+    int quit;
+};
+
+struct pending {
+    jet_msg *m;
+    int64_t due_ns;
+    struct pending *next;
 };
 
 static const jet_option options[] = {
@@ -101,8 +119,13 @@ static const jet_option options[] = {
       .help = "write the count's RESULT line here at mark, at expect and at stop" },
     { .name = "sink", .type = JET_OPT_STRING, .default_value = NULL,
       .help = "append each payload to this file, fdatasync a message (a batch with handle_batch)" },
+    { .name = "async", .type = JET_OPT_DURATION, .default_value = "0",
+      .help = "keep each message pending this long, completed by the plugin's thread (max_in_flight)" },
     { .name = NULL }
 };
+
+static void *noop_completer(void *arg);
+static void noop_fini(void *state);
 
 static int64_t mono_ns(void)
 {
@@ -180,6 +203,16 @@ static int noop_init(jet_ctx *c, void **state, char *err, size_t err_len)
             return 1;
         }
     }
+    if (host->ctx_option_duration_ms(c, "async", &st->async_ms) == JET_OK && st->async_ms > 0) {
+        pthread_mutex_init(&st->qlock, NULL);
+        pthread_cond_init(&st->qcond, NULL);
+        if (pthread_create(&st->completer, NULL, noop_completer, st) != 0) {
+            snprintf(err, err_len, "option.async: cannot start the completion thread");
+            st->async_ms = 0;
+            noop_fini(st);
+            return 1;
+        }
+    }
     *state = st;
     return 0;
 }
@@ -246,9 +279,63 @@ static int sink_append(struct noop_state *st, jet_msg *m)
 
 static int noop_verdict(struct noop_state *st, jet_msg *m);
 
+/* option.async: each message completed async_ms after its handle(). */
+static void *noop_completer(void *arg)
+{
+    struct noop_state *st = arg;
+    pthread_mutex_lock(&st->qlock);
+    for (;;) {
+        struct pending *p = st->head;
+        if (p == NULL) {
+            if (st->quit)
+                break;
+            pthread_cond_wait(&st->qcond, &st->qlock);
+            continue;
+        }
+        int64_t left = p->due_ns - mono_ns();
+        if (left > 0) {
+            pthread_mutex_unlock(&st->qlock);
+            struct timespec ts = { .tv_sec = (time_t)(left / 1000000000), .tv_nsec = (long)(left % 1000000000) };
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+            pthread_mutex_lock(&st->qlock);
+            continue;
+        }
+        st->head = p->next;
+        if (st->head == NULL)
+            st->tail = NULL;
+        pthread_mutex_unlock(&st->qlock);
+        host->msg_complete(p->m, noop_verdict(st, p->m));
+        free(p);
+        pthread_mutex_lock(&st->qlock);
+    }
+    pthread_mutex_unlock(&st->qlock);
+    return NULL;
+}
+
+static int noop_pend(struct noop_state *st, jet_msg *m)
+{
+    struct pending *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return JET_RETRY;
+    p->m = m;
+    p->due_ns = mono_ns() + (int64_t)st->async_ms * 1000000;
+    pthread_mutex_lock(&st->qlock);
+    if (st->tail != NULL)
+        st->tail->next = p;
+    else
+        st->head = p;
+    st->tail = p;
+    pthread_cond_signal(&st->qcond);
+    pthread_mutex_unlock(&st->qlock);
+    return JET_PENDING;
+}
+
 static int noop_handle(void *state, jet_msg *m)
 {
     struct noop_state *st = state;
+    if (st->async_ms > 0)
+        return noop_pend(st, m);
     if (st->sink_fd >= 0 && (sink_append(st, m) != 0 || fdatasync(st->sink_fd) != 0)) {
         host->msg_set_reason(m, strerror(errno));
         return JET_RETRY;
@@ -307,6 +394,13 @@ static int noop_verdict(struct noop_state *st, jet_msg *m)
 static void noop_fini(void *state)
 {
     struct noop_state *st = state;
+    if (st->async_ms > 0) {
+        pthread_mutex_lock(&st->qlock);
+        st->quit = 1;
+        pthread_cond_signal(&st->qcond);
+        pthread_mutex_unlock(&st->qlock);
+        pthread_join(st->completer, NULL);
+    }
     if (st->latency_file != NULL) {
         FILE *f = fopen(st->latency_file, "w");
         if (f == NULL) {

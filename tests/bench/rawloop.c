@@ -102,6 +102,10 @@
  *       appended to FILE (created afresh), then one fdatasync per batch
  *       (EACH 0) or per message (EACH 1), then every message of the batch
  *       acked.
+ *   rawloop async URL STREAM CONSUMER N BATCH INFLIGHT DELAY_MS
+ *       The async case's peer: fetch what there is room for (at most BATCH,
+ *       and INFLIGHT in flight), each message handed to simulated I/O that
+ *       acks it DELAY_MS after it was fetched, on one I/O thread.
  *   rawloop pace URL SUBJECT COUNT RATE SIZE [HOT_PERCENT KEYS]
  *       Publishes COUNT messages at a steady RATE per second (absolute
  *       schedule), each payload starting with the publisher's CLOCK_MONOTONIC
@@ -427,6 +431,134 @@ static int mode_fetch(const char *url, const char *stream, const char *consumer,
     int64_t t1 = mono_ns();
     DIE_IF(natsConnection_Flush(nc), "flush");
     print_loop_result("fetch", batch, got, t0, t1, pulls, timeouts);
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    disconnect(js, nc);
+    return 0;
+}
+
+/* rawloop async: what a plain nats.c program does with the same
+ * concurrency as a binding's max_in_flight: fetch what there is room for,
+ * hand each message to simulated I/O (a thread that acks it DELAY_MS
+ * after it was taken), never more than INFLIGHT at once. */
+typedef struct AsyncJob {
+    natsMsg *m;
+    int64_t due_ns;
+    struct AsyncJob *next;
+} AsyncJob;
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    AsyncJob *head, *tail;
+    long outstanding, acked, n;
+} AsyncIo;
+
+static void *async_io(void *arg)
+{
+    AsyncIo *io = arg;
+    pthread_mutex_lock(&io->lock);
+    while (io->acked < io->n) {
+        AsyncJob *j = io->head;
+        if (j == NULL) {
+            pthread_cond_wait(&io->cond, &io->lock);
+            continue;
+        }
+        int64_t left = j->due_ns - mono_ns();
+        if (left > 0) {
+            pthread_mutex_unlock(&io->lock);
+            struct timespec ts = { .tv_sec = (time_t)(left / 1000000000), .tv_nsec = (long)(left % 1000000000) };
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+            pthread_mutex_lock(&io->lock);
+            continue;
+        }
+        io->head = j->next;
+        if (io->head == NULL)
+            io->tail = NULL;
+        pthread_mutex_unlock(&io->lock);
+        DIE_IF(natsMsg_Ack(j->m, NULL), "ack");
+        natsMsg_Destroy(j->m);
+        free(j);
+        pthread_mutex_lock(&io->lock);
+        io->outstanding--;
+        io->acked++;
+        pthread_cond_broadcast(&io->cond);
+    }
+    pthread_mutex_unlock(&io->lock);
+    return NULL;
+}
+
+static int mode_async(const char *url, const char *stream, const char *consumer, long n, long batch, long inflight,
+                      long delay_ms)
+{
+    natsConnection *nc = connect_to(url);
+    jsCtx *js = js_for(nc);
+    natsSubscription *sub = NULL;
+    jsSubOptions so;
+    jsErrCode jerr = 0;
+    long got = 0, pulls = 0, timeouts = 0;
+    make_consumer(js, stream, consumer);
+    jsSubOptions_Init(&so);
+    so.Stream = stream;
+    so.Consumer = consumer;
+    DIE_IF(js_PullSubscribe(&sub, js, NULL, consumer, NULL, &so, &jerr), "pull subscribe");
+    AsyncIo io = { .n = n };
+    pthread_mutex_init(&io.lock, NULL);
+    pthread_cond_init(&io.cond, NULL);
+    pthread_t tid;
+    if (pthread_create(&tid, NULL, async_io, &io) != 0) {
+        fprintf(stderr, "rawloop: cannot start a thread\n");
+        return 1;
+    }
+    int64_t t0 = mono_ns();
+    while (got < n) {
+        pthread_mutex_lock(&io.lock);
+        while (io.outstanding >= inflight)
+            pthread_cond_wait(&io.cond, &io.lock);
+        long room = inflight - io.outstanding;
+        pthread_mutex_unlock(&io.lock);
+        natsMsgList list = { 0 };
+        jsFetchRequest req;
+        jsFetchRequest_Init(&req);
+        long want = n - got < batch ? n - got : batch;
+        req.Batch = (int)(want < room ? want : room);
+        req.Expires = (int64_t)30 * 1000000000;
+        req.Heartbeat = (int64_t)5 * 1000000000;
+        pulls++;
+        natsStatus s = natsSubscription_FetchRequest(&list, sub, &req);
+        if (s == NATS_TIMEOUT) {
+            timeouts++;
+            continue;
+        }
+        DIE_IF(s, "fetch");
+        int64_t due = mono_ns() + delay_ms * 1000000;
+        pthread_mutex_lock(&io.lock);
+        for (int i = 0; i < list.Count; i++) {
+            AsyncJob *j = calloc(1, sizeof *j);
+            if (j == NULL) {
+                fprintf(stderr, "rawloop: out of memory\n");
+                return 1;
+            }
+            j->m = list.Msgs[i];
+            list.Msgs[i] = NULL;
+            j->due_ns = due;
+            if (io.tail != NULL)
+                io.tail->next = j;
+            else
+                io.head = j;
+            io.tail = j;
+            io.outstanding++;
+            got++;
+        }
+        pthread_cond_broadcast(&io.cond);
+        pthread_mutex_unlock(&io.lock);
+        natsMsgList_Destroy(&list);
+    }
+    pthread_join(tid, NULL);
+    int64_t t1 = mono_ns();
+    DIE_IF(natsConnection_Flush(nc), "flush");
+    print_loop_result("async", batch, got, t0, t1, pulls, timeouts);
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     disconnect(js, nc);
@@ -1637,6 +1769,9 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "sink") == 0 && argc == 9)
         rc = mode_sink(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1), argv[7],
                        arg_long(argv[8], "EACH", 0));
+    else if (strcmp(mode, "async") == 0 && argc == 9)
+        rc = mode_async(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1),
+                        arg_long(argv[7], "INFLIGHT", 1), arg_long(argv[8], "DELAY_MS", 0));
     else if (strcmp(mode, "fetch") == 0 && argc == 7)
         rc = mode_fetch(url, argv[3], argv[4], arg_long(argv[5], "N", 1), arg_long(argv[6], "BATCH", 1));
     else if (strcmp(mode, "workers") == 0 && argc == 9)

@@ -101,6 +101,14 @@
 # plugin's `option.sink` one fdatasync a message (`handle()`), jethost with
 # `batch_max` = the batch (`handle_batch()`: one fdatasync a batch), and
 # `rawloop sink` (fetch a batch, append, one fdatasync, ack each).
+# The async part (CASES async): pending deliveries (docs/async.md) on a stream
+# ASYNC of N_ASYNC (20000; QUICK 5000) messages, batch 100: jethost with one
+# worker, `max_in_flight` = ASYNC_INFLIGHT (100) and the noop plugin's
+# `option.async` = ASYNC_MS (10 ms of simulated I/O, completed by the
+# plugin's thread), beside `rawloop async` (the same concurrency in plain
+# nats.c: fetch what there is room for, one I/O thread acks each message
+# ASYNC_MS after it), and jethost handling one message at a time
+# (`option.sleep` = ASYNC_MS) on N_ASYNC_SYNC (300) messages.
 # The hosts part (CASES hosts): HOSTS_PROCS ("1 2") `jethost run` processes
 # with one config (one durable binding, noop plugin) on one consumer, beside
 # as many `rawloop fetch` processes on one durable (`rawloop mkcons`, then
@@ -124,16 +132,17 @@ if [ "${QUICK:-0}" = 1 ]; then
     BIND_TOTAL=${BIND_TOTAL:-20000}
     FLOOR_POLL_MS=${FLOOR_POLL_MS:-50}; WRK_PER=${WRK_PER:-500}; PAY_MAX_N=${PAY_MAX_N:-10000}; PAY_MB=${PAY_MB:-32}
     N_RETRY=${N_RETRY:-2000}; N_HOSTS=${N_HOSTS:-20000}; N_SINK=${N_SINK:-5000}
+    N_ASYNC=${N_ASYNC:-5000}
 fi
 N=${N:-200000}
 REPS=${REPS:-3}
 N_FAIL=${N_FAIL:-20000}
 N_FWD=${N_FWD:-20000}
 if [ "${QUICK:-0}" = 1 ]; then
-    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry sink hosts forward rss ordered kv lanes hotkey}
+    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry sink async hosts forward rss ordered kv lanes hotkey}
     HOT_N=${HOT_N:-5000}
 else
-    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry sink hosts forward rss ordered kv sustained lanes hotkey}
+    CASES=${CASES:-method throughput latency workers payload bindings failure capture retry sink async hosts forward rss ordered kv sustained lanes hotkey}
 fi
 CASES=${CASES//,/ }
 LAT_N=${LAT_N:-60000}
@@ -173,6 +182,10 @@ BIND_TOTAL=${BIND_TOTAL:-100000}
 BIND_BATCH=${BIND_BATCH:-10}
 N_RETRY=${N_RETRY:-20000}
 N_SINK=${N_SINK:-20000}
+N_ASYNC=${N_ASYNC:-20000}
+N_ASYNC_SYNC=${N_ASYNC_SYNC:-300}
+ASYNC_INFLIGHT=${ASYNC_INFLIGHT:-100}
+ASYNC_MS=${ASYNC_MS:-10}
 RETRY_RUNG_MS=${RETRY_RUNG_MS:-1}
 RETRY_BUCKET=raw_ledger          # rawloop retry's bucket (jethost keeps its own, jethost_ledger)
 CAPW_COUNTS=${CAPW_COUNTS:-1 2 4}
@@ -205,9 +218,9 @@ for f in "$RAW" "$JH" "$SO" "$FWD_SO"; do [ -e "$f" ] || die "$f is missing (run
 want() { [[ " $CASES " == *" $1 "* ]]; }
 for c in $CASES; do
     case $c in
-        method | throughput | failure | capture | retry | sink | hosts | forward | latency | rss | ordered | kv | sustained | lanes | \
+        method | throughput | failure | capture | retry | sink | async | hosts | forward | latency | rss | ordered | kv | sustained | lanes | \
             hotkey | workers | payload | bindings) ;;
-        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure capture retry sink hosts forward rss ordered kv sustained lanes hotkey)" ;;
+        *) die "CASES: unknown part '$c' (method throughput latency workers payload bindings failure capture retry sink async hosts forward rss ordered kv sustained lanes hotkey)" ;;
     esac
 done
 want rss && { [ "$RSS_LARGE" -le "$N" ] || die "RSS_LARGE ($RSS_LARGE) must not exceed N ($N)"; }
@@ -519,6 +532,13 @@ run_case() {
             "option.sink = $WORK/sink_jhb_b${batch}_r${rep}.out" ;;
         sink_raw) RUN_STREAM=SINK RUN_N=$N_SINK run_client sink_raw "$batch" "$rep" \
             "$RAW" sink "$URL" SINK @C@ "$N_SINK" "$batch" "$WORK/sink_raw_b${batch}_r${rep}.out" 0 ;;
+        # pending deliveries: simulated I/O in flight, or one message at a time
+        async_jh) RUN_STREAM=ASYNC run_jethost async_jh "$batch" 0 "$rep" "$N_ASYNC" \
+            "max_in_flight = $ASYNC_INFLIGHT" "option.async = ${ASYNC_MS}ms" ;;
+        async_raw) RUN_STREAM=ASYNC RUN_N=$N_ASYNC run_client async_raw "$batch" "$rep" \
+            "$RAW" async "$URL" ASYNC @C@ "$N_ASYNC" "$batch" "$ASYNC_INFLIGHT" "$ASYNC_MS" ;;
+        async_sync) RUN_STREAM=ASYNC run_jethost async_sync "$batch" 0 "$rep" "$N_ASYNC_SYNC" \
+            "option.sleep = ${ASYNC_MS}ms" ;;
         # the capture curve: the batch column carries the worker count
         capw_jh) RUN_STREAM=FAIL RUN_BATCH=$CAPW_BATCH into_target "$DLQ_STREAM" "$DLQ_SUBJECTS" "$N_FAIL" capw_jh "$batch" \
             "$rep" run_jethost capw_jh "$batch" 0 "$rep" "$N_FAIL" "option.verdict = reject" "workers = $batch" ;;
@@ -782,6 +802,7 @@ ENV_TXT=$WORK/env.txt
     else echo "anchor:   natsbench.c not found or not built: no anchor column"; fi
     want workers && echo "workers:  stream WRK, WRK_PER=$WRK_PER messages a worker, workers $WRK_COUNTS, WRK_BATCH=$WRK_BATCH, 1 ms handler"
     want bindings && echo "bindings: stream BIND, BIND_TOTAL=$BIND_TOTAL messages split over $BIND_COUNTS bindings, BIND_BATCH=$BIND_BATCH; rate: acks counted on the wire"
+    want async && echo "async:    stream ASYNC, N_ASYNC=$N_ASYNC x $SIZE B, $ASYNC_MS ms of simulated I/O each, $ASYNC_INFLIGHT in flight (one at a time: $N_ASYNC_SYNC)"
     want sink && echo "sink:     stream SINK, N_SINK=$N_SINK x $SIZE B, appended to a file in $WORK and fdatasync'd a message or a batch"
     want retry && echo "retry:    stream RETRY, N_RETRY=$N_RETRY x $SIZE B, each failing once: jethost rungs = ${RETRY_RUNG_MS}ms (ledger on), rawloop retry NAK delay ${RETRY_RUNG_MS} ms, bucket $RETRY_BUCKET"
     want capture && echo "capture:  stream FAIL, N_FAIL=$N_FAIL x $SIZE B, every message REJECTed, workers $CAPW_COUNTS, CAPW_BATCH=$CAPW_BATCH; $DLQ_STREAM re-created per run"
@@ -810,6 +831,7 @@ fi
 { want failure || want capture; } && fill FAIL fail.x "$N_FAIL" "$WORK/fill-fail.out"
 want retry && fill RETRY retry.x "$N_RETRY" "$WORK/fill-retry.out"
 want sink && fill SINK sink.x "$N_SINK" "$WORK/fill-sink.out"
+want async && fill ASYNC async.x "$N_ASYNC" "$WORK/fill-async.out"
 want hosts && fill HOSTS hosts.x "$N_HOSTS" "$WORK/fill-hosts.out"
 if want retry; then
     "$RAW" kvbucket "$URL" "$RETRY_BUCKET" 1 >/dev/null 2>"$WORK/kv.err" || { cat "$WORK/kv.err" >&2; die "bucket $RETRY_BUCKET"; }
@@ -1000,6 +1022,13 @@ want sink && for rep in $(seq "$REPS"); do
             run_case "${cases[$(((i + rep - 1) % 3))]}" "$batch" "$rep" || fails=$((fails + 1))
             rm -f "$WORK"/sink_*.out
         done
+    done
+done
+# pending deliveries: three cases at batch 100, their order rotating
+want async && for rep in $(seq "$REPS"); do
+    cases=(async_jh async_raw async_sync)
+    for i in 0 1 2; do
+        run_case "${cases[$(((i + rep - 1) % 3))]}" 100 "$rep" || fails=$((fails + 1))
     done
 done
 pair_reps forward jethost_fwd fwd_raw
@@ -1389,6 +1418,15 @@ slow_row() {
             "$(cell sink_raw "$b")" "$(ratio "$(med sink_jhb "$b")" "$(med sink_raw "$b")")" \
             "$(ratio "$(med sink_jhb "$b")" "$(med sink_jh1 "$b")")" "$(cpucell sink_jhb "$b")" "$(cpucell sink_raw "$b")"
     done
+    fi
+    if want async; then
+    echo
+    echo "pending deliveries, $ASYNC_MS ms of simulated I/O a message, batch 100, one worker; msgs acked /s, median [min-max]:"
+    printf '%-26s %-26s %-26s %-9s %-9s %-10s %-10s\n' "jethost, $ASYNC_INFLIGHT in flight" "nats.c, $ASYNC_INFLIGHT in flight" \
+        "jethost, one at a time" "jh/raw" "jh/sync" "CPU jh us" "CPU raw us"
+    printf '%-26s %-26s %-26s %-9s %-9s %-10s %-10s\n' "$(cell async_jh 100)" "$(cell async_raw 100)" \
+        "$(cell async_sync 100)" "$(ratio "$(med async_jh 100)" "$(med async_raw 100)")" \
+        "$(ratio "$(med async_jh 100)" "$(med async_sync 100)")" "$(cpucell async_jh 100)" "$(cpucell async_raw 100)"
     fi
     if want hosts; then
     echo

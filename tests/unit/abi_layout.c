@@ -57,6 +57,7 @@ static void test_appended_11(void)
     /* The enums keep their numbers. */
     g_assert_cmpint(JET_ACK, ==, 0);
     g_assert_cmpint(JET_REJECT, ==, 3);
+    g_assert_cmpint(JET_PENDING, ==, 4);
     g_assert_cmpint(JET_BINDING_DURABLE, ==, 0);
     g_assert_cmpint(JET_BINDING_ORDERED, ==, 1);
     g_assert_cmpint(JET_BINDING_KV, ==, 2);
@@ -84,6 +85,8 @@ static void test_appended_12(void)
     g_assert_cmpuint(offsetof(jet_plugin, validate), >=, plugin_11_end);
     g_assert_cmpuint(offsetof(jet_plugin, settled), >, offsetof(jet_plugin, validate));
     g_assert_cmpuint(offsetof(jet_plugin, handle_batch), >, offsetof(jet_plugin, settled));
+    g_assert_cmpuint(offsetof(jet_host_api, msg_complete), >=,
+                     offsetof(jet_host_api, ctx_metric_set) + sizeof(((jet_host_api *)0)->ctx_metric_set));
     g_assert_cmpuint(offsetof(jet_settled, struct_size), ==, 0);
     g_assert_cmpint(JET_SETTLED_ACKED, ==, 0);
     g_assert_cmpint(JET_SETTLED_RETRIED, ==, 1);
@@ -136,7 +139,8 @@ static const JetAbiRow lp64[] = {
         { "jet_host_api.ctx_metric_declare", 248, 8 },
         { "jet_host_api.ctx_metric_add", 256, 8 },
         { "jet_host_api.ctx_metric_set", 264, 8 },
-        { "jet_host_api", 0, 272 },
+        { "jet_host_api.msg_complete", 272, 8 },
+        { "jet_host_api", 0, 280 },
         { "jet_plugin.struct_size", 0, 4 },
         { "jet_plugin.abi_major", 4, 2 },
         { "jet_plugin.abi_minor", 6, 2 },
@@ -241,6 +245,7 @@ static const JetAbiRow current_all[] = {
         JET_ABI_ROW(jet_host_api, ctx_metric_declare),
         JET_ABI_ROW(jet_host_api, ctx_metric_add),
         JET_ABI_ROW(jet_host_api, ctx_metric_set),
+        JET_ABI_ROW(jet_host_api, msg_complete),
         JET_ABI_SIZE(jet_host_api),
         JET_ABI_ROW(jet_plugin, struct_size),
         JET_ABI_ROW(jet_plugin, abi_major),

@@ -261,6 +261,14 @@ static const struct {
     { HOST "[binding orders]\nplugin = p\nstream = S\nkind = ordered\nbatch_max = 2\n",
       "[binding orders] batch_max: 2: handler batches are for durable bindings without `key` (lanes and ordered "
       "bindings hand one message at a time to handle(); docs/batches.md)" },
+    { HOST BIND "max_in_flight = 1001\n", "[binding orders] max_in_flight: 1001 is out of range (0..1000)" },
+    { HOST BIND "max_in_flight = 10\nkey = subject:2\n",
+      "[binding orders] max_in_flight: 10: pending deliveries are for durable bindings without `key` or "
+      "`batch_max` (lanes and ordered bindings settle one message of a key or a stream at a time; docs/async.md)" },
+    { HOST BIND "max_in_flight = 10\nbatch_max = 2\n",
+      "[binding orders] max_in_flight: 10: pending deliveries are for durable bindings without `key` or " },
+    { HOST "[binding orders]\nplugin = p\nstream = S\nkind = ordered\nmax_in_flight = 1\n",
+      "[binding orders] max_in_flight: 1: pending deliveries are for durable bindings" },
     { HOST BIND "idle_heartbeat = 16s\n",
       "[binding orders] idle_heartbeat: idle_heartbeat (16s) must be at most half of expires (30s)" },
     { HOST BIND "expires = 9s\n",

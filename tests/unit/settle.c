@@ -539,9 +539,22 @@ static void test_postpone_delay_rules(void)
 
 /* --- plugin errors ------------------------------------------------------------- */
 
+/* JET_PENDING reaches the decision only where the binding keeps no
+ * delivery pending (the transport takes it in hand where it does). */
+static void test_pending_not_enabled(void)
+{
+    JetSettlePolicy p = policy();
+    JetSettleFacts f = facts(JET_PENDING);
+    JetSettleAction a = decide(&p, &f);
+    assert_retry(a, ladder[0], 1);
+    g_assert_true(a.plugin_error);
+    g_assert_cmpstr(a.reason, ==, "plugin error: handle() returned JET_PENDING on a binding without max_in_flight "
+                                  "(docs/async.md)");
+}
+
 static void test_bad_verdicts(void)
 {
-    static const int bad[] = { -1, 4, 7, 99, G_MININT, G_MAXINT };
+    static const int bad[] = { -1, 5, 7, 99, G_MININT, G_MAXINT };
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
         JetSettlePolicy p = policy();
         JetSettleFacts f = facts(bad[i]);
@@ -1274,6 +1287,7 @@ int main(int argc, char **argv)
     g_test_add_func("/settle/postpone/unknown-enqueue", test_postpone_unknown_enqueue);
     g_test_add_func("/settle/postpone/delay-rules", test_postpone_delay_rules);
     g_test_add_func("/settle/plugin-error/verdicts", test_bad_verdicts);
+    g_test_add_func("/settle/plugin-error/pending-not-enabled", test_pending_not_enabled);
     g_test_add_func("/settle/plugin-error/reason-length", test_reason_length);
     g_test_add_func("/settle/reason-truncation", test_reason_truncation);
     g_test_add_func("/settle/precedence/poison-breaker", test_poison_and_breaker);
