@@ -560,6 +560,23 @@ static void print_event(const jet_mock *m, const char *event, size_t violations_
  *                                 settlement of this line. */
 enum { EVENT_NONE, EVENT_DONE, EVENT_VIOLATION, EVENT_FAILED };
 
+/* Every pending delivery the plugin has completed (max_in_flight), one
+ * settlement line each, in the order completed; TRUE when one broke a
+ * rule. */
+static gboolean settle_completed(jet_mock *m, guint line_no)
+{
+    gboolean violated = FALSE;
+    for (;;) {
+        size_t before = jet_mock_violation_count(m);
+        jet_mock_settlement s;
+        int rc = jet_mock_settle_completed(m, &s);
+        if (rc < 0)
+            return violated;   /* none left completed */
+        print_settlement(m, line_no, &s, before);
+        violated = violated || rc == JET_MOCK_VIOLATION;
+    }
+}
+
 static int event_line(jet_mock *m, guint line_no, JsonObject *o)
 {
     if (!json_object_has_member(o, "event"))
@@ -568,12 +585,15 @@ static int event_line(jet_mock *m, guint line_no, JsonObject *o)
     const char *what = JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING
                            ? json_node_get_string(n) : NULL;
     if (json_object_get_size(o) != 1 ||
-        (g_strcmp0(what, "kv_initial_done") != 0 && g_strcmp0(what, "deliver_held") != 0)) {
-        fprintf(stderr, "jethost mock: stdin:%u: an event line is exactly {\"event\": \"kv_initial_done\"} "
-                "or {\"event\": \"deliver_held\"}\n", line_no);
+        (g_strcmp0(what, "kv_initial_done") != 0 && g_strcmp0(what, "deliver_held") != 0 &&
+         g_strcmp0(what, "settle_completed") != 0)) {
+        fprintf(stderr, "jethost mock: stdin:%u: an event line is exactly {\"event\": \"kv_initial_done\"}, "
+                "{\"event\": \"deliver_held\"} or {\"event\": \"settle_completed\"}\n", line_no);
         return EVENT_FAILED;
     }
     size_t before = jet_mock_violation_count(m);
+    if (strcmp(what, "settle_completed") == 0)
+        return settle_completed(m, line_no) ? EVENT_VIOLATION : EVENT_DONE;
     if (strcmp(what, "deliver_held") == 0) {
         jet_mock_settlement s;
         int rc = jet_mock_deliver_held(m, &s);
@@ -803,6 +823,8 @@ int jet_mock_cli_main(int argc, char **argv)
             exit_code = JET_EXIT_FAILURE;
         jet_mock_msg_free(b);
     }
+    if (settle_completed(m, line_no))
+        exit_code = JET_EXIT_FAILURE;
     size_t before = jet_mock_violation_count(m);
     if (jet_mock_stop(m) == JET_MOCK_VIOLATION) {
         print_event(m, "stop", before);

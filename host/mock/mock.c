@@ -143,7 +143,8 @@ static void registry_remove(jet_ctx *c)
  * drift from what a binding in a file gets. */
 static const char *const policy_keys[] = {
     "rungs", "max_attempts", "postpone_horizon", "max_postpone_delay", "max_deliver", "capture_reserve",
-    "crash_limit", "max_hops", "kind", "bucket", "key", "batch", "batch_max", NULL,
+    "crash_limit", "max_hops", "kind", "bucket", "key", "batch", "batch_max", "max_in_flight", "handler_timeout",
+    NULL,
 };
 
 int jet_mock_set_policy(jet_mock *m, const char *key, const char *value)
@@ -231,6 +232,8 @@ static jet_mock *mock_new(JetPlugin *p)
     m->log = g_ptr_array_new_with_free_func(NULL);
     m->calls = g_ptr_array_new_with_free_func(g_free);
     m->lent = g_ptr_array_new_with_free_func(jet__mock_lent_free);
+    m->pending = g_ptr_array_new();
+    g_queue_init(&m->completed);
     m->dlq_strings = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
     m->dlq_headers = g_ptr_array_new_with_free_func(g_free);
     m->pub_strings = g_ptr_array_new_with_free_func(g_free);
@@ -406,6 +409,7 @@ int jet_mock_stop(jet_mock *m)
     size_t before = jet_mock_violation_count(m);
     m->owner = g_thread_self();
     jet_ctx *c = m->inst;
+    jet__mock_pending_stop(m);   /* what is pending is settled first, as a daemon's drain does */
     g_clear_pointer(&m->executor, jet_executor_free);
     g_clear_pointer(&m->inst, jet_instance_free);   /* runs fini() */
     registry_remove(c);
@@ -425,6 +429,8 @@ void jet_mock_free(jet_mock *m)
     g_free(m->binding);
     g_free(m->stream);
     g_free(m->consumer);
+    g_ptr_array_unref(m->pending);   /* settled by the stop */
+    g_queue_clear(&m->completed);
     g_ptr_array_unref(m->lent);
     g_ptr_array_unref(m->violations);
     for (guint i = 0; i < m->log->len; i++) {
@@ -534,6 +540,30 @@ int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_mock_settleme
     if (out != NULL)
         jet__mock_settlement_out(&full, out, out_size);
     return rc;
+}
+
+int jet_mock_settle_completed_sized(jet_mock *m, jet_mock_settlement *out, size_t out_size)
+{
+    g_return_val_if_fail(m != NULL, JET_MOCK_EINVAL);
+    if (out == NULL || out_size < JET_MOCK_SETTLEMENT_SIZE_1_0) {
+        if (out != NULL)
+            memset(out, 0, out_size);
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_settle_completed: the settlement must not be NULL, "
+                              "and at least %zu bytes", (size_t)JET_MOCK_SETTLEMENT_SIZE_1_0);
+    }
+    jet_mock_settlement full;
+    memset(&full, 0, sizeof full);
+    int rc = m->state == MOCK_STARTED
+                 ? jet__mock_settle_completed(m, &full)
+                 : jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_settle_completed: the mock is not started");
+    jet__mock_settlement_out(&full, out, out_size);
+    return rc;
+}
+
+size_t jet_mock_pending(const jet_mock *m)
+{
+    g_return_val_if_fail(m != NULL, 0);
+    return jet__mock_pending_count((jet_mock *)m);
 }
 
 int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs,

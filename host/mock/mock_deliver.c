@@ -101,13 +101,83 @@ static void take_back(Lent *l, jet_msg *jm)
     memset(&l->msg.publishes, 0, sizeof l->msg.publishes);
 }
 
+/* --- pending deliveries (max_in_flight; mock.h, "Pending deliveries") ------ */
+
+typedef struct MockPending {
+    jet_mock *mock;
+    jet_mock_msg *msg;             /* a copy: the test may free its builder */
+    MockRun run;
+    JetHdrParse hdrs;
+    JetStats stats;
+    JetDelivery d;
+    JetExecutorPending *xp;
+    jet_msg *jm;                   /* the executor's message, in xp */
+    Lent *lent;                    /* what the plugin holds */
+    JetMsgAsync async;
+    gint64 since_ns;               /* the mock clock at its handle() */
+} MockPending;
+
+/* From msg_complete(), on any thread: settled at the next
+ * jet_mock_settle_completed(). */
+static void pending_completed(JetMsgAsync *a, jet_msg *h)
+{
+    MockPending *p = a->data;
+    (void)h;
+    g_atomic_int_set(&p->lent->completed, 1);
+    g_mutex_lock(&p->mock->lock);
+    g_queue_push_tail(&p->mock->completed, p);
+    g_mutex_unlock(&p->mock->lock);
+}
+
+/* A second msg_complete() during handle(). */
+static void pending_refused(JetMsgAsync *a)
+{
+    MockPending *p = a->data;
+    jet__mock_violation(p->mock, RULE_VERDICT, "msg_complete() called twice for stream seq %" G_GUINT64_FORMAT
+                        " during its handle(): a delivery is completed once", p->d.stream_seq);
+}
+
+/* handle() has returned verdict for a delivery that may be kept pending:
+ * JET_PENDING when it is (l stays lent), else the verdict to settle. */
+static int pending_handled(MockPending *p, Lent *l, jet_msg *jm, int verdict)
+{
+    const gint in_handle = JET_MSG_ASYNC_IN_HANDLE;
+    if (verdict == JET_PENDING) {
+        if (g_atomic_int_compare_and_exchange(&p->async.state, in_handle, JET_MSG_ASYNC_PENDING))
+            return JET_PENDING;
+        g_atomic_int_set(&l->pending, 0);
+        return JET_MSG_ASYNC_VERDICT(g_atomic_int_get(&p->async.state));   /* completed during handle() */
+    }
+    g_atomic_int_set(&l->pending, 0);
+    if (JET_MSG_ASYNC_PHASE(g_atomic_int_get(&p->async.state)) == JET_MSG_ASYNC_EARLY)
+        jet__mock_violation(p->mock, RULE_VERDICT,
+                            "msg_complete() called during a handle() of stream seq %" G_GUINT64_FORMAT " that then "
+                            "returned verdict %d itself: return JET_PENDING after completing, or do not complete "
+                            "(the daemon settles the verdict and refuses the completion)", p->d.stream_seq, verdict);
+    return verdict;
+}
+
 static int t_handle(gpointer t, const JetDelivery *d, jet_msg *jm)
 {
     jet_mock *m = t;
     MockRun *r = run_of(t, d);
     Lent *l = jet__mock_lent_new(m, jm);
     m->owner = g_thread_self();
+    MockPending *p = r->pending;
+    if (p != NULL) {
+        /* From now on its completion may come from any thread, even during
+         * handle() (a quick I/O). */
+        l->msg.async = &p->async;
+        p->lent = l;
+        p->jm = jm;
+        g_atomic_int_set(&l->pending, 1);
+    }
     int verdict = jet_instance_handle(m->inst, &l->msg);
+    if (p != NULL) {
+        verdict = pending_handled(p, l, jm, verdict);
+        if (verdict == JET_PENDING)
+            return verdict;   /* the plugin's until msg_complete() */
+    }
     jet__mock_lent_poison(l);
     if (r->fault == JET_MOCK_FAULT_CRASH_AFTER_PUBLISH && r->fault_k == 0)
         r->crashed = TRUE;   /* dies as handle() returns */
@@ -135,10 +205,11 @@ static int t_handle_batch(gpointer t, const JetDelivery *const *ds, jet_msg *con
     return rc;
 }
 
+/* A pending delivery given up at handler_timeout: its lease stopped, so
+ * nothing is released or recorded for it (the daemon's stale result). */
 static gboolean t_release_hold(gpointer t, const JetDelivery *d)
 {
-    (void)run_of(t, d);
-    return FALSE;
+    return run_of(t, d)->given_up;
 }
 
 static void t_ack(gpointer t, const JetDelivery *d, JetAckTiming timing)
@@ -532,8 +603,153 @@ static int call_result(jet_mock *m, size_t before, jet_mock_settlement *outs, si
     return JET_MOCK_VIOLATION;
 }
 
+static void pending_free(MockPending *p)
+{
+    jet_hdr_parse_clear(&p->hdrs);
+    if (p->run.dlq != NULL)
+        g_ptr_array_unref(p->run.dlq);
+    jet_mock_msg_free(p->msg);
+    g_free(p);
+}
+
+/* What jet_mock_deliver() shows of a delivery handed over pending. */
+static void settlement_pending(jet_mock *m, const MockPending *p, jet_mock_settlement *out)
+{
+    memset(out, 0, sizeof *out);
+    out->action = JET_MOCK_PENDING;
+    out->action_name = "pending";
+    out->cause = "none";
+    out->outcome = "pending";
+    out->handled = 1;
+    out->verdict = JET_PENDING;
+    out->now_ns = jet__mock_clock(m);
+    out->stream_seq = p->msg->stream_seq;
+    out->deliveries = p->msg->deliveries;
+}
+
+/* jet__mock_run on a binding with max_in_flight: the delivery on the heap,
+ * with a copy of the builder, since it may outlive the call. */
+static int run_async(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out)
+{
+    size_t before = jet_mock_violation_count(m);
+    MockPending *p = g_new0(MockPending, 1);
+    p->mock = m;
+    p->msg = jet__mock_msg_copy(b);
+    delivery_of(m, p->msg, malformed, &p->hdrs, &p->stats, &p->d);
+    run_init(&p->run, p->msg);
+    p->run.fault = m->fault;
+    p->run.fault_k = m->fault_k;
+    p->run.pending = p;
+    p->async.completed = pending_completed;
+    p->async.refused = pending_refused;
+    p->async.data = p;
+    p->since_ns = jet__mock_clock(m);
+    m->run = &p->run;
+    p->xp = jet_executor_pending_new(m->executor, &p->d);
+    JetExecuted x;
+    if (jet_executor_run_async(m->executor, p->xp, &x)) {
+        m->run = NULL;
+        g_ptr_array_add(m->pending, p);
+        settlement_pending(m, p, out);
+        return call_result(m, before, out, 1);
+    }
+    m->run = NULL;
+    /* Settled at once: what it wrote is the builder's next delivery's. */
+    jet_mock_msg *w = (jet_mock_msg *)b;
+    w->written = p->msg->written;
+    w->has_written = p->msg->has_written;
+    settlement_fill(m, p->msg, &p->run, &x, out);
+    publishes_shown(m, &p->run, out, 1);
+    int rc = call_result(m, before, out, 1);
+    pending_free(p);
+    return rc;
+}
+
+/* Pending deliveries past handler_timeout on the mock clock: given up. */
+static void pending_expire(jet_mock *m)
+{
+    guint64 limit_ms = m->config->handler_timeout_ms;
+    if (limit_ms == 0)
+        return;
+    gint64 now = jet__mock_clock(m);
+    for (guint i = 0; i < m->pending->len; i++) {
+        MockPending *p = g_ptr_array_index(m->pending, i);
+        if (now - p->since_ns < (gint64)limit_ms * 1000000)
+            continue;
+        if (!g_atomic_int_compare_and_exchange(&p->async.state, JET_MSG_ASYNC_PENDING, JET_MSG_ASYNC_GIVEN_UP))
+            continue;   /* completed meanwhile */
+        g_atomic_int_set(&p->lent->given_up, 1);
+        p->run.given_up = TRUE;
+        g_mutex_lock(&m->lock);
+        g_queue_push_tail(&m->completed, p);
+        g_mutex_unlock(&m->lock);
+    }
+}
+
+size_t jet__mock_pending_count(jet_mock *m)
+{
+    if (m->state == MOCK_STARTED)
+        pending_expire(m);
+    return m->pending->len;
+}
+
+int jet__mock_settle_completed(jet_mock *m, jet_mock_settlement *out)
+{
+    pending_expire(m);
+    g_mutex_lock(&m->lock);
+    MockPending *p = g_queue_pop_head(&m->completed);
+    g_mutex_unlock(&m->lock);
+    if (p == NULL)
+        return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_settle_completed: none of the %u pending deliveries "
+                              "has been completed (msg_complete()) or given up (handler_timeout)", m->pending->len);
+    outputs_reset(m);
+    size_t before = jet_mock_violation_count(m);
+    g_ptr_array_remove(m->pending, p);
+    take_back(p->lent, p->jm);
+    jet__mock_lent_poison(p->lent);
+    gint st = g_atomic_int_get(&p->async.state);
+    g_autofree char *why = NULL;
+    if (p->run.given_up)
+        why = g_strdup_printf("not completed within handler_timeout (%" G_GUINT64_FORMAT " ms): given up",
+                              m->config->handler_timeout_ms);
+    m->run = &p->run;
+    JetExecuted x;
+    jet_executor_complete(m->executor, p->xp, JET_MSG_ASYNC_VERDICT(st), why, &x);
+    m->run = NULL;
+    settlement_fill(m, p->msg, &p->run, &x, out);
+    if (p->run.given_up)
+        out->outcome = "given-up";
+    publishes_shown(m, &p->run, out, 1);
+    int rc = call_result(m, before, out, 1);
+    pending_free(p);
+    return rc;
+}
+
+void jet__mock_pending_stop(jet_mock *m)
+{
+    /* A stop gives up what is still pending: settled unsettled, as the
+     * daemon's drain would after handler_timeout. */
+    while (m->pending->len > 0) {
+        MockPending *p = g_ptr_array_index(m->pending, 0);
+        if (g_atomic_int_compare_and_exchange(&p->async.state, JET_MSG_ASYNC_PENDING, JET_MSG_ASYNC_GIVEN_UP)) {
+            g_atomic_int_set(&p->lent->given_up, 1);
+            p->run.given_up = TRUE;
+            g_mutex_lock(&m->lock);
+            g_queue_push_tail(&m->completed, p);
+            g_mutex_unlock(&m->lock);
+        }
+        jet_mock_settlement s;
+        jet__mock_settle_completed(m, &s);
+    }
+}
+
 int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out)
 {
+    if (m->config->max_in_flight > 0) {
+        outputs_reset(m);
+        ((jet_mock_msg *)b)->has_written = FALSE;
+        return run_async(m, b, malformed, out);
+    }
     outputs_reset(m);
     ((jet_mock_msg *)b)->has_written = FALSE;
     size_t before = jet_mock_violation_count(m);

@@ -56,6 +56,12 @@ typedef struct {
     guint8 *data;
     gsize len;
     GPtrArray *headers;        /* char*, name/value alternating */
+    /* A pending delivery's (atomic): its plugin may call from any thread
+     * until it completes it; after, calls are refused (a violation, or
+     * quietly once the host gave it up). */
+    gint pending;
+    gint completed;
+    gint given_up;
 } Lent;
 
 struct jet_mock {
@@ -114,6 +120,12 @@ struct jet_mock {
                                       lane), for every sequence the table holds */
     GPtrArray *released;           /* LaneItem*: their turn came (taken from the table, so their
                                       lane stays held), waiting for jet_mock_deliver_held() */
+
+    /* Pending deliveries (max_in_flight; mock_deliver.c): every one not
+     * settled yet, and those completed or given up in that order (under
+     * lock: the plugin's threads complete them). */
+    GPtrArray *pending;            /* struct MockPending* */
+    GQueue completed;              /* struct MockPending*, under lock */
 };
 
 /* A message the mock keeps in its lane: a copy, since the caller may free
@@ -169,6 +181,8 @@ typedef struct MockRun {
     GPtrArray *dlq;
     guint pub_first, n_pubs;
     gboolean batched;              /* handed to handle_batch() (a first delivery of a batch) */
+    struct MockPending *pending;   /* max_in_flight: where its completion goes; NULL: none */
+    gboolean given_up;             /* pending past handler_timeout: its lease stopped */
 } MockRun;
 
 /* The files of the mock call downwards only (tests/layers.sh): mock.c (the
@@ -214,6 +228,14 @@ int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet
 /* msgs[0..n-1] as one handler batch (jet_executor_deliver_batch), each
  * settlement in outs[i] (full size). */
 int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs);
+
+/* Pending deliveries (max_in_flight): how many are kept (those past
+ * handler_timeout given up first); the earliest completed one settled into
+ * out (full size; JET_MOCK_ESTATE when none); at a stop, every one settled
+ * (those not completed given up). */
+size_t jet__mock_pending_count(jet_mock *m);
+int jet__mock_settle_completed(jet_mock *m, jet_mock_settlement *out);
+void jet__mock_pending_stop(jet_mock *m);
 
 /* mock_msg.c: a deep copy of a builder. */
 jet_mock_msg *jet__mock_msg_copy(const jet_mock_msg *b);

@@ -214,6 +214,16 @@ static gboolean lent_call(const JetMsgStrict *s, const jet_msg *jm, const char *
     jet_mock *m = l->mock;
     (void)jm;
     jet__mock_record_call(m, fn, NULL);
+    if (g_atomic_int_get(&l->given_up))
+        return FALSE;   /* given up at handler_timeout: refused, as the daemon does, without a violation */
+    if (g_atomic_int_get(&l->completed)) {
+        jet__mock_violation(m, RULE_USE_AFTER,
+                  "%s() on the jet_msg of stream seq %" G_GUINT64_FORMAT " after its msg_complete(): a completed "
+                  "delivery is the host's again; the mock refused the call", fn, l->msg.stream_seq);
+        return FALSE;
+    }
+    if (g_atomic_int_get(&l->pending))
+        return TRUE;   /* pending: the plugin may complete it from any thread (docs/async.md) */
     if (g_atomic_int_get(&l->msg.poisoned)) {
         jet__mock_violation(m, RULE_USE_AFTER,
                   "%s() on the jet_msg of stream seq %" G_GUINT64_FORMAT " after its handle() "

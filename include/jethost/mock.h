@@ -118,6 +118,10 @@ JET_MOCK_API int jet_mock_set_option(jet_mock *m, const char *name, const char *
  *                                                "10" unless set): what
  *                                                jet_mock_deliver_batch() may hand over
  *   batch               "10"                     the pull's size, which bounds batch_max
+ *   max_in_flight       "0"                      pending deliveries (1.2; see "Pending
+ *                                                deliveries" below): 0 = JET_PENDING is a
+ *                                                plugin error
+ *   handler_timeout     "5m"                     when a pending delivery is given up
  * An ordered or KV binding's deliveries name the binding as their consumer
  * (the daemon's consumer names change), and a KV binding's stream is
  * KV_<bucket>, whatever jet_mock_set_binding() says.
@@ -232,9 +236,12 @@ typedef enum jet_mock_action {
     JET_MOCK_RETRY = 1,      /* delayed NAK of a ladder rung; a failure is recorded */
     JET_MOCK_POSTPONE = 2,   /* delayed NAK of the plugin's delay; a postpone is recorded */
     JET_MOCK_CAPTURE = 3,    /* dead-lettered with provenance, then acked */
-    JET_MOCK_HELD = 4        /* with a `key` policy: not handled, because an earlier
+    JET_MOCK_HELD = 4,       /* with a `key` policy: not handled, because an earlier
                                 message of its key has not settled for good; the mock
                                 keeps it (see "Lanes" below) */
+    JET_MOCK_PENDING = 5     /* with `max_in_flight`: handle() returned JET_PENDING and
+                                the plugin has not completed it; the mock keeps it until
+                                jet_mock_settle_completed() (see "Pending deliveries") */
 } jet_mock_action;
 
 typedef struct jet_mock_header {
@@ -404,6 +411,41 @@ JET_MOCK_API int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *c
  * with the mock (held): there is no next delivery.  The clock is not moved: advance it by
  * s->delay_ms yourself. */
 JET_MOCK_API int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settlement *s);
+
+/* --- pending deliveries (libjethost-mock 4, ABI 1.2) ------------------------
+ *
+ * With the policy `max_in_flight` above 0 (and `handler_timeout`, "5m"
+ * unless set), handle() may return JET_PENDING and complete the message
+ * later with msg_complete(), from any thread, as the daemon allows
+ * (docs/async.md).  jet_mock_deliver() then returns action
+ * JET_MOCK_PENDING (outcome "pending"): nothing is settled yet, and the
+ * mock keeps the delivery (the builder may be freed).  The plugin may call
+ * host functions on a pending message from any thread until its
+ * msg_complete(); a call after it is a violation (use-after-handle), a
+ * second completion too (verdict).
+ *
+ * jet_mock_settle_completed() settles the completed ones, one a call, in
+ * the order they were completed, by the same steps as a verdict of
+ * handle() (the settlement as jet_mock_deliver() would have filled it).
+ * A delivery still pending when the mock clock has passed its handle()
+ * time by handler_timeout is given up then (the daemon's lease keeper
+ * does it on its own): it comes out of jet_mock_settle_completed() too,
+ * with outcome "given-up" (action retry, nothing released or recorded:
+ * the server would deliver it again after AckWait), and a later
+ * msg_complete() returns JET_ESTATE, refused without a violation.
+ * A delivery's ledger record, once it was pending, is counted by
+ * jet_mock_msg_redeliver() from the settlement.  The mock keeps no bound
+ * of its own: max_in_flight is the daemon's pace, not a rule for the
+ * plugin. */
+
+/* Settles the earliest completed (or given-up) pending delivery into out.
+ * Returns as jet_mock_deliver(); JET_MOCK_ESTATE (out zeroed) when none is
+ * completed yet (jet_mock_error() says how many are pending). */
+JET_MOCK_API int jet_mock_settle_completed_sized(jet_mock *m, jet_mock_settlement *out, size_t out_size);
+#define jet_mock_settle_completed(m, out) jet_mock_settle_completed_sized((m), (out), sizeof(jet_mock_settlement))
+
+/* Deliveries handed over pending and not settled yet (completed or not). */
+JET_MOCK_API size_t jet_mock_pending(const jet_mock *m);
 
 /* --- lanes ---------------------------------------------------------------- */
 
