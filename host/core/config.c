@@ -5,6 +5,7 @@
  * its help.  docs/configuration.md lists the same rows (tests/unit/config.c
  * checks that). */
 #include "config.h"
+#include "jet_msg.h"
 #include "json_out.h"
 #include "names.h"
 #include "duration.h"
@@ -1689,6 +1690,7 @@ JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError
     while (g_hash_table_iter_next(&it, NULL, &v))
         g_ptr_array_add(sections, v);
     g_ptr_array_sort(sections, cmp_section);
+    guint handles = 0;   /* message handles lent at once, over the bindings so far */
     for (guint i = 0; i < sections->len; i++) {
         Section *sec = g_ptr_array_index(sections, i);
         for (guint round = 0; round <= 64; round++) {
@@ -1697,6 +1699,19 @@ JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError
             if (b != NULL) {
                 b->replicas = cfg->host.replicas;
                 g_ptr_array_add(cfg->bindings, b);
+                /* A pending delivery keeps its handle: one there is no
+                 * handle for would have to be lent as it is, and then a
+                 * late call through it could reach freed memory
+                 * (docs/async.md). */
+                handles += b->workers * b->batch_max + b->max_in_flight;
+                if (b->max_in_flight > 0 && handles > JET_MSG_HANDLE_SLOTS) {
+                    GError *he = NULL;
+                    key_error(&he, JET_ERROR_INVALID, blame(sec, "max_in_flight"), sec->group, "max_in_flight",
+                              "%u: the bindings up to this one lend %u message handles at once (workers times "
+                              "batch_max, plus max_in_flight), more than the host's %u", b->max_in_flight, handles,
+                              JET_MSG_HANDLE_SLOTS);
+                    note(&l, blame(sec, "max_in_flight"), sec->group, "max_in_flight", he);
+                }
                 break;
             }
             if (!note_and_drop(&l, sec, e))

@@ -33,7 +33,7 @@ void jet_msg_reset_verdict(jet_msg *m)
  * reserved PROT_NONE and never mapped: no handle is ever a real object, and
  * a plugin dereferencing one faults at once instead of reading a message. */
 
-#define SLOTS 1024u
+#define SLOTS JET_MSG_HANDLE_SLOTS
 #define HANDLE_ALIGN 8u
 
 struct JetMsgPin {
@@ -113,7 +113,7 @@ static void slots_release(gpointer p)
  * as many as its largest handle_batch() for batches. */
 static GPrivate thread_slots = G_PRIVATE_INIT(slots_release);
 
-static Slot *slot_claim(guint nth)
+static Slot *slot_claim(guint nth, const JetMsgOwner *owner)
 {
     GPtrArray *mine = g_private_get(&thread_slots);
     if (mine == NULL) {
@@ -128,6 +128,12 @@ static Slot *slot_claim(guint nth)
         if (!slots[i].taken) {
             s = &slots[i];
             s->taken = TRUE;
+            /* Its owner in the same step: a late call through an old handle
+             * of it never finds a former owner that may be gone. */
+            if (owner != NULL)
+                s->owner = *owner;
+            else
+                memset(&s->owner, 0, sizeof s->owner);
             g_ptr_array_add(mine, s);
         }
     }
@@ -154,7 +160,7 @@ jet_msg *jet_msg_lend_nth(jet_msg *m, const JetMsgOwner *owner, guint nth)
     reserve_region();
     if (region == 0)
         return m;
-    Slot *s = slot_claim(nth);
+    Slot *s = slot_claim(nth, owner);
     if (s == NULL)
         return m;
     if (owner != NULL && memcmp(&s->owner, owner, sizeof *owner) != 0) {
@@ -223,7 +229,7 @@ void jet_msg_forget_owner(gpointer data)
 {
     g_mutex_lock(&owner_lock);
     for (guint i = 0; i < SLOTS; i++)
-        if (!slots[i].taken && slots[i].owner.data == data)
+        if (slots[i].owner.data == data)
             memset(&slots[i].owner, 0, sizeof slots[i].owner);
     g_mutex_unlock(&owner_lock);
 }

@@ -106,10 +106,15 @@ void jet_msg_reset_verdict(jet_msg *m);
  * its slot has since been lent again) is refused without reading the
  * message, logged once per handle, and reported to the lender's owner. */
 
+/* How many handles can be lent at once, over every thread (a pending
+ * delivery's included); past them a message is lent as it is. */
+#define JET_MSG_HANDLE_SLOTS 4096u
+
 /* Who lent a handle: named in the log line, told of each refused call.
  * Copied at the lend; stale(data, fn) runs under the handle table's lock, and
- * the copy is dropped when the lending thread exits, so data need only live
- * as long as the threads that lend with it. */
+ * the copy is dropped when the lending thread exits, or, for a kept
+ * handle's slot (jet_msg_keep), by jet_msg_forget_owner(data): data must
+ * live until then. */
 typedef struct {
     const char *binding;
     const char *plugin;

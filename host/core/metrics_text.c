@@ -138,8 +138,8 @@ static const Counter counters[] = {
     C("handlers_hung", hung_handlers, "Handlers that passed handler_timeout."),
     C("completions_refused", completions_refused,
       "msg_complete() calls refused: the delivery was no longer pending (max_in_flight)."),
-    C("completions_given_up", completions_given_up,
-      "Pending deliveries given up: not completed within handler_timeout (max_in_flight)."),
+    C("pending_hung", pending_hung,
+      "Pending deliveries past handler_timeout: their lease stopped, settled when completed (max_in_flight)."),
 };
 #undef C
 

@@ -62,7 +62,7 @@ typedef struct {
     guint64 pins_learned;      /* pinned group: pin ids the server gave this host's pulls */
     guint64 pins_refused;      /* pinned group: pulls refused with 423 (the pin expired or moved) */
     guint64 completions_refused;   /* max_in_flight: msg_complete() calls on a delivery no longer pending */
-    guint64 completions_given_up;  /* max_in_flight: pending deliveries not completed within handler_timeout */
+    guint64 pending_hung;          /* max_in_flight: pending deliveries past handler_timeout (their lease stopped) */
     /* Captures acked, by JetCaptureCause (settle.h); dead_lettered is their sum. */
     guint64 dead_lettered_cause[JET_STATS_CAUSES];
     /* Histograms for /metrics: non-cumulative bucket counts against

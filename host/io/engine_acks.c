@@ -47,20 +47,34 @@ void jet__publish_nak_delay(JetEngine *e, const char *reply, guint64 delay_ms)
     jet__publish_ack(e, reply, body);
 }
 
+gboolean jet__handler_uncount(JetEngine *e, Item *it)
+{
+    if (!it->hung_counted)
+        return FALSE;
+    it->hung_counted = FALSE;
+    g_atomic_int_add(&e->workers[it->worker].hung, -1);
+    return TRUE;
+}
+
+void jet__handler_returned_log(JetEngine *e, Item *it)
+{
+    gint64 ran_us = it->handler_since_us > 0 ? now_us() - it->handler_since_us : 0;
+    gboolean free_again = g_atomic_int_get(&e->workers[it->worker].hung) == 0;
+    jet_log(JET_LOG_WARNING, e->b->name, "handler-returned",
+            "stream seq %" G_GUINT64_FORMAT ": the hung handler returned after %" G_GINT64_FORMAT " ms; worker %u %s",
+            it->stream_seq, ran_us / 1000, it->worker,
+            free_again ? "takes messages again" : "still has another handler past handler_timeout");
+}
+
 gboolean jet__release_hold(JetEngine *e, Item *it)
 {
     g_mutex_lock(&e->lease_lock);
     g_hash_table_remove(e->held, it);
     gboolean stale = it->stale;
-    gboolean was_hung = it->handler_since_us > 0 && it->stale;
-    gint64 ran_us = it->handler_since_us > 0 ? now_us() - it->handler_since_us : 0;
+    gboolean returned = jet__handler_uncount(e, it);
     g_mutex_unlock(&e->lease_lock);
-    if (was_hung && it->worker < e->n_workers && g_atomic_int_get(&e->workers[it->worker].hung)) {
-        g_atomic_int_set(&e->workers[it->worker].hung, 0);
-        jet_log(JET_LOG_WARNING, e->b->name, "handler-returned",
-                "stream seq %" G_GUINT64_FORMAT ": the hung handler returned after %" G_GINT64_FORMAT " ms; worker %u "
-                "takes messages again", it->stream_seq, ran_us / 1000, it->worker);
-    }
+    if (returned)
+        jet__handler_returned_log(e, it);
     return stale;
 }
 

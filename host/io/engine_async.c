@@ -7,8 +7,12 @@
  * or for a suspect, which is handled alone and so waits for its own.
  *
  * A pending delivery stays in the host's hold: the lease keeper extends
- * its lease, and past handler_timeout gives it up (its lease stops, the
- * server delivers it again, a later completion is refused and counted). */
+ * its lease, and past handler_timeout treats it as a hung handler: its
+ * lease stops (the server delivers it again after AckWait), and the host
+ * keeps it, its handle and its place until the plugin completes it: a
+ * late completion is settled as a hung handler's return is (acked or
+ * captured, never released or recorded), and what the plugin reads
+ * through it stays valid until then. */
 #include "engine_private.h"
 #include "hdr_block.h"
 #include "lane_key.h"
@@ -27,7 +31,11 @@ typedef struct JetPending {
     JetMsgAsync async;
     jet_msg *lent;              /* the plugin's handle, kept while pending */
     JetExecutorPending *xp;     /* the executor's half */
-    gboolean waited;            /* a suspect: its worker waits for the completion */
+    /* Its worker waits for the completion: a suspect (handled alone), or
+     * one lent without a handle (every slot taken: m itself must not
+     * outlive the wait).  handed_back: the completion came (async_lock). */
+    gboolean waited;
+    gboolean handed_back;
 } JetPending;
 
 static void pending_free(JetPending *p)
@@ -39,13 +47,17 @@ static void pending_free(JetPending *p)
 
 /* --- completions ------------------------------------------------------------ */
 
-/* From msg_complete() on the plugin's thread (the handle pinned) or from
- * the lease keeper: the delivery is the host's again. */
-static void hand_back(JetPending *p)
+/* From msg_complete() on the plugin's thread (the handle pinned): the
+ * delivery is the host's again.  Nothing of p is touched after it is
+ * handed over. */
+static void on_completed(JetMsgAsync *a, jet_msg *h)
 {
+    JetPending *p = a->data;
     JetEngine *e = p->e;
+    jet_msg_end_lend(h);   /* no call through it from now on; the completer waits for those in progress */
     if (p->waited) {
         g_mutex_lock(&e->async_lock);
+        p->handed_back = TRUE;
         g_cond_broadcast(&e->async_cond);
         g_mutex_unlock(&e->async_lock);
     } else {
@@ -53,12 +65,7 @@ static void hand_back(JetPending *p)
     }
 }
 
-static void on_completed(JetMsgAsync *a, jet_msg *h)
-{
-    jet_msg_end_lend(h);   /* no call through it from now on; the completer waits for those in progress */
-    hand_back(a->data);
-}
-
+/* A second msg_complete() of one delivery. */
 static void on_refused(JetMsgAsync *a)
 {
     JetPending *p = a->data;
@@ -76,22 +83,15 @@ static void place_free(JetEngine *e)
     g_mutex_unlock(&e->async_lock);
 }
 
-/* Settles a completed (or given-up) pending delivery; any thread but a
+/* Settles a completed pending delivery; any thread but a
  * plugin's. */
 static void conclude(JetPending *p)
 {
     JetEngine *e = p->e;
     jet_msg_unlend_kept(p->lent);   /* waits for the plugin's calls in progress */
     gint st = g_atomic_int_get(&p->async.state);
-    char why[160];
-    const char *given_up = NULL;
-    if (JET_MSG_ASYNC_PHASE(st) == JET_MSG_ASYNC_GIVEN_UP) {
-        g_snprintf(why, sizeof why, "not completed within handler_timeout (%" G_GUINT64_FORMAT " ms): given up",
-                   e->b->handler_timeout_ms);
-        given_up = why;
-    }
     JetExecuted done;
-    jet_executor_complete(e->executor, p->xp, JET_MSG_ASYNC_VERDICT(st), given_up, &done);
+    jet_executor_complete(e->executor, p->xp, JET_MSG_ASYNC_VERDICT(st), NULL, &done);
     jet__settled(e, &p->d, &done);
     Item *it = p->it;
     natsMsg_Destroy(it->msg);
@@ -135,8 +135,8 @@ void jet__async_join(JetEngine *e)
     gint n = g_atomic_int_get(&e->in_flight);
     if (n > 0)
         jet_log(JET_LOG_INFO, e->b->name, "drain-pending",
-                "waiting for %d pending deliveries to be completed (each at most handler_timeout %" G_GUINT64_FORMAT
-                " ms)", n, e->b->handler_timeout_ms);
+                "waiting for %d pending deliveries to be completed (one past handler_timeout %" G_GUINT64_FORMAT
+                " ms is hung, and the drain waits for it as for a hung handler)", n, e->b->handler_timeout_ms);
     g_mutex_lock(&e->async_lock);
     e->completer_quit = TRUE;
     g_mutex_unlock(&e->async_lock);
@@ -191,49 +191,56 @@ int jet__handle_async(JetEngine *e, Item *it, jet_msg *m, const JetMsgOwner *own
 {
     JetPending *p = it->pending;
     m->async = &p->async;
-    g_atomic_int_set(&p->async.state, JET_MSG_ASYNC_IN_HANDLE);
     /* A suspect runs alone: nothing else of the binding may be in a
      * handler until it is settled, so its worker waits for it. */
     g_mutex_lock(&e->lease_lock);
     p->waited = it->alone;
     g_mutex_unlock(&e->lease_lock);
     jet_msg *lent = jet_msg_lend(m, owner);
+    if (lent == m)
+        p->waited = TRUE;   /* no handle: m must not outlive this call */
     int verdict = jet_instance_handle(e->inst, lent);
     const gint in_handle = JET_MSG_ASYNC_IN_HANDLE;
     if (verdict == JET_PENDING && p->waited) {
         if (g_atomic_int_compare_and_exchange(&p->async.state, in_handle, JET_MSG_ASYNC_PENDING)) {
             g_mutex_lock(&e->async_lock);
-            gint st;
-            while (st = g_atomic_int_get(&p->async.state), JET_MSG_ASYNC_PHASE(st) == JET_MSG_ASYNC_PENDING)
+            while (!p->handed_back)
                 g_cond_wait(&e->async_cond, &e->async_lock);
             g_mutex_unlock(&e->async_lock);
             jet_msg_unlend(lent);
-            if (JET_MSG_ASYNC_PHASE(st) == JET_MSG_ASYNC_GIVEN_UP) {
-                g_snprintf(m->reason, sizeof m->reason, "not completed within handler_timeout (%" G_GUINT64_FORMAT
-                           " ms): given up", e->b->handler_timeout_ms);
-                m->has_reason = TRUE;
-                return JET_RETRY;
-            }
-            return JET_MSG_ASYNC_VERDICT(st);
+            return JET_MSG_ASYNC_VERDICT(g_atomic_int_get(&p->async.state));
         }
     } else if (verdict == JET_PENDING) {
         /* Kept: the handle outlives this call, the gate entry this
-         * thread, and the worker goes on.  All of it before the delivery
-         * is pending: from then on a completion may settle and free it. */
+         * thread, and the worker goes on (a handler that ran past
+         * handler_timeout and returned frees its worker now).  All of it
+         * before the delivery is pending: from then on a completion may
+         * settle and free it. */
         jet_msg_keep(lent);
         p->lent = lent;
         jet__gate_hand_over(e, it, TRUE);
+        g_mutex_lock(&e->lease_lock);
+        it->off_worker = TRUE;
+        gboolean returned = jet__handler_uncount(e, it);
+        g_mutex_unlock(&e->lease_lock);
+        if (returned)
+            jet__handler_returned_log(e, it);
         if (g_atomic_int_compare_and_exchange(&p->async.state, in_handle, JET_MSG_ASYNC_PENDING))
             return JET_PENDING;
         /* Completed during handle(): settled here after all. */
         jet__gate_hand_over(e, it, FALSE);
+        g_mutex_lock(&e->lease_lock);
+        it->off_worker = FALSE;
+        g_mutex_unlock(&e->lease_lock);
         gint st = g_atomic_int_get(&p->async.state);
         jet_msg_unlend_kept(lent);
         p->lent = NULL;
         return JET_MSG_ASYNC_VERDICT(st);
     }
-    gint st = g_atomic_int_get(&p->async.state);
+    /* The lend ends first: a completion racing this return is then
+     * either in the state read below or refused as a stale call. */
     jet_msg_unlend(lent);
+    gint st = g_atomic_int_get(&p->async.state);
     if (JET_MSG_ASYNC_PHASE(st) == JET_MSG_ASYNC_EARLY) {
         if (verdict == JET_PENDING)
             return JET_MSG_ASYNC_VERDICT(st);   /* completed before handle() returned */
@@ -246,22 +253,29 @@ int jet__handle_async(JetEngine *e, Item *it, jet_msg *m, const JetMsgOwner *own
     return verdict;
 }
 
-gboolean jet__async_give_up(JetEngine *e, Item *it, gint64 now)
+JetAsyncPast jet__async_past_limit(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
 {
-    JetPending *p = it->pending;
-    gint st = g_atomic_int_get(&p->async.state);
-    if (JET_MSG_ASYNC_PHASE(st) == JET_MSG_ASYNC_IN_HANDLE)
-        return FALSE;   /* handle() itself still runs: a hung handler */
-    if (!g_atomic_int_compare_and_exchange(&p->async.state, JET_MSG_ASYNC_PENDING, JET_MSG_ASYNC_GIVEN_UP))
-        return TRUE;    /* completed, or given up already: being settled */
-    it->stale = TRUE;   /* its lease stops: nothing is released or recorded for it */
-    JET_STAT_ADD(&e->shared_stats, lease_lapsed, 1);
-    JET_STAT_ADD(&e->shared_stats, completions_given_up, 1);
-    jet_log_fields(JET_LOG_ERROR, e->b->name, "completion-timeout", &JET_LOG_NUMBER(JET_LOG_KEY_SEQ, it->stream_seq),
-                   1, "stream seq %" G_GUINT64_FORMAT ": pending for %" G_GINT64_FORMAT " ms, past handler_timeout %"
-                   G_GUINT64_FORMAT " ms: given up (its lease stops, the server delivers it again after AckWait; "
-                   "a later msg_complete() is refused)", it->stream_seq, (now - it->handler_since_us) / 1000,
-                   e->b->handler_timeout_ms);
-    hand_back(p);
-    return TRUE;
+    gint phase = JET_MSG_ASYNC_PHASE(g_atomic_int_get(&it->pending->async.state));
+    if (phase == JET_MSG_ASYNC_IN_HANDLE || phase == JET_MSG_ASYNC_EARLY)
+        return JET_ASYNC_IN_HANDLER;   /* handle() itself still runs: a hung handler */
+    if (phase != JET_MSG_ASYNC_PENDING)
+        return JET_ASYNC_SETTLING;     /* completed: its lease goes on until it is settled */
+    gint64 pending_ms = (now - it->handler_since_us) / 1000;
+    if (!it->stale) {
+        it->stale = TRUE;   /* its lease stops: the server delivers it again after AckWait */
+        it->hung_logged_us = now;
+        JET_STAT_ADD(&e->shared_stats, lease_lapsed, 1);
+        JET_STAT_ADD(&e->shared_stats, pending_hung, 1);
+        jet_log_fields(JET_LOG_ERROR, e->b->name, "pending-hung", &JET_LOG_NUMBER(JET_LOG_KEY_SEQ, it->stream_seq), 1,
+                       "stream seq %" G_GUINT64_FORMAT ": pending for %" G_GINT64_FORMAT " ms, past handler_timeout %"
+                       G_GUINT64_FORMAT " ms: its lease stops (the server delivers it again after AckWait); its "
+                       "completion, when it comes, is acked or captured, never released (docs/async.md)",
+                       it->stream_seq, pending_ms, e->b->handler_timeout_ms);
+    } else if (now - it->hung_logged_us >= CLAMP(limit_us, G_USEC_PER_SEC, 60 * G_USEC_PER_SEC)) {
+        it->hung_logged_us = now;
+        jet_log_fields(JET_LOG_ERROR, e->b->name, "pending-hung", &JET_LOG_NUMBER(JET_LOG_KEY_SEQ, it->stream_seq), 1,
+                       "stream seq %" G_GUINT64_FORMAT ": still pending after %" G_GINT64_FORMAT " ms",
+                       it->stream_seq, pending_ms);
+    }
+    return JET_ASYNC_HUNG;
 }

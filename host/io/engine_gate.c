@@ -123,8 +123,10 @@ void jet__handler_hung(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
             it->hung = TRUE;
             jet_isolation_leave(&e->isolation, it->alone);
         }
-        if (it->worker < e->n_workers)
-            g_atomic_int_set(&e->workers[it->worker].hung, 1);
+        if (it->worker < e->n_workers && !it->hung_counted) {
+            it->hung_counted = TRUE;   /* counted until its handler returns */
+            g_atomic_int_inc(&e->workers[it->worker].hung);
+        }
         JET_STAT_ADD(&e->shared_stats, lease_lapsed, 1);
         JET_STAT_ADD(&e->shared_stats, hung_handlers, 1);
         jet_log_fields(JET_LOG_ERROR, e->b->name, "handler-hung",

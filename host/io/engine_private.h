@@ -63,12 +63,14 @@ typedef struct JetItem {
     gboolean alone;            /* its handler entered the isolation gate alone */
     gboolean in_gate;          /* its handler is between the gate's enter and leave */
     gboolean hung;             /* past handler_timeout: the gate was left on its behalf */
+    gboolean hung_counted;     /* counted in its worker's `hung` (until its handler returns) */
     gint64 hung_logged_us;     /* the last handler-hung line */
     gboolean lane_ambiguous;   /* lanes: its key header has two values (dead-lettered) */
     /* max_in_flight (engine_async.c): its delivery, which outlives the
      * worker's handling while the plugin keeps it pending; NULL elsewhere. */
     struct JetPending *pending;
     gboolean gate_elsewhere;   /* pending: its gate entry is no longer its worker's thread's */
+    gboolean off_worker;       /* pending: settled by the completion thread, not its worker */
 } Item;
 
 /* Crash isolation: a suspect is handled alone.  Ordinary deliveries share
@@ -192,7 +194,7 @@ typedef struct JetWorker {
     gboolean alone_next;       /* fetch one message without a byte budget */
     guint idle_windows;        /* consecutive pulls that ended with nothing */
     guint64 invalid_backoff_ms;
-    gint hung;                 /* atomic: its handler is past handler_timeout */
+    gint hung;                 /* atomic: how many of its handlers are past handler_timeout (0: none) */
     gpointer driver_state;     /* its driver's own, per worker (an ordered binding's position and consumer) */
     /* Its own counters (stats.h): the hot path shares no lock.  The pad
      * keeps them off the cache line of the fields before them (an
@@ -360,12 +362,23 @@ int jet__handle_async(JetEngine *e, Item *it, jet_msg *m, const JetMsgOwner *own
 /* Before taking a delivery: waits while max_in_flight are pending; FALSE
  * when the binding stops meanwhile (the caller releases the item). */
 gboolean jet__async_admit(JetEngine *e);
-/* The lease keeper, under the lease lock, for an item past
- * handler_timeout: TRUE when it is (or was) pending, given up here. */
-gboolean jet__async_give_up(JetEngine *e, Item *it, gint64 now);
+/* The lease keeper, under the lease lock, for a pending item past
+ * handler_timeout (limit_us): a handle() still running is a hung
+ * handler's (IN_HANDLER: the caller's to report); a completed one goes on
+ * to its settlement (SETTLING: its lease still extended); one still
+ * pending is hung (HUNG: its lease stopped here, reported once and then
+ * now and again). */
+typedef enum { JET_ASYNC_IN_HANDLER, JET_ASYNC_SETTLING, JET_ASYNC_HUNG } JetAsyncPast;
+JetAsyncPast jet__async_past_limit(JetEngine *e, Item *it, gint64 now, gint64 limit_us);
 void jet__async_start(JetEngine *e);
 /* After the workers are joined: waits until nothing is pending. */
 void jet__async_join(JetEngine *e);
+
+/* A handler that was past handler_timeout has returned (under the lease
+ * lock): its worker counts it no more.  TRUE when it was counted (the
+ * caller logs it, out of the lock). */
+gboolean jet__handler_uncount(JetEngine *e, Item *it);
+void jet__handler_returned_log(JetEngine *e, Item *it);
 
 /* Removes the item from the held set; returns whether its lease lapsed. */
 gboolean jet__release_hold(JetEngine *e, Item *it);

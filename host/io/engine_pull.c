@@ -943,10 +943,12 @@ gpointer jet__pull_keeper_main(gpointer data)
         while (g_hash_table_iter_next(&iter, &key, NULL)) {
             Item *it = key;
             if (limit_us > 0 && it->handler_since_us > 0 && now - it->handler_since_us > limit_us) {
-                if (it->pending != NULL && jet__async_give_up(e, it, now))
-                    continue;   /* pending, not running: given up, not hung */
-                jet__handler_hung(e, it, now, limit_us);
-                continue;
+                JetAsyncPast past = it->pending != NULL ? jet__async_past_limit(e, it, now, limit_us)
+                                                        : JET_ASYNC_IN_HANDLER;
+                if (past == JET_ASYNC_IN_HANDLER)
+                    jet__handler_hung(e, it, now, limit_us);
+                if (past != JET_ASYNC_SETTLING)
+                    continue;
             }
             if (it->stale)
                 continue;

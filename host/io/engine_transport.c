@@ -234,7 +234,7 @@ static void t_ack(gpointer t, const JetDelivery *d, JetAckTiming timing)
     JetEngine *e = t;
     /* A completed pending delivery is settled off its worker, whose group
      * of acks is its own. */
-    if (timing == JET_TRANSPORT_ACK_SOON && item_of(d)->pending == NULL)
+    if (timing == JET_TRANSPORT_ACK_SOON && !item_of(d)->off_worker)
         jet__ack_soon(e, item_of(d));
     else
         jet__publish_ack(e, reply_of(d), "+ACK");

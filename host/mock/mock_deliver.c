@@ -115,6 +115,7 @@ typedef struct MockPending {
     Lent *lent;                    /* what the plugin holds */
     JetMsgAsync async;
     gint64 since_ns;               /* the mock clock at its handle() */
+    gint64 completed_ns;           /* and at its completion (under the mock's lock; 0: not yet) */
 } MockPending;
 
 /* From msg_complete(), on any thread: settled at the next
@@ -125,6 +126,7 @@ static void pending_completed(JetMsgAsync *a, jet_msg *h)
     (void)h;
     g_atomic_int_set(&p->lent->completed, 1);
     g_mutex_lock(&p->mock->lock);
+    p->completed_ns = p->mock->clock_ns;
     g_queue_push_tail(&p->mock->completed, p);
     g_mutex_unlock(&p->mock->lock);
 }
@@ -205,11 +207,11 @@ static int t_handle_batch(gpointer t, const JetDelivery *const *ds, jet_msg *con
     return rc;
 }
 
-/* A pending delivery given up at handler_timeout: its lease stopped, so
- * nothing is released or recorded for it (the daemon's stale result). */
+/* A pending delivery past handler_timeout: its lease stopped, so nothing
+ * is released or recorded for it (the daemon's stale result). */
 static gboolean t_release_hold(gpointer t, const JetDelivery *d)
 {
-    return run_of(t, d)->given_up;
+    return run_of(t, d)->lapsed;
 }
 
 static void t_ack(gpointer t, const JetDelivery *d, JetAckTiming timing)
@@ -665,25 +667,23 @@ static int run_async(jet_mock *m, const jet_mock_msg *b, const char *malformed, 
     return rc;
 }
 
-/* Pending deliveries past handler_timeout on the mock clock: given up. */
+/* Pending deliveries past handler_timeout on the mock clock: hung, as
+ * the daemon's lease keeper finds them: their lease stops, and they stay
+ * pending until the plugin completes them. */
 static void pending_expire(jet_mock *m)
 {
     guint64 limit_ms = m->config->handler_timeout_ms;
     if (limit_ms == 0)
         return;
     gint64 now = jet__mock_clock(m);
+    g_mutex_lock(&m->lock);
     for (guint i = 0; i < m->pending->len; i++) {
         MockPending *p = g_ptr_array_index(m->pending, i);
-        if (now - p->since_ns < (gint64)limit_ms * 1000000)
-            continue;
-        if (!g_atomic_int_compare_and_exchange(&p->async.state, JET_MSG_ASYNC_PENDING, JET_MSG_ASYNC_GIVEN_UP))
-            continue;   /* completed meanwhile */
-        g_atomic_int_set(&p->lent->given_up, 1);
-        p->run.given_up = TRUE;
-        g_mutex_lock(&m->lock);
-        g_queue_push_tail(&m->completed, p);
-        g_mutex_unlock(&m->lock);
+        gint64 at = p->completed_ns != 0 ? p->completed_ns : now;   /* a completion stops its clock */
+        if (at - p->since_ns >= (gint64)limit_ms * 1000000)
+            p->run.lapsed = TRUE;
     }
+    g_mutex_unlock(&m->lock);
 }
 
 size_t jet__mock_pending_count(jet_mock *m)
@@ -701,24 +701,24 @@ int jet__mock_settle_completed(jet_mock *m, jet_mock_settlement *out)
     g_mutex_unlock(&m->lock);
     if (p == NULL)
         return jet__mock_fail(m, JET_MOCK_ESTATE, "jet_mock_settle_completed: none of the %u pending deliveries "
-                              "has been completed (msg_complete()) or given up (handler_timeout)", m->pending->len);
+                              "has been completed (msg_complete())", m->pending->len);
     outputs_reset(m);
     size_t before = jet_mock_violation_count(m);
     g_ptr_array_remove(m->pending, p);
     take_back(p->lent, p->jm);
     jet__mock_lent_poison(p->lent);
     gint st = g_atomic_int_get(&p->async.state);
-    g_autofree char *why = NULL;
-    if (p->run.given_up)
-        why = g_strdup_printf("not completed within handler_timeout (%" G_GUINT64_FORMAT " ms): given up",
-                              m->config->handler_timeout_ms);
+    gboolean given_up = JET_MSG_ASYNC_PHASE(st) == JET_MSG_ASYNC_GIVEN_UP;
+    const char *why = given_up ? "still pending when the mock stopped: given up" : NULL;
     m->run = &p->run;
     JetExecuted x;
     jet_executor_complete(m->executor, p->xp, JET_MSG_ASYNC_VERDICT(st), why, &x);
     m->run = NULL;
     settlement_fill(m, p->msg, &p->run, &x, out);
-    if (p->run.given_up)
+    if (given_up)
         out->outcome = "given-up";
+    else if (p->run.lapsed)
+        out->outcome = "late";
     publishes_shown(m, &p->run, out, 1);
     int rc = call_result(m, before, out, 1);
     pending_free(p);
@@ -733,7 +733,7 @@ void jet__mock_pending_stop(jet_mock *m)
         MockPending *p = g_ptr_array_index(m->pending, 0);
         if (g_atomic_int_compare_and_exchange(&p->async.state, JET_MSG_ASYNC_PENDING, JET_MSG_ASYNC_GIVEN_UP)) {
             g_atomic_int_set(&p->lent->given_up, 1);
-            p->run.given_up = TRUE;
+            p->run.lapsed = TRUE;
             g_mutex_lock(&m->lock);
             g_queue_push_tail(&m->completed, p);
             g_mutex_unlock(&m->lock);

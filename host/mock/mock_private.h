@@ -182,7 +182,7 @@ typedef struct MockRun {
     guint pub_first, n_pubs;
     gboolean batched;              /* handed to handle_batch() (a first delivery of a batch) */
     struct MockPending *pending;   /* max_in_flight: where its completion goes; NULL: none */
-    gboolean given_up;             /* pending past handler_timeout: its lease stopped */
+    gboolean lapsed;               /* pending past handler_timeout (or at the stop): its lease stopped */
 } MockRun;
 
 /* The files of the mock call downwards only (tests/layers.sh): mock.c (the

@@ -121,7 +121,7 @@ JET_MOCK_API int jet_mock_set_option(jet_mock *m, const char *name, const char *
  *   max_in_flight       "0"                      pending deliveries (1.2; see "Pending
  *                                                deliveries" below): 0 = JET_PENDING is a
  *                                                plugin error
- *   handler_timeout     "5m"                     when a pending delivery is given up
+ *   handler_timeout     "5m"                     when a pending delivery is late
  * An ordered or KV binding's deliveries name the binding as their consumer
  * (the daemon's consumer names change), and a KV binding's stream is
  * KV_<bucket>, whatever jet_mock_set_binding() says.
@@ -427,18 +427,20 @@ JET_MOCK_API int jet_mock_msg_redeliver(jet_mock_msg *b, const jet_mock_settleme
  * jet_mock_settle_completed() settles the completed ones, one a call, in
  * the order they were completed, by the same steps as a verdict of
  * handle() (the settlement as jet_mock_deliver() would have filled it).
- * A delivery still pending when the mock clock has passed its handle()
- * time by handler_timeout is given up then (the daemon's lease keeper
- * does it on its own): it comes out of jet_mock_settle_completed() too,
- * with outcome "given-up" (action retry, nothing released or recorded:
- * the server would deliver it again after AckWait), and a later
- * msg_complete() returns JET_ESTATE, refused without a violation.
+ * A delivery completed when the mock clock had passed its handle() time
+ * by handler_timeout (or not completed yet then) is late: its lease
+ * stopped, as the daemon's lease keeper stops a hung handler's, so its
+ * settlement has outcome "late" (an ACK or a capture is still made;
+ * nothing is released or recorded: the server would deliver it again).
+ * jet_mock_stop() settles what is completed and gives up the rest
+ * (outcome "given-up"); their msg_complete() after that returns
+ * JET_ESTATE without a violation.
  * A delivery's ledger record, once it was pending, is counted by
  * jet_mock_msg_redeliver() from the settlement.  The mock keeps no bound
  * of its own: max_in_flight is the daemon's pace, not a rule for the
  * plugin. */
 
-/* Settles the earliest completed (or given-up) pending delivery into out.
+/* Settles the earliest completed pending delivery into out.
  * Returns as jet_mock_deliver(); JET_MOCK_ESTATE (out zeroed) when none is
  * completed yet (jet_mock_error() says how many are pending). */
 JET_MOCK_API int jet_mock_settle_completed_sized(jet_mock *m, jet_mock_settlement *out, size_t out_size);

@@ -367,11 +367,12 @@ typedef struct jet_host_api {
      * no longer the plugin's: a later call through it is refused as a
      * stale handle.  A call during handle() is allowed too (the I/O was
      * quick): it counts once handle() returns JET_PENDING.
+     * One still pending at `handler_timeout` is a hung handler: its lease
+     * stops (the server delivers it again), but m stays valid and its late
+     * completion is settled as a hung handler's return is (docs/async.md).
      * Returns JET_OK; JET_EINVAL for NULL or a verdict that is not one of
-     * the four; JET_ESTATE when m is not pending: completed already, on a
-     * binding without `max_in_flight`, or given up by the host because it
-     * was not completed within `handler_timeout` (the server delivers it
-     * again: docs/async.md).  A refused completion is counted. */
+     * the four; JET_ESTATE when m is not pending: completed already (the
+     * host counts it), or on a binding without `max_in_flight`. */
     int (*msg_complete)(jet_msg *m, int verdict);
 } jet_host_api;
 

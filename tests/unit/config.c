@@ -269,6 +269,13 @@ static const struct {
       "[binding orders] max_in_flight: 10: pending deliveries are for durable bindings without `key` or " },
     { HOST "[binding orders]\nplugin = p\nstream = S\nkind = ordered\nmax_in_flight = 1\n",
       "[binding orders] max_in_flight: 1: pending deliveries are for durable bindings" },
+    { HOST BIND "max_in_flight = 1000\nworkers = 8\nbatch_max = 1\n"
+      "[binding b2]\nplugin = p\nstream = S\nconsumer = c2\nmax_in_flight = 1000\n"
+      "[binding b3]\nplugin = p\nstream = S\nconsumer = c3\nmax_in_flight = 1000\n"
+      "[binding b4]\nplugin = p\nstream = S\nconsumer = c4\nmax_in_flight = 1000\n"
+      "[binding b5]\nplugin = p\nstream = S\nconsumer = c5\nmax_in_flight = 100\n",
+      "[binding orders] max_in_flight: 1000: the bindings up to this one lend 4112 message handles at once "
+      "(workers times batch_max, plus max_in_flight), more than the host's 4096" },
     { HOST BIND "idle_heartbeat = 16s\n",
       "[binding orders] idle_heartbeat: idle_heartbeat (16s) must be at most half of expires (30s)" },
     { HOST BIND "expires = 9s\n",
