@@ -1690,7 +1690,12 @@ JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError
     while (g_hash_table_iter_next(&it, NULL, &v))
         g_ptr_array_add(sections, v);
     g_ptr_array_sort(sections, cmp_section);
-    guint handles = 0;   /* message handles lent at once, over the bindings so far */
+    /* Message handles lent at once, over every binding: a pending delivery
+     * keeps its handle, and one with no handle left makes its worker wait
+     * for it (docs/async.md). */
+    guint handles = 0;
+    Section *last_async = NULL;
+    const JetBindingConfig *last_async_b = NULL;
     for (guint i = 0; i < sections->len; i++) {
         Section *sec = g_ptr_array_index(sections, i);
         for (guint round = 0; round <= 64; round++) {
@@ -1699,24 +1704,24 @@ JetConfig *jet_config_load(const char *main_file, const char *dropin_dir, GError
             if (b != NULL) {
                 b->replicas = cfg->host.replicas;
                 g_ptr_array_add(cfg->bindings, b);
-                /* A pending delivery keeps its handle: one there is no
-                 * handle for would have to be lent as it is, and then a
-                 * late call through it could reach freed memory
-                 * (docs/async.md). */
                 handles += b->workers * b->batch_max + b->max_in_flight;
-                if (b->max_in_flight > 0 && handles > JET_MSG_HANDLE_SLOTS) {
-                    GError *he = NULL;
-                    key_error(&he, JET_ERROR_INVALID, blame(sec, "max_in_flight"), sec->group, "max_in_flight",
-                              "%u: the bindings up to this one lend %u message handles at once (workers times "
-                              "batch_max, plus max_in_flight), more than the host's %u", b->max_in_flight, handles,
-                              JET_MSG_HANDLE_SLOTS);
-                    note(&l, blame(sec, "max_in_flight"), sec->group, "max_in_flight", he);
+                if (b->max_in_flight > 0) {
+                    last_async = sec;
+                    last_async_b = b;
                 }
                 break;
             }
             if (!note_and_drop(&l, sec, e))
                 break;
         }
+    }
+    if (last_async != NULL && handles > JET_MSG_HANDLE_SLOTS) {
+        GError *he = NULL;
+        key_error(&he, JET_ERROR_INVALID, blame(last_async, "max_in_flight"), last_async->group, "max_in_flight",
+                  "%u: the bindings lend %u message handles at once (workers times batch_max, plus max_in_flight, "
+                  "over all of them), more than the host's %u", last_async_b->max_in_flight, handles,
+                  JET_MSG_HANDLE_SLOTS);
+        note(&l, blame(last_async, "max_in_flight"), last_async->group, "max_in_flight", he);
     }
     if (l.errors->len > 0) {
         report_errors(&l, error);

@@ -255,8 +255,8 @@ static void stale_call(Slot *s, guint64 tick, const char *fn)
     s->logged = tick + 1;
     if (first && strcmp(fn, "msg_complete") == 0)
         jet_log(JET_LOG_ERROR, o.binding, "completion-refused",
-                "plugin %s called msg_complete() on a jet_msg no longer pending (completed already, or given up "
-                "after handler_timeout: the server delivers it again): refused (docs/async.md)",
+                "plugin %s called msg_complete() on a jet_msg no longer pending (completed already): refused "
+                "(docs/async.md)",
                 o.plugin != NULL ? o.plugin : "(unknown)");
     else if (first)
         jet_log(JET_LOG_ERROR, o.binding, "stale-handle",

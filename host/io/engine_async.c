@@ -36,6 +36,7 @@ typedef struct JetPending {
      * outlive the wait).  handed_back: the completion came (async_lock). */
     gboolean waited;
     gboolean handed_back;
+    gboolean hung_place;        /* counted in e->pending_hung_now (under the lease lock) */
 } JetPending;
 
 static void pending_free(JetPending *p)
@@ -91,6 +92,10 @@ static void conclude(JetPending *p)
     jet_msg_unlend_kept(p->lent);   /* waits for the plugin's calls in progress */
     gint st = g_atomic_int_get(&p->async.state);
     JetExecuted done;
+    g_mutex_lock(&e->lease_lock);
+    if (p->hung_place)
+        g_atomic_int_add(&e->pending_hung_now, -1);
+    g_mutex_unlock(&e->lease_lock);
     jet_executor_complete(e->executor, p->xp, JET_MSG_ASYNC_VERDICT(st), NULL, &done);
     jet__settled(e, &p->d, &done);
     Item *it = p->it;
@@ -193,12 +198,11 @@ int jet__handle_async(JetEngine *e, Item *it, jet_msg *m, const JetMsgOwner *own
     m->async = &p->async;
     /* A suspect runs alone: nothing else of the binding may be in a
      * handler until it is settled, so its worker waits for it. */
-    g_mutex_lock(&e->lease_lock);
-    p->waited = it->alone;
-    g_mutex_unlock(&e->lease_lock);
     jet_msg *lent = jet_msg_lend(m, owner);
-    if (lent == m)
-        p->waited = TRUE;   /* no handle: m must not outlive this call */
+    g_mutex_lock(&e->lease_lock);
+    /* With no handle m itself is lent: it must not outlive this call. */
+    p->waited = it->alone || lent == m;
+    g_mutex_unlock(&e->lease_lock);
     int verdict = jet_instance_handle(e->inst, lent);
     const gint in_handle = JET_MSG_ASYNC_IN_HANDLE;
     if (verdict == JET_PENDING && p->waited) {
@@ -255,15 +259,28 @@ int jet__handle_async(JetEngine *e, Item *it, jet_msg *m, const JetMsgOwner *own
 
 JetAsyncPast jet__async_past_limit(JetEngine *e, Item *it, gint64 now, gint64 limit_us)
 {
-    gint phase = JET_MSG_ASYNC_PHASE(g_atomic_int_get(&it->pending->async.state));
+    JetPending *p = it->pending;
+    gint phase = JET_MSG_ASYNC_PHASE(g_atomic_int_get(&p->async.state));
     if (phase == JET_MSG_ASYNC_IN_HANDLE || phase == JET_MSG_ASYNC_EARLY)
-        return JET_ASYNC_IN_HANDLER;   /* handle() itself still runs: a hung handler */
+        /* handle() itself still runs (a hung handler), or has returned
+         * JET_PENDING and its worker is handing the delivery over. */
+        return it->off_worker ? JET_ASYNC_SETTLING : JET_ASYNC_IN_HANDLER;
     if (phase != JET_MSG_ASYNC_PENDING)
         return JET_ASYNC_SETTLING;     /* completed: its lease goes on until it is settled */
+    if (p->waited)
+        return JET_ASYNC_IN_HANDLER;   /* its worker waits for it: as hung as the handler it stands for */
     gint64 pending_ms = (now - it->handler_since_us) / 1000;
     if (!it->stale) {
         it->stale = TRUE;   /* its lease stops: the server delivers it again after AckWait */
         it->hung_logged_us = now;
+        /* Out of the isolation gate on its behalf, as a hung handler: a
+         * suspect (its own redelivery, maybe) must not wait for it. */
+        if (it->in_gate && !it->hung) {
+            it->hung = TRUE;
+            jet_isolation_leave(&e->isolation, it->alone);
+        }
+        p->hung_place = TRUE;
+        g_atomic_int_inc(&e->pending_hung_now);
         JET_STAT_ADD(&e->shared_stats, lease_lapsed, 1);
         JET_STAT_ADD(&e->shared_stats, pending_hung, 1);
         jet_log_fields(JET_LOG_ERROR, e->b->name, "pending-hung", &JET_LOG_NUMBER(JET_LOG_KEY_SEQ, it->stream_seq), 1,
@@ -278,4 +295,19 @@ JetAsyncPast jet__async_past_limit(JetEngine *e, Item *it, gint64 now, gint64 li
                        it->stream_seq, pending_ms);
     }
     return JET_ASYNC_HUNG;
+}
+
+void jet__async_every_place_hung(JetEngine *e)
+{
+    if (e->b->max_in_flight == 0 || e->hung_fired || e->hung_hook == NULL)
+        return;
+    gint hung = g_atomic_int_get(&e->pending_hung_now);
+    if (hung == 0 || (hung < (gint)e->b->max_in_flight && !e->b->exit_on_any_hung))
+        return;
+    jet_log(JET_LOG_ERROR, e->b->name, "pending-all-hung",
+            "%d pending deliveries past handler_timeout hold %s of max_in_flight (%u): the binding %s", hung,
+            hung < (gint)e->b->max_in_flight ? "places" : "every place", e->b->max_in_flight,
+            hung < (gint)e->b->max_in_flight ? "has one hung (exit_on_any_hung)" : "can take nothing more");
+    e->hung_fired = TRUE;
+    e->hung_hook(e, e->b->name, (guint)hung, e->hung_hook_data);
 }

@@ -307,6 +307,7 @@ struct JetEngine {
     GAsyncQueue *completions;     /* of JetPending*, completed or given up */
     GThread *completer;
     gboolean completer_quit;      /* under async_lock: quit once nothing is pending */
+    gint pending_hung_now;        /* atomic: pending deliveries past handler_timeout, not settled yet */
     /* The transport's handle() for a delivery that may be kept pending
      * (set with the completion thread: jet__handle_async). */
     int (*handle_pending)(JetEngine *e, Item *it, jet_msg *m, const JetMsgOwner *owner);
@@ -370,6 +371,10 @@ gboolean jet__async_admit(JetEngine *e);
  * now and again). */
 typedef enum { JET_ASYNC_IN_HANDLER, JET_ASYNC_SETTLING, JET_ASYNC_HUNG } JetAsyncPast;
 JetAsyncPast jet__async_past_limit(JetEngine *e, Item *it, gint64 now, gint64 limit_us);
+/* The keeper, under the lease lock: every place of max_in_flight held by a
+ * hung pending delivery (or one, with exit_on_any_hung) is a binding that
+ * can do nothing more: the host is told, once, as for every worker hung. */
+void jet__async_every_place_hung(JetEngine *e);
 void jet__async_start(JetEngine *e);
 /* After the workers are joined: waits until nothing is pending. */
 void jet__async_join(JetEngine *e);

@@ -959,6 +959,7 @@ gpointer jet__pull_keeper_main(gpointer data)
             }
         }
         jet__every_worker_hung(e);
+        jet__async_every_place_hung(e);
     }
     g_mutex_unlock(&e->lease_lock);
     return NULL;

@@ -233,6 +233,7 @@ static jet_mock *mock_new(JetPlugin *p)
     m->calls = g_ptr_array_new_with_free_func(g_free);
     m->lent = g_ptr_array_new_with_free_func(jet__mock_lent_free);
     m->pending = g_ptr_array_new();
+    m->pending_done = g_ptr_array_new_with_free_func(jet__mock_pending_free);
     g_queue_init(&m->completed);
     m->dlq_strings = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
     m->dlq_headers = g_ptr_array_new_with_free_func(g_free);
@@ -430,6 +431,7 @@ void jet_mock_free(jet_mock *m)
     g_free(m->stream);
     g_free(m->consumer);
     g_ptr_array_unref(m->pending);   /* settled by the stop */
+    g_ptr_array_unref(m->pending_done);
     g_queue_clear(&m->completed);
     g_ptr_array_unref(m->lent);
     g_ptr_array_unref(m->violations);

@@ -115,7 +115,8 @@ typedef struct MockPending {
     Lent *lent;                    /* what the plugin holds */
     JetMsgAsync async;
     gint64 since_ns;               /* the mock clock at its handle() */
-    gint64 completed_ns;           /* and at its completion (under the mock's lock; 0: not yet) */
+    gboolean completed;            /* under the mock's lock: completed, at completed_ns */
+    gint64 completed_ns;
 } MockPending;
 
 /* From msg_complete(), on any thread: settled at the next
@@ -126,6 +127,7 @@ static void pending_completed(JetMsgAsync *a, jet_msg *h)
     (void)h;
     g_atomic_int_set(&p->lent->completed, 1);
     g_mutex_lock(&p->mock->lock);
+    p->completed = TRUE;
     p->completed_ns = p->mock->clock_ns;
     g_queue_push_tail(&p->mock->completed, p);
     g_mutex_unlock(&p->mock->lock);
@@ -135,6 +137,8 @@ static void pending_completed(JetMsgAsync *a, jet_msg *h)
 static void pending_refused(JetMsgAsync *a)
 {
     MockPending *p = a->data;
+    if (g_atomic_int_get(&p->lent->given_up))
+        return;   /* given up at the stop: refused quietly */
     jet__mock_violation(p->mock, RULE_VERDICT, "msg_complete() called twice for stream seq %" G_GUINT64_FORMAT
                         " during its handle(): a delivery is completed once", p->d.stream_seq);
 }
@@ -605,12 +609,27 @@ static int call_result(jet_mock *m, size_t before, jet_mock_settlement *outs, si
     return JET_MOCK_VIOLATION;
 }
 
-static void pending_free(MockPending *p)
+/* What a settled pending delivery held; the struct itself stays until
+ * the mock is freed (jet__mock_pending_free), since a plugin thread may
+ * still be inside msg_complete() on it. */
+static void pending_clear(MockPending *p)
 {
     jet_hdr_parse_clear(&p->hdrs);
     if (p->run.dlq != NULL)
-        g_ptr_array_unref(p->run.dlq);
-    jet_mock_msg_free(p->msg);
+        g_ptr_array_unref(g_steal_pointer(&p->run.dlq));
+    g_clear_pointer(&p->msg, jet_mock_msg_free);
+}
+
+static void pending_done(jet_mock *m, MockPending *p)
+{
+    pending_clear(p);
+    g_ptr_array_add(m->pending_done, p);
+}
+
+void jet__mock_pending_free(gpointer pending)
+{
+    MockPending *p = pending;
+    pending_clear(p);
     g_free(p);
 }
 
@@ -663,7 +682,7 @@ static int run_async(jet_mock *m, const jet_mock_msg *b, const char *malformed, 
     settlement_fill(m, p->msg, &p->run, &x, out);
     publishes_shown(m, &p->run, out, 1);
     int rc = call_result(m, before, out, 1);
-    pending_free(p);
+    pending_done(m, p);
     return rc;
 }
 
@@ -679,8 +698,8 @@ static void pending_expire(jet_mock *m)
     g_mutex_lock(&m->lock);
     for (guint i = 0; i < m->pending->len; i++) {
         MockPending *p = g_ptr_array_index(m->pending, i);
-        gint64 at = p->completed_ns != 0 ? p->completed_ns : now;   /* a completion stops its clock */
-        if (at - p->since_ns >= (gint64)limit_ms * 1000000)
+        gint64 at = p->completed ? p->completed_ns : now;   /* a completion stops its clock */
+        if (at - p->since_ns > (gint64)limit_ms * 1000000)
             p->run.lapsed = TRUE;
     }
     g_mutex_unlock(&m->lock);
@@ -721,7 +740,7 @@ int jet__mock_settle_completed(jet_mock *m, jet_mock_settlement *out)
         out->outcome = "late";
     publishes_shown(m, &p->run, out, 1);
     int rc = call_result(m, before, out, 1);
-    pending_free(p);
+    pending_done(m, p);
     return rc;
 }
 
@@ -737,6 +756,14 @@ void jet__mock_pending_stop(jet_mock *m)
             g_mutex_lock(&m->lock);
             g_queue_push_tail(&m->completed, p);
             g_mutex_unlock(&m->lock);
+        }
+        /* Completed meanwhile, on its way to the queue: settled once there. */
+        g_mutex_lock(&m->lock);
+        gboolean queued = !g_queue_is_empty(&m->completed);
+        g_mutex_unlock(&m->lock);
+        if (!queued) {
+            g_thread_yield();
+            continue;
         }
         jet_mock_settlement s;
         jet__mock_settle_completed(m, &s);

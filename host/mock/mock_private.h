@@ -125,6 +125,8 @@ struct jet_mock {
      * settled yet, and those completed or given up in that order (under
      * lock: the plugin's threads complete them). */
     GPtrArray *pending;            /* struct MockPending* */
+    GPtrArray *pending_done;       /* settled ones, freed with the mock (a plugin thread may still be in
+                                      msg_complete() on one) */
     GQueue completed;              /* struct MockPending*, under lock */
 };
 
@@ -236,6 +238,7 @@ int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, 
 size_t jet__mock_pending_count(jet_mock *m);
 int jet__mock_settle_completed(jet_mock *m, jet_mock_settlement *out);
 void jet__mock_pending_stop(jet_mock *m);
+void jet__mock_pending_free(gpointer pending);
 
 /* mock_msg.c: a deep copy of a builder. */
 jet_mock_msg *jet__mock_msg_copy(const jet_mock_msg *b);

@@ -215,7 +215,7 @@ static gboolean lent_call(const JetMsgStrict *s, const jet_msg *jm, const char *
     (void)jm;
     jet__mock_record_call(m, fn, NULL);
     if (g_atomic_int_get(&l->given_up))
-        return FALSE;   /* given up at handler_timeout: refused, as the daemon does, without a violation */
+        return FALSE;   /* given up at the stop: refused without a violation */
     if (g_atomic_int_get(&l->completed)) {
         jet__mock_violation(m, RULE_USE_AFTER,
                   "%s() on the jet_msg of stream seq %" G_GUINT64_FORMAT " after its msg_complete(): a completed "

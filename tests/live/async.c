@@ -12,6 +12,9 @@
  * completion of it refused, JET_ESTATE, counted), and the late completion
  * of the first is accepted and settled as a hung handler's return.
  *
+ * /async/every-place-hung: every place of max_in_flight held by a hung
+ * pending delivery: the host is told, as when every worker is hung.
+ *
  * /async/drain: a stop while 20 deliveries are pending waits for their
  * completions: all acked, none released.
  *
@@ -126,8 +129,53 @@ static void test_hung(void)
     g_assert_cmpuint(jet_test_count_lines(log, "event=pending-hung"), >=, 1);
     g_autoptr(GHashTable) by_seq = completions(&r);
     gint64 three = 3;
-    g_assert_cmpstr(g_hash_table_lookup(by_seq, &three), ==, "aa");   /* the second delivery's, then the late one */
+    g_assert_cmpstr(g_hash_table_lookup(by_seq, &three), ==, "aa");
+    /* The second delivery (a suspect: unexplained, handled alone) did not
+     * wait for the hung first one: it was completed first. */
+    g_autofree char *path = g_build_filename(r.dir, "handled.log", NULL);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    const char *second = strstr(text, "\n3 2 a\n"), *first = strstr(text, "\n3 1 a\n");
+    g_assert_nonnull(second);
+    g_assert_nonnull(first);
+    g_assert_true(second < first);
     g_assert_cmpuint(st.acked, ==, 21);
+    g_assert_cmpuint(st.suspects, >=, 1);
+    rig_free(&r);
+}
+
+static void on_hung(JetEngine *e, const char *binding, guint hung, gpointer data)
+{
+    (void)e;
+    (void)binding;
+    g_atomic_int_set((gint *)data, (gint)hung);
+}
+
+static gboolean hook_fired(gpointer data)
+{
+    return g_atomic_int_get((gint *)data) > 0;
+}
+
+/* Every place of max_in_flight held by a delivery pending past
+ * handler_timeout: the binding can take nothing more, and the host is told
+ * as when every worker is hung (the daemon exits 5 and is restarted). */
+static void test_every_place_hung(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 5);
+    gint fired = 0;
+    r.hung_hook = on_hung;
+    r.hung_data = &fired;
+    g_autofree char *keys = g_strdup_printf("option.dir = %s\nmax_in_flight = 1\nhandler_timeout = 1s\n"
+                                            "ack_wait = 2s\noption.hold_seq = 1\noption.hold = 4s\n", r.dir);
+    jet_test_stderr_begin("pending-all-hung");
+    rig_engine_plugin(&r, "fx_async", keys);
+    g_assert_true(jet_test_wait_until(hook_fired, &fired, 10000));
+    rig_stop(&r);   /* waits for the late completion */
+    g_autofree char *log = jet_test_stderr_end();
+    g_assert_cmpint(g_atomic_int_get(&fired), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=pending-all-hung"), ==, 1);
     rig_free(&r);
 }
 
@@ -209,6 +257,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/async/completes", test_completes);
     g_test_add_func("/async/hung", test_hung);
+    g_test_add_func("/async/every-place-hung", test_every_place_hung);
     g_test_add_func("/async/drain", test_drain);
     g_test_add_func("/async/lease", test_lease);
     g_test_add_func("/async/not-enabled", test_not_enabled);

@@ -274,8 +274,8 @@ static const struct {
       "[binding b3]\nplugin = p\nstream = S\nconsumer = c3\nmax_in_flight = 1000\n"
       "[binding b4]\nplugin = p\nstream = S\nconsumer = c4\nmax_in_flight = 1000\n"
       "[binding b5]\nplugin = p\nstream = S\nconsumer = c5\nmax_in_flight = 100\n",
-      "[binding orders] max_in_flight: 1000: the bindings up to this one lend 4112 message handles at once "
-      "(workers times batch_max, plus max_in_flight), more than the host's 4096" },
+      "[binding orders] max_in_flight: 1000: the bindings lend 4112 message handles at once (workers times "
+      "batch_max, plus max_in_flight, over all of them), more than the host's 4096" },
     { HOST BIND "idle_heartbeat = 16s\n",
       "[binding orders] idle_heartbeat: idle_heartbeat (16s) must be at most half of expires (30s)" },
     { HOST BIND "expires = 9s\n",
