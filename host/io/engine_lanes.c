@@ -309,10 +309,76 @@ static JetLaneSettled lane_outcome(const JetEngine *e, const JetExecuted *x, gin
     return JET_LANE_OUT;
 }
 
+/* One delivery taken from the table, handled and settled back into it. */
+static void run_one(Worker *w, Item *it, guint64 seq)
+{
+    JetEngine *e = w->eng;
+    JetAckMeta meta;
+    jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta);   /* parsed once already at routing */
+    g_mutex_lock(&e->lease_lock);
+    it->worker = w->index;   /* its handler's worker, for a hung report and the counters */
+    g_mutex_unlock(&e->lease_lock);
+    if (e->take_hook != NULL)
+        e->take_hook(w->index, lanes_ready_hint(e) + 1, e->take_hook_data);
+    JetExecuted x;
+    jet__deliver(e, it, &meta, &x);
+    gint64 due = 0;
+    JetLaneSettled how = lane_outcome(e, &x, &due);
+
+    g_mutex_lock(&L(e)->lock);
+    jet_lanes_settled(L(e)->table, it, seq, how, due);
+    publish_ready(e);
+    g_mutex_unlock(&L(e)->lock);
+    natsMsg_Destroy(it->msg);
+    g_free(it);
+}
+
+static gboolean first_delivery(Item *it)
+{
+    JetAckMeta meta;
+    return jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta) && meta.delivered == 1;
+}
+
+/* A handler batch on lanes (batch_max above 1, docs/batches.md): items[0]
+ * and the first deliveries of other lanes whose turn it is too, taken from
+ * the table together (so one a key: a lane hands out its next delivery
+ * only once the one before is settled), handed to handle_batch() at once,
+ * each settled back into its lane. */
+static void run_batch(Worker *w, Item *const *items, const guint64 *seqs, guint n)
+{
+    JetEngine *e = w->eng;
+    g_autofree JetAckMeta *metas = g_new(JetAckMeta, n);
+    g_autofree JetExecuted *done = g_new(JetExecuted, n);
+    g_mutex_lock(&e->lease_lock);
+    for (guint i = 0; i < n; i++)
+        items[i]->worker = w->index;
+    g_mutex_unlock(&e->lease_lock);
+    for (guint i = 0; i < n; i++)
+        jet_ack_subject_parse(natsMsg_GetReply(items[i]->msg), &metas[i]);
+    if (e->take_hook != NULL)
+        e->take_hook(w->index, lanes_ready_hint(e) + n, e->take_hook_data);
+    jet__deliver_batch(e, items, metas, n, done);
+    g_mutex_lock(&L(e)->lock);
+    for (guint i = 0; i < n; i++) {
+        gint64 due = 0;
+        JetLaneSettled how = lane_outcome(e, &done[i], &due);
+        jet_lanes_settled(L(e)->table, items[i], seqs[i], how, due);
+    }
+    publish_ready(e);
+    g_mutex_unlock(&L(e)->lock);
+    for (guint i = 0; i < n; i++) {
+        natsMsg_Destroy(items[i]->msg);
+        g_free(items[i]);
+    }
+}
+
 static gpointer lanes_runner_main(gpointer data)
 {
     Worker *w = data;
     JetEngine *e = w->eng;
+    const guint max = MAX(e->b->batch_max, 1);
+    g_autofree Item **items = g_new(Item *, max);
+    g_autofree guint64 *seqs = g_new(guint64, max);
     while (!g_atomic_int_get(&e->stopping)) {
         guint64 seq = 0;
         /* Nothing is taken past the claim's fence: what waits in the lanes
@@ -329,27 +395,37 @@ static gpointer lanes_runner_main(gpointer data)
             jet__acks_due(w);
             continue;
         }
+        /* With batch_max, the first deliveries of other lanes ready now
+         * join a first delivery; a redelivery goes alone (after them). */
+        guint n = 1;
+        Item *alone = NULL;
+        guint64 alone_seq = 0;
+        items[0] = it;
+        seqs[0] = seq;
+        if (max > 1 && first_delivery(it)) {
+            while (n < max) {
+                guint64 s2 = 0;
+                Item *x = jet_lanes_take(L(e)->table, &s2);
+                if (x == NULL)
+                    break;
+                if (!first_delivery(x)) {
+                    alone = x;
+                    alone_seq = s2;
+                    break;
+                }
+                items[n] = x;
+                seqs[n++] = s2;
+            }
+        }
         publish_ready(e);
         g_mutex_unlock(&L(e)->lock);
 
-        JetAckMeta meta;
-        jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta);   /* parsed once already at routing */
-        g_mutex_lock(&e->lease_lock);
-        it->worker = w->index;   /* its handler's worker, for a hung report and the counters */
-        g_mutex_unlock(&e->lease_lock);
-        if (e->take_hook != NULL)
-            e->take_hook(w->index, lanes_ready_hint(e) + 1, e->take_hook_data);
-        JetExecuted x;
-        jet__deliver(e, it, &meta, &x);
-        gint64 due = 0;
-        JetLaneSettled how = lane_outcome(e, &x, &due);
-
-        g_mutex_lock(&L(e)->lock);
-        jet_lanes_settled(L(e)->table, it, seq, how, due);
-        publish_ready(e);
-        g_mutex_unlock(&L(e)->lock);
-        natsMsg_Destroy(it->msg);
-        g_free(it);
+        if (n > 1)
+            run_batch(w, items, seqs, n);
+        else
+            run_one(w, it, seq);
+        if (alone != NULL)
+            run_one(w, alone, alone_seq);
     }
     jet__acks_flush(w);
     return NULL;

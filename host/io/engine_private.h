@@ -398,8 +398,9 @@ extern const JetTransport jet__engine_transport;
 void jet__engine_transport_init(JetEngine *e, JetTransport *t);
 void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *out);
 /* Handles and settles items[0..n-1] (their metadata metas) with one
- * handle_batch() call (executor.h, jet_executor_deliver_batch). */
-void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *metas, guint n);
+ * handle_batch() call (executor.h, jet_executor_deliver_batch); outs (may
+ * be NULL) gets each one's report. */
+void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *metas, guint n, JetExecuted *outs);
 void jet__capture_malformed(JetEngine *e, Item *it);
 void jet__record_release(JetEngine *e, Item *it, const JetAckMeta *meta);
 /* The delivery's header block as the server sent it, parsed by the host's

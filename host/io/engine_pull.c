@@ -652,7 +652,7 @@ static void take_batch(Worker *w, Item *first, const JetAckMeta *first_meta, gui
     }
     if (e->take_hook != NULL)
         e->take_hook(w->index, held, e->take_hook_data);
-    jet__deliver_batch(e, items, metas, n);
+    jet__deliver_batch(e, items, metas, n, NULL);
     for (guint i = 0; i < n; i++) {
         reap(w, items[i]->msg);
         g_free(items[i]);

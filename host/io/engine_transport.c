@@ -505,15 +505,18 @@ typedef struct {
     char *malformed;
 } BatchSlot;
 
-void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *metas, guint n)
+void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *metas, guint n, JetExecuted *outs)
 {
     g_autofree BatchSlot *bs = g_new0(BatchSlot, n);
     g_autofree const JetDelivery **dp = g_new(const JetDelivery *, n);
-    g_autofree JetExecuted *done = g_new(JetExecuted, n);
+    g_autofree JetExecuted *local = outs == NULL ? g_new(JetExecuted, n) : NULL;
+    JetExecuted *done = outs != NULL ? outs : local;
     for (guint i = 0; i < n; i++) {
         BatchSlot *b = &bs[i];
         jet__delivery_init(e, &b->d, items[i], &metas[i], b->stream, b->consumer);
         b->malformed = jet__read_headers(e, items[i]->msg, metas[i].stream_seq, &b->hdrs);
+        if (b->malformed == NULL && items[i]->lane_ambiguous)
+            b->malformed = jet_lane_key_ambiguous_reason(&e->b->lane_key);
         b->d.hdrs = &b->hdrs;
         b->d.malformed = b->malformed;
         dp[i] = &b->d;

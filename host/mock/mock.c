@@ -587,6 +587,10 @@ int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, s
     if (m->desc->handle_batch == NULL)
         return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: plugin %s has no handle_batch()",
                               m->desc->name);
+    if (m->lanes != NULL)
+        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: with a `key`, the daemon batches what its "
+                              "lanes have ready, one message a key; the mock delivers lane messages one at a time "
+                              "(jet_mock_deliver)");
     if (n == 0 || n > m->config->batch_max)
         return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: %zu messages, and the binding's batch_max "
                               "is %u (set it with jet_mock_set_policy)", n, m->config->batch_max);

@@ -172,11 +172,87 @@ static void test_batch_wait(void)
     rig_free(&r);
 }
 
+/* Batches on lanes (key = subject:2, 20 keys, 2 runners): a batch holds
+ * what the lanes have ready, one message a key at most; per key the first
+ * handlings follow stream order, and a key whose message 37 was postponed
+ * at its first delivery hands out nothing more until 37 is acked (its
+ * redelivery comes alone, through handle()). */
+#define LANE_KEYS 20
+#define LANE_N 600
+
+static guint key_of(guint64 seq)
+{
+    return (guint)((seq - 1) % LANE_KEYS);
+}
+
+static void test_lanes(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    for (guint i = 0; i < LANE_N; i++) {
+        char subject[32];
+        g_snprintf(subject, sizeof subject, "orders.k%u", i % LANE_KEYS);
+        g_assert_cmpint(js_Publish(NULL, r.js, subject, "x", 1, NULL, NULL), ==, NATS_OK);
+    }
+    rig_engine(&r, "key = subject:2\nworkers = 3\nbatch = 50\nbatch_max = 10\nrungs = 100ms\noption.sleep = 1ms\n"
+                   "option.postpone_first_seq = 37\noption.postpone_delay = 300ms\n");
+    FloorWait fw = { &r, LANE_N };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
+    rig_stop(&r);
+
+    /* Each batch: one message a key. */
+    g_autofree char *path = g_build_filename(r.dir, "batches.log", NULL);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    guint batches = 0, largest = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], " ", -1);
+        if (g_strv_length(f) < 4)
+            continue;
+        g_auto(GStrv) seqs = g_strsplit(f[3], ",", -1);
+        gboolean seen[LANE_KEYS] = { FALSE };
+        for (guint k = 0; seqs[k] != NULL; k++) {
+            guint key = key_of(g_ascii_strtoull(seqs[k], NULL, 10));
+            if (seen[key])
+                g_error("batch '%s' holds two messages of key k%u", lines[i], key);
+            seen[key] = TRUE;
+        }
+        batches++;
+        largest = MAX(largest, g_strv_length(seqs));
+    }
+    g_test_message("%u batches, the largest %u", batches, largest);
+    g_assert_cmpuint(largest, >, 1);
+
+    /* Per key, first handlings in stream order; 37's key waits for it. */
+    g_autoptr(GArray) deliveries = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &deliveries);
+    guint64 last[LANE_KEYS] = { 0 };
+    gint at_37_acked = -1, at_57 = -1;
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 s = g_array_index(seqs, guint64, i);
+        guint d = g_array_index(deliveries, guint, i);
+        if (s == 37 && d == 2)
+            at_37_acked = (gint)i;
+        if (s == 57 && d == 1)
+            at_57 = (gint)i;
+        if (d != 1)
+            continue;
+        g_assert_cmpuint(s, >, last[key_of(s)]);
+        last[key_of(s)] = s;
+    }
+    g_assert_cmpint(at_37_acked, >=, 0);
+    g_assert_cmpint(at_57, >, at_37_acked);
+    g_assert_cmpuint(seqs->len, ==, LANE_N + 1);
+    rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/batches/verdicts", test_verdicts);
     g_test_add_func("/batches/batch-fails", test_batch_fails);
     g_test_add_func("/batches/batch-wait", test_batch_wait);
+    g_test_add_func("/batches/lanes", test_lanes);
     return g_test_run();
 }

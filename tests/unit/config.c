@@ -255,12 +255,12 @@ static const struct {
     { HOST BIND "batch_max = 1001\nbatch = 2000\n", "[binding orders] batch_max: 1001 is out of range (1..1000)" },
     { HOST BIND "batch_wait = 10ms\n", "[binding orders] batch_wait: only with batch_max above 1" },
     { HOST BIND "batch_max = 2\nbatch_wait = 61s\n", "[binding orders] batch_wait: " },
-    { HOST BIND "batch_max = 2\nkey = subject:2\n",
-      "[binding orders] batch_max: 2: handler batches are for durable bindings without `key` (lanes and ordered "
-      "bindings hand one message at a time to handle(); docs/batches.md)" },
+    { HOST BIND "batch_max = 2\nbatch_wait = 10ms\nkey = subject:2\n",
+      "[binding orders] batch_wait: a binding with `key` hands a batch what its lanes have ready at once "
+      "(docs/batches.md)" },
     { HOST "[binding orders]\nplugin = p\nstream = S\nkind = ordered\nbatch_max = 2\n",
-      "[binding orders] batch_max: 2: handler batches are for durable bindings without `key` (lanes and ordered "
-      "bindings hand one message at a time to handle(); docs/batches.md)" },
+      "[binding orders] batch_max: 2: handler batches are for durable bindings (ordered and KV bindings hand one "
+      "message at a time to handle(); docs/batches.md)" },
     { HOST BIND "max_in_flight = 1001\n", "[binding orders] max_in_flight: 1001 is out of range (0..1000)" },
     { HOST BIND "max_in_flight = 10\nkey = subject:2\n",
       "[binding orders] max_in_flight: 10: pending deliveries are for durable bindings without `key` or "
