@@ -198,7 +198,7 @@ static const KeyDef binding_keys[] = {
       "at a time; at most `batch` (durable bindings; with `key`, one message a key; docs/batches.md)" },
     { "batch_wait", K_DURATION, "0", NULL, FALSE, 0, 60000, B(batch_wait_ms),
       "`batch_max`: how long a handler batch waits for more deliveries to fill it; 0 = what has arrived; "
-      "at most 1m" },
+      "at most 1m; not with `key`" },
     { "max_in_flight", K_UINT, "0", NULL, FALSE, 0, 1000, B(max_in_flight),
       "deliveries the plugin may keep pending at once (handle() returns JET_PENDING, msg_complete() settles "
       "them later); 0 = none, JET_PENDING is a plugin error (durable bindings without `key` or `batch_max`; "

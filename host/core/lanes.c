@@ -404,6 +404,12 @@ gpointer jet_lanes_take(JetLanes *l, guint64 *seq)
     return e->item;
 }
 
+gpointer jet_lanes_peek(JetLanes *l)
+{
+    Entry *e = g_queue_peek_head(&l->ready);
+    return e != NULL ? e->item : NULL;
+}
+
 void jet_lanes_settled(JetLanes *l, gpointer item, guint64 seq, JetLaneSettled how, gint64 due_us)
 {
     Entry *e = find(l, seq);

@@ -36,6 +36,9 @@ gpointer jet_lanes_offer(JetLanes *l, const char *key, gsize len, guint64 seq, g
 /* The next delivery whose turn it is (FIFO among ready lanes), or NULL;
  * *seq: its stream sequence. */
 gpointer jet_lanes_take(JetLanes *l, guint64 *seq);
+/* The delivery jet_lanes_take() would return, left where it is; NULL when
+ * none is ready. */
+gpointer jet_lanes_peek(JetLanes *l);
 
 typedef enum {
     JET_LANE_DONE = 0,   /* acked or dead-lettered: the lane moves on */

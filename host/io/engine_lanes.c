@@ -396,36 +396,36 @@ static gpointer lanes_runner_main(gpointer data)
             continue;
         }
         /* With batch_max, the first deliveries of other lanes ready now
-         * join a first delivery; a redelivery goes alone (after them). */
+         * join a first delivery.  A redelivery is left ready for another
+         * runner (it goes alone, never behind a batch), and nothing is
+         * gathered while careful (after a suspect: one message a call) or
+         * stopping (what waits is released instead). */
         guint n = 1;
-        Item *alone = NULL;
-        guint64 alone_seq = 0;
+        gboolean left = FALSE;
         items[0] = it;
         seqs[0] = seq;
-        if (max > 1 && first_delivery(it)) {
+        if (max > 1 && first_delivery(it) && !jet__careful(e) && !g_atomic_int_get(&e->stopping)) {
             while (n < max) {
-                guint64 s2 = 0;
-                Item *x = jet_lanes_take(L(e)->table, &s2);
+                Item *x = jet_lanes_peek(L(e)->table);
                 if (x == NULL)
                     break;
                 if (!first_delivery(x)) {
-                    alone = x;
-                    alone_seq = s2;
+                    left = TRUE;
                     break;
                 }
-                items[n] = x;
-                seqs[n++] = s2;
+                items[n] = jet_lanes_take(L(e)->table, &seqs[n]);
+                n++;
             }
         }
         publish_ready(e);
+        if (left && L(e)->idle > 0)
+            g_cond_signal(&L(e)->cond);   /* this runner is busy with the batch: another takes it */
         g_mutex_unlock(&L(e)->lock);
 
         if (n > 1)
             run_batch(w, items, seqs, n);
         else
             run_one(w, it, seq);
-        if (alone != NULL)
-            run_one(w, alone, alone_seq);
     }
     jet__acks_flush(w);
     return NULL;

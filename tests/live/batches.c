@@ -176,13 +176,31 @@ static void test_batch_wait(void)
  * what the lanes have ready, one message a key at most; per key the first
  * handlings follow stream order, and a key whose message 37 was postponed
  * at its first delivery hands out nothing more until 37 is acked (its
- * redelivery comes alone, through handle()). */
+ * redelivery comes alone, through handle(), and is handled by the other
+ * runner while one runner's batch is held in the plugin). */
 #define LANE_KEYS 20
 #define LANE_N 600
 
 static guint key_of(guint64 seq)
 {
     return (guint)((seq - 1) % LANE_KEYS);
+}
+
+typedef struct {
+    Rig *r;
+    guint64 seq;
+} RedeliveryWait;
+
+/* rw->seq's second delivery was handled. */
+static gboolean redelivered(gpointer data)
+{
+    RedeliveryWait *rw = data;
+    g_autoptr(GArray) deliveries = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(rw->r, &deliveries);
+    for (guint i = 0; i < seqs->len; i++)
+        if (g_array_index(seqs, guint64, i) == rw->seq && g_array_index(deliveries, guint, i) == 2)
+            return TRUE;
+    return FALSE;
 }
 
 static void test_lanes(void)
@@ -195,7 +213,13 @@ static void test_lanes(void)
         g_assert_cmpint(js_Publish(NULL, r.js, subject, "x", 1, NULL, NULL), ==, NATS_OK);
     }
     rig_engine(&r, "key = subject:2\nworkers = 3\nbatch = 50\nbatch_max = 10\nrungs = 100ms\noption.sleep = 1ms\n"
-                   "option.postpone_first_seq = 37\noption.postpone_delay = 300ms\n");
+                   "option.postpone_first_seq = 37\noption.postpone_delay = 300ms\noption.block_seq = 200\n");
+    /* While one runner's batch is held in the plugin (seq 200's), the
+     * other goes on: 37's redelivery among what it handles. */
+    rig_wait_inflight(&r, 200);
+    RedeliveryWait rw = { &r, 37 };
+    g_assert_true(jet_test_wait_until(redelivered, &rw, 20000));
+    rig_let_go(&r, 200);
     FloorWait fw = { &r, LANE_N };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
     rig_stop(&r);
