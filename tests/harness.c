@@ -573,7 +573,7 @@ void jet_test_publish_n(jsCtx *js, const char *subject, guint n)
     jet_test_publish_wait(js);
 }
 
-void jet_test_publish_wait(jsCtx *js)
+gint64 jet_test_publish_wait(jsCtx *js)
 {
     jsPubOptions po;
     jsPubOptions_Init(&po);
@@ -587,7 +587,7 @@ void jet_test_publish_wait(jsCtx *js)
     refused = NULL;
     g_mutex_unlock(&refused_lock);
     if (again == NULL)
-        return;
+        return 0;
     g_test_message("%u publish(es) refused by the server: sending them again", again->len);
     /* A cluster node that lost its store answers "no responders" until its
      * routes and the stream's group are back: under a loaded machine that
@@ -610,6 +610,7 @@ void jet_test_publish_wait(jsCtx *js)
         natsMsg_Destroy(m);
     }
     g_ptr_array_unref(again);
+    return g_get_monotonic_time();
 }
 
 jsConsumerInfo *jet_test_consumer_info(jsCtx *js, const char *stream, const char *consumer)

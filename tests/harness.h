@@ -130,7 +130,9 @@ typedef struct {
 } JetTestStreamWait;
 gboolean jet_test_stream_has(gpointer stream_wait);
 /* Waits for every async publish's ack (30 s at most). */
-void jet_test_publish_wait(jsCtx *js);
+/* Returns when the last publish the server refused was stored at last
+ * (monotonic µs), 0 when none was refused. */
+gint64 jet_test_publish_wait(jsCtx *js);
 /* Publishes n messages "msg-<i>" to subject (async, then waits for all acks). */
 void jet_test_publish_n(jsCtx *js, const char *subject, guint n);
 

@@ -565,7 +565,15 @@ static void read_dlq(World *w, const char *subject, GHashTable *dlq, guint *reco
     so.Ordered = true;
     natsSubscription *sub = NULL;
     jsErrCode jerr = 0;
-    g_assert_cmpint(js_SubscribeSync(&sub, w->js, subject, NULL, &so, &jerr), ==, NATS_OK);
+    /* Right after a node came back (without its store, maybe) the cluster
+     * may answer late, or 503, for some seconds: asked again for up to 60 s,
+     * as the host's own reads are (docs/engine.md). */
+    gint64 until = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    natsStatus st;
+    while ((st = js_SubscribeSync(&sub, w->js, subject, NULL, &so, &jerr)) != NATS_OK &&
+           g_get_monotonic_time() < until)
+        g_usleep(250 * 1000);
+    g_assert_cmpint(st, ==, NATS_OK);
     /* As many as the stream holds on the subject: an ordered read can stall
      * for seconds after a node came back (its consumer re-made on a replica
      * catching up), so a pause is no end. */
@@ -573,7 +581,9 @@ static void read_dlq(World *w, const char *subject, GHashTable *dlq, guint *reco
     jsOptions_Init(&o);
     o.Stream.Info.SubjectsFilter = subject;
     jsStreamInfo *si = NULL;
-    g_assert_cmpint(js_GetStreamInfo(&si, w->js, "JETHOST_DLQ", &o, NULL), ==, NATS_OK);
+    while ((st = js_GetStreamInfo(&si, w->js, "JETHOST_DLQ", &o, NULL)) != NATS_OK && g_get_monotonic_time() < until)
+        g_usleep(250 * 1000);
+    g_assert_cmpint(st, ==, NATS_OK);
     guint64 want = 0;
     for (int i = 0; si->State.Subjects != NULL && i < si->State.Subjects->Count; i++)
         want += si->State.Subjects->List[i].Msgs;

@@ -171,6 +171,7 @@ typedef struct {
     guint64 special;     /* the seq held, aborted on or hung */
     GPtrArray *hosts;    /* Host *, every process started */
     gint64 fault_start_us, fault_end_us;
+    gint64 writes_back_us;   /* when the stream stored the workload's refused writes at last (0: none refused) */
     GString *problems;
     guint unexpected_exits, restarts;
     gboolean released;   /* the special seq's gate is open for every process from now */
@@ -454,8 +455,10 @@ static void publish(Cell *c, guint count, gboolean purges)
         g_assert_cmpint(js_PublishAsync(c->js, subject, data, len, NULL), ==, NATS_OK);
         g_ptr_array_add(c->keys, g_strdup(key));
     }
-    if (c->w->kind != K_KV)
-        jet_test_publish_wait(c->js);
+    if (c->w->kind != K_KV) {
+        gint64 back = jet_test_publish_wait(c->js);
+        c->writes_back_us = MAX(c->writes_back_us, back);
+    }
 }
 
 /* --- the history --------------------------------------------------------- */
@@ -1431,12 +1434,16 @@ static guint check_overlaps(Cell *c, GArray *hist)
 
 /* Milliseconds from the fault's end to the first handling that started
  * after it; -1 when none did (nothing was left). */
+/* From the fault's end, or from when the stream took writes again if it
+ * refused the workload's for longer (a node back without its store: the
+ * cluster's time, not the host's), to the first handling after. */
 static gint64 recovery_ms(Cell *c, GArray *hist)
 {
+    gint64 from = MAX(c->fault_end_us, c->writes_back_us);
     for (guint i = 0; i < hist->len; i++) {
         Handling *x = &g_array_index(hist, Handling, i);
-        if (x->start_ns / 1000 >= c->fault_end_us)
-            return (x->start_ns / 1000 - c->fault_end_us) / 1000;
+        if (x->start_ns / 1000 >= from)
+            return (x->start_ns / 1000 - from) / 1000;
     }
     return -1;
 }
