@@ -91,7 +91,10 @@ static const Workload workloads[] = {
     { "durable-batch", K_DURABLE, 1, 20, 0, FALSE, "workers = 2\nexclusive = false\nbatch_max = 10\nbatch_wait = 20ms\n"
       COMMON, FALSE, FALSE },
     { "lanes-uniform", K_LANES, 1, 50, 0, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE, FALSE },
-    { "lanes-hot", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\n" CLAIM COMMON, FALSE, FALSE },
+    /* With handler batches: what the lanes have ready, one message a key
+     * (lanes-uniform and exclusive-2 keep the one-at-a-time path). */
+    { "lanes-hot", K_LANES, 1, 50, 50, TRUE, "key = subject:2\nworkers = 4\nbatch_max = 5\n" CLAIM COMMON, FALSE,
+      FALSE },
     { "exclusive-2", K_LANES, 2, 20, 0, TRUE, "key = subject:2\nworkers = 2\n" CLAIM COMMON, FALSE, FALSE },
     { "ordered", K_ORDERED, 1, 20, 0, FALSE,
       "kind = ordered\ncheckpoint = kv\nexpires = 2s\nidle_heartbeat = 500ms\nrungs = 100ms\nmax_attempts = 3\n"

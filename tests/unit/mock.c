@@ -1131,6 +1131,7 @@ static void test_cli_kv(void)
         "{\"key\": \"app.a\", \"data\": \"1\"}\n"
         "{\"key\": \"app.b\", \"op\": \"delete\"}\n"
         "{\"event\": \"kv_initial_done\"}\n"
+        "{\"event\": \"settle_completed\"}\n"   /* nothing pending: nothing printed */
         "{\"key\": \"app.c\", \"op\": \"purge\", \"stream_seq\": 40}\n"
         "{\"key\": \"app c\"}\n";
     g_autofree char *out = NULL, *err = NULL;
@@ -1162,6 +1163,7 @@ static void test_cli_kv(void)
         { "{\"subject\": \"x\", \"op\": \"put\"}", "op: only with key", TRUE },
         { "{\"event\": \"kv_initial_done\", \"key\": \"a\"}", "an event line is exactly", TRUE },
         { "{\"event\": \"start\"}", "an event line is exactly", TRUE },
+        { "{\"event\": \"settle_completed\", \"key\": \"a\"}", "an event line is exactly", TRUE },
         { "{\"key\": \"a\"}", "set the policy's kind = kv", FALSE },
         { "{\"event\": \"kv_initial_done\"}", "not kind = kv", FALSE },
     };
