@@ -1307,56 +1307,51 @@ static void show_key(Cell *c, GArray *hist, const char *k)
     }
 }
 
+/* The non-empty lines of fx_gate's log `file`, over every process's dir. */
+static GPtrArray *host_log_lines(Cell *c, const char *file)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < c->hosts->len; i++) {
+        Host *h = g_ptr_array_index(c->hosts, i);
+        g_autofree char *path = g_build_filename(h->dir, file, NULL);
+        g_autofree char *text = NULL;
+        if (!g_file_get_contents(path, &text, NULL, NULL))
+            continue;
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+        for (guint k = 0; lines[k] != NULL; k++)
+            if (lines[k][0] != '\0')
+                g_ptr_array_add(out, g_strdup(lines[k]));
+    }
+    return out;
+}
+
 /* A workload with handler batches: the plugin was handed batches, some of
- * more than one message (fx_gate's batches.log in each process's dir). */
+ * more than one message (fx_gate's batches.log). */
 static void check_batches(Cell *c)
 {
     if (strstr(c->w->binding, "batch_max") == NULL)
         return;
-    guint calls = 0, largest = 0;
-    for (guint i = 0; i < c->hosts->len; i++) {
-        Host *h = g_ptr_array_index(c->hosts, i);
-        g_autofree char *path = g_build_filename(h->dir, "batches.log", NULL);
-        g_autofree char *text = NULL;
-        if (!g_file_get_contents(path, &text, NULL, NULL))
-            continue;
-        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-        for (guint k = 0; lines[k] != NULL; k++) {
-            if (lines[k][0] == '\0')
-                continue;
-            calls++;
-            largest = MAX(largest, (guint)g_ascii_strtoull(lines[k], NULL, 10));
-        }
-    }
-    if (calls == 0 || largest < 2)
-        problem(c, "handle_batch() was called %u times, the largest batch %u", calls, largest);
+    g_autoptr(GPtrArray) lines = host_log_lines(c, "batches.log");
+    guint largest = 0;
+    for (guint k = 0; k < lines->len; k++)
+        largest = MAX(largest, (guint)g_ascii_strtoull(g_ptr_array_index(lines, k), NULL, 10));
+    if (lines->len == 0 || largest < 2)
+        problem(c, "handle_batch() was called %u times, the largest batch %u", lines->len, largest);
 }
 
 /* A workload with pending deliveries: the plugin completed some with
- * msg_complete() accepted (fx_gate's async.log in each process's dir). */
+ * msg_complete() accepted (fx_gate's async.log: "<seq> <delivery> <rc>"). */
 static void check_async(Cell *c)
 {
     if (strstr(c->w->binding, "max_in_flight") == NULL)
         return;
-    guint completed = 0, refused = 0;
-    for (guint i = 0; i < c->hosts->len; i++) {
-        Host *h = g_ptr_array_index(c->hosts, i);
-        g_autofree char *path = g_build_filename(h->dir, "async.log", NULL);
-        g_autofree char *text = NULL;
-        if (!g_file_get_contents(path, &text, NULL, NULL))
-            continue;
-        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-        for (guint k = 0; lines[k] != NULL; k++) {
-            g_auto(GStrv) f = g_strsplit(lines[k], " ", -1);
-            if (g_strv_length(f) < 3)
-                continue;
-            if (strcmp(f[2], "0") == 0)
-                completed++;
-            else
-                refused++;
-        }
+    g_autoptr(GPtrArray) lines = host_log_lines(c, "async.log");
+    guint completed = 0;
+    for (guint k = 0; k < lines->len; k++) {
+        g_auto(GStrv) f = g_strsplit(g_ptr_array_index(lines, k), " ", -1);
+        completed += g_strv_length(f) >= 3 && strcmp(f[2], "0") == 0;
     }
-    g_test_message("pending deliveries completed %u, refused %u", completed, refused);
+    g_test_message("pending deliveries completed %u, refused %u", completed, lines->len - completed);
     if (completed == 0)
         problem(c, "no pending delivery was completed");
 }

@@ -543,10 +543,14 @@ static void test_crash_at_bound_random(void)
     gboolean subject_key = g_rand_boolean(rng);
     gboolean in_handler = g_rand_int_range(rng, 0, 4) == 0;
     guint kill_at = in_handler ? 0 : (guint)g_rand_int_range(rng, 1, (gint32)MIN(map, held) + 1);
+    /* Half the cases hand the plugin batches of what the lanes have ready. */
+    guint batch_max = batch >= 2 && g_rand_boolean(rng) ? (guint)g_rand_int_range(rng, 2, (gint32)MIN(batch, 10) + 1)
+                                                        : 1;
     g_autofree char *conf = g_strdup_printf("key = %s\nworkers = %u\nbatch = %u\nmax_ack_pending = %u\n"
-                                            "max_lane_held = %u\nack_wait = %us\noption.sleep = 1ms\n",
+                                            "max_lane_held = %u\nack_wait = %us\noption.sleep = 1ms\n"
+                                            "batch_max = %u\n",
                                             subject_key ? "subject:2" : "header:Key", workers, batch, map, held,
-                                            ack_wait);
+                                            ack_wait, batch_max);
     CrashCase cc = {
         .name = "random",
         .n = 3000,
