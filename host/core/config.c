@@ -195,7 +195,8 @@ static const KeyDef binding_keys[] = {
       "re-pull early when this many of the batch are left; 0 = strictly paced; less than `batch`" },
     { "batch_max", K_UINT, "1", NULL, FALSE, 1, 1000, B(batch_max),
       "deliveries handed to the plugin's handle_batch() at once, each with its own verdict; 1 = handle() one "
-      "at a time; at most `batch` (durable bindings; with `key`, one message a key; docs/batches.md)" },
+      "at a time; at most `batch` (with `key`, one message a key; ordered and KV bindings settle a batch in "
+      "stream order; docs/batches.md)" },
     { "batch_wait", K_DURATION, "0", NULL, FALSE, 0, 60000, B(batch_wait_ms),
       "`batch_max`: how long a handler batch waits for more deliveries to fill it; 0 = what has arrived; "
       "at most 1m; not with `key`" },
@@ -1274,13 +1275,6 @@ static JetBindingConfig *binding_build(const Section *sec, GError **error)
     /* Cross-key checks. */
     if (!kind_keys_fit(sec, b, error))
         return NULL;
-    if (b->batch_max > 1 && b->kind != JET_KIND_DURABLE) {
-        const char *key = "batch_max";
-        key_error(error, JET_ERROR_INVALID, blame(sec, key), sec->group, key,
-                  "%u: handler batches are for durable bindings (ordered and KV bindings hand one message at a "
-                  "time to handle(); docs/batches.md)", b->batch_max);
-        return NULL;
-    }
     if (b->batch_wait_ms > 0 && b->lane_key.kind != JET_LANE_KEY_OFF) {
         key_error(error, JET_ERROR_INVALID, blame(sec, "batch_wait"), sec->group, "batch_wait",
                   "a binding with `key` hands a batch what its lanes have ready at once (docs/batches.md)");

@@ -845,6 +845,53 @@ void jet_executor_complete(JetExecutor *x, JetExecutorPending *p, int verdict, c
     g_free(p);
 }
 
+/* Step 4 for a batch, rs[0..n-1]: the decision before the handler for
+ * each (through[i]: it goes to the plugin), then one handle_batch() call
+ * for those it lets through, each verdict left in verdicts[i].  A batch that
+ * failed as a whole makes each a RETRY saying so, with nothing it queued
+ * sent.  One the decision settled without the handler is concluded here
+ * into early[i] when early is given (else the caller concludes it in its
+ * turn).  The decision after the handler is the caller's. */
+static void batch_handle(JetExecutor *x, Run *const *rs, guint n, gboolean *through, int *verdicts,
+                         JetExecuted *early)
+{
+    g_autofree const JetDelivery **bd = g_new(const JetDelivery *, n);
+    g_autofree jet_msg **bm = g_new(jet_msg *, n);
+    g_autofree int *bv = g_new(int, n);
+    guint k = 0;
+    for (guint i = 0; i < n; i++) {
+        through[i] = decide_before(x, rs[i]);
+        if (!through[i]) {
+            if (early != NULL)
+                conclude(x, rs[i], &early[i]);
+            continue;
+        }
+        bd[k] = rs[i]->d;
+        bm[k] = &rs[i]->jm;
+        bv[k] = JET_RETRY;
+        k++;
+    }
+    if (k == 0)
+        return;
+    gint64 began_us = g_get_monotonic_time();
+    int rc = x->t->handle_batch(x->td, bd, bm, k, bv);
+    /* One handler run, one observation. */
+    JET_STAT_OBSERVE(bd[0]->stats, handler_us, g_get_monotonic_time() - began_us);
+    for (guint i = 0, j = 0; i < n; i++) {
+        if (!through[i])
+            continue;
+        Run *r = rs[i];
+        verdicts[i] = bv[j++];
+        if (rc != 0) {
+            jet_publish_queue_clear(&r->jm.publishes);
+            jet_msg_reset_verdict(&r->jm);
+            g_snprintf(r->jm.reason, sizeof r->jm.reason, "handle_batch() returned %d for the batch of %u", rc, k);
+            r->jm.has_reason = TRUE;
+            verdicts[i] = JET_RETRY;
+        }
+    }
+}
+
 void jet_executor_deliver_batch(JetExecutor *x, const JetDelivery *const *ds, guint n, JetExecuted *outs)
 {
     g_return_if_fail(n >= 1 && x->t->handle_batch != NULL);
@@ -859,51 +906,86 @@ void jet_executor_deliver_batch(JetExecutor *x, const JetDelivery *const *ds, gu
      * suspect, alone), which finds the one that did, and a message that
      * failed, or failed its batch, cannot fail other messages again
      * (docs/batches.md). */
-    g_autofree gboolean *single = g_new(gboolean, n);
-    for (guint i = 0; i < n; i++) {
-        single[i] = runs[i].alone || runs[i].jm.deliveries > 1;
-        if (single[i]) {
-            decide(x, &runs[i]);
-            conclude(x, &runs[i], &outs[i]);
-        }
-    }
+    g_autofree Run **rs = g_new(Run *, n);
     g_autofree guint *which = g_new(guint, n);
-    g_autofree const JetDelivery **bd = g_new(const JetDelivery *, n);
-    g_autofree jet_msg **bm = g_new(jet_msg *, n);
-    g_autofree int *verdicts = g_new(int, n);
     guint k = 0;
     for (guint i = 0; i < n; i++) {
         Run *r = &runs[i];
-        if (single[i])
-            continue;
-        if (!decide_before(x, r)) {
-            conclude(x, r, &outs[i]);   /* settled without the handler */
+        if (r->alone || r->jm.deliveries > 1) {
+            decide(x, r);
+            conclude(x, r, &outs[i]);
             continue;
         }
         which[k] = i;
-        bd[k] = r->d;
-        bm[k] = &r->jm;
-        verdicts[k] = JET_RETRY;
-        k++;
+        rs[k++] = r;
     }
     if (k == 0)
         return;
-    gint64 began_us = g_get_monotonic_time();
-    int rc = x->t->handle_batch(x->td, bd, bm, k, verdicts);
-    /* One handler run, one observation. */
-    JET_STAT_OBSERVE(bd[0]->stats, handler_us, g_get_monotonic_time() - began_us);
+    g_autofree gboolean *through = g_new(gboolean, k);
+    g_autofree int *verdicts = g_new(int, k);
+    g_autofree JetExecuted *early = g_new(JetExecuted, k);
+    batch_handle(x, rs, k, through, verdicts, early);
     for (guint j = 0; j < k; j++) {
-        Run *r = &runs[which[j]];
-        if (rc != 0) {
-            /* The batch as a whole failed: each message is retried, with
-             * why, and what it queued is not sent. */
-            jet_publish_queue_clear(&r->jm.publishes);
-            jet_msg_reset_verdict(&r->jm);
-            g_snprintf(r->jm.reason, sizeof r->jm.reason, "handle_batch() returned %d for the batch of %u", rc, k);
-            r->jm.has_reason = TRUE;
-            verdicts[j] = JET_RETRY;
+        if (!through[j]) {
+            outs[which[j]] = early[j];
+            continue;
         }
-        decide_after(x, r, verdicts[j]);
-        conclude(x, r, &outs[which[j]]);
+        decide_after(x, rs[j], verdicts[j]);
+        conclude(x, rs[j], &outs[which[j]]);
     }
+}
+
+/* A batch member behind one that waits in place: nothing of its verdict is
+ * acted on (no publish, no ledger write, no settled()); it leaves the
+ * host's frame as it entered it, to be handed again. */
+static void set_aside(JetExecutor *x, Run *r, gboolean through, int verdict, JetExecuted *out)
+{
+    memset(out, 0, sizeof *out);
+    x->t->release_hold(x->td, r->d);
+    x->t->leave(x->td, r->d, r->alone);
+    JET_STAT_ADD(r->d->stats, set_aside, 1);
+    out->set_aside = TRUE;
+    out->handled = through;
+    out->verdict = through ? verdict : -1;
+    g_free(r->not_kv);
+    jet_publish_queue_clear(&r->jm.publishes);
+}
+
+guint jet_executor_deliver_batch_in_order(JetExecutor *x, const JetDelivery *const *ds, guint n, JetExecuted *outs)
+{
+    g_return_val_if_fail(n >= 1 && x->t->handle_batch != NULL && outs != NULL, 0);
+    g_autofree Run *runs = g_new(Run, n);
+    g_autofree Run **rs = g_new(Run *, n);
+    for (guint i = 0; i < n; i++) {
+        prepare(x, ds[i], &runs[i]);
+        rs[i] = &runs[i];
+    }
+    g_autofree gboolean *through = g_new(gboolean, n);
+    g_autofree int *verdicts = g_new(int, n);
+    batch_handle(x, rs, n, through, verdicts, NULL);
+    guint settled = 0;
+    gboolean waits = FALSE;   /* the last one settled waits in place */
+    for (guint i = 0; i < n; i++) {
+        Run *r = rs[i];
+        if (waits) {
+            set_aside(x, r, through[i], verdicts[i], &outs[i]);
+            continue;
+        }
+        if (through[i])
+            decide_after(x, r, verdicts[i]);
+        conclude(x, r, &outs[i]);
+        settled++;
+        waits = jet_executed_waits(&outs[i]);
+        if (waits && i + 1 < n)
+            xlog(x, JET_LOG_INFO, "batch-set-aside",
+                 "stream seq %" G_GUINT64_FORMAT " waits in place (%s): the %u after it in its batch are handed "
+                 "again once it is settled", r->jm.stream_seq, jet_action_name(outs[i].action.kind), n - i - 1);
+    }
+    return settled;
+}
+
+gboolean jet_executed_waits(const JetExecuted *done)
+{
+    JetActionKind k = done->action.kind;
+    return k == JET_ACTION_RETRY || k == JET_ACTION_POSTPONE || (k == JET_ACTION_CAPTURE && !done->captured);
 }

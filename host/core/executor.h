@@ -167,7 +167,14 @@ typedef struct {
                                       back waits this long and delivers it again itself) */
     gboolean publish_refused;      /* a msg_publish() call was refused (a plugin error) */
     JetCaptureOutcome capture;     /* CAPTURE: what the transport answered */
+    gboolean set_aside;            /* an in-order batch member behind one that waits: nothing
+                                      was acted on (jet_executor_deliver_batch_in_order) */
 } JetExecuted;
+
+/* Whether done leaves its message waiting where it is: a RETRY or a
+ * POSTPONE, or a capture that failed (a binding whose consumer gives
+ * nothing back delivers it again itself after the delay). */
+gboolean jet_executed_waits(const JetExecuted *done);
 
 /* Handles and settles one delivery; out may be NULL. */
 void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out);
@@ -179,6 +186,17 @@ void jet_executor_deliver(JetExecutor *x, const JetDelivery *d, JetExecuted *out
  * the plugin together, each verdict settled as handle()'s.  outs (may be
  * NULL) gets n reports, in the order of ds. */
 void jet_executor_deliver_batch(JetExecutor *x, const JetDelivery *const *ds, guint n, JetExecuted *outs);
+
+/* For a binding that keeps stream order (ordered, KV): handles ds[0..n-1]
+ * (first deliveries, none a suspect, in stream order) with one
+ * handle_batch() call and settles them in that order up to the first that
+ * waits (jet_executed_waits), which is settled too.  The ones behind it
+ * are set aside (outs[i].set_aside): nothing of their verdicts is acted
+ * on, no publish, no ledger write, no settled(), so nothing is settled out
+ * of order; the caller hands them again once the waiting one is settled
+ * (docs/batches.md).  Returns how many were settled (1..n); outs gets n
+ * reports. */
+guint jet_executor_deliver_batch_in_order(JetExecutor *x, const JetDelivery *const *ds, guint n, JetExecuted *outs);
 
 /* A delivery its plugin keeps pending (docs/async.md): handle() returned
  * JET_PENDING, and the transport's handle() passed that on, having taken

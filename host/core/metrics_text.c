@@ -140,6 +140,8 @@ static const Counter counters[] = {
       "msg_complete() calls refused: the delivery was no longer pending (max_in_flight)."),
     C("pending_hung", pending_hung,
       "Pending deliveries past handler_timeout: their lease stopped, settled when completed (max_in_flight)."),
+    C("batch_set_aside", set_aside,
+      "Ordered and KV batch members handed again because one before them waited in place (a retry, a postpone)."),
 };
 #undef C
 

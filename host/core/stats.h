@@ -63,6 +63,7 @@ typedef struct {
     guint64 pins_refused;      /* pinned group: pulls refused with 423 (the pin expired or moved) */
     guint64 completions_refused;   /* max_in_flight: msg_complete() calls on a delivery no longer pending */
     guint64 pending_hung;          /* max_in_flight: pending deliveries past handler_timeout (their lease stopped) */
+    guint64 set_aside;             /* ordered, kv: batch members handed again, one before them having waited in place */
     /* Captures acked, by JetCaptureCause (settle.h); dead_lettered is their sum. */
     guint64 dead_lettered_cause[JET_STATS_CAUSES];
     /* Histograms for /metrics: non-cumulative bucket counts against

@@ -43,6 +43,20 @@
 
 typedef struct JetOrdered JetOrdered;
 
+/* A delivery checked and due, waiting for its handler batch (batch_max
+ * above 1): it owns its natsMsg, into whose reply meta points. */
+typedef struct {
+    Item it;
+    JetAckMeta meta;
+} Due;
+
+static void due_free(gpointer p)
+{
+    Due *d = p;
+    natsMsg_Destroy(d->it.msg);
+    g_free(d);
+}
+
 struct JetOrdered {
     char *name;                /* the consumer now in use; NULL: none */
     char *next_subject;        /* its pull subject */
@@ -99,11 +113,18 @@ struct JetOrdered {
     /* deliver = by_start_time, from no position: messages stored before
      * this time are passed over (0: none; start_time.h). */
     gint64 skip_before_ns;
+    /* batch_max above 1: the deliveries due, in stream order, gathered for
+     * one handle_batch() call (docs/batches.md), and when the batch goes as
+     * it is (batch_wait after its first). */
+    GPtrArray *due;
+    gint64 due_until_us;
 };
 
 static JetOrdered *ordered_new(void)
 {
-    return g_new0(JetOrdered, 1);
+    JetOrdered *o = g_new0(JetOrdered, 1);
+    o->due = g_ptr_array_new_with_free_func(due_free);
+    return o;
 }
 
 static void ordered_free(JetOrdered *o)
@@ -113,6 +134,7 @@ static void ordered_free(JetOrdered *o)
     g_free(o->name);
     g_free(o->next_subject);
     g_free(o->record_key);
+    g_ptr_array_unref(o->due);
     g_free(o);
 }
 
@@ -733,6 +755,25 @@ static void mark_entry(JetEngine *e, JetOrdered *o, guint64 seq, gboolean precis
     o->span_left--;
 }
 
+/* The record before a handler batch of n entries from stream seq first
+ * on: with checkpoint = kv one record a batch, naming it whole (a host
+ * that dies in it leaves a careful replay, not a strike: see "Span
+ * marks"); otherwise the current span mark if the batch fits in what it
+ * still covers, else a new one. */
+static void mark_batch(JetEngine *e, JetOrdered *o, guint64 first, guint32 n)
+{
+    if (o->resume) {
+        record_write(e, o, first, n);
+        o->span_left = 0;
+        return;
+    }
+    if (o->mark_in == 0 || o->span_left < n) {
+        record_write(e, o, first, e->b->batch);
+        o->span_left = e->b->batch;
+    }
+    o->span_left -= n;
+}
+
 /* --- one message, in place ------------------------------------------------- */
 
 static JetOrdered *o_of(Worker *w)
@@ -740,63 +781,79 @@ static JetOrdered *o_of(Worker *w)
     return w->driver_state;
 }
 
-/* Handles the delivery until it is settled for good: a RETRY or a POSTPONE
- * waits its delay here and the message is handled again, and so does a
- * capture that failed; nothing else is taken meanwhile.  FALSE when the engine stopped before it was settled
- * (the position does not move past it). */
-static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
+/* One handling of the delivery, its attempt-th.  FALSE when an exclusive
+ * claim's fence held it and the engine stopped meanwhile: it stays
+ * unhandled, and the position does not move past it
+ * (docs/exclusive.md). */
+static gboolean deliver_once(Worker *w, Item *it, const JetAckMeta *meta, const JetHdrParse *hdrs,
+                             const char *malformed, guint32 attempt, JetExecuted *done)
 {
     JetEngine *e = w->eng;
     const JetBindingConfig *b = e->b;
+    natsMsg *m = it->msg;
+    /* The binding's name stands for the consumer: the ledger's records
+     * and the dead-letter record's id must outlive each re-creation. */
+    JetDelivery d = {
+        .subject = natsMsg_GetSubject(m),
+        .hdrs = hdrs,
+        .malformed = malformed,
+        .stream = b->stream,
+        .consumer = b->name,
+        .stream_seq = meta->stream_seq,
+        .consumer_seq = meta->consumer_seq,
+        .deliveries = attempt,
+        .enqueued_ns = MAX(meta->timestamp_ns, 0),
+        .token = it,
+        .stats = &w->stats,
+    };
+    d.data = jet_msg_payload(m, &d.len);
+    if (!jet__fence_wait(e))
+        return FALSE;
+    jet_executor_deliver(e->executor, &d, done);
+    jet__progress(e);
+    if (e->settle_hook != NULL)
+        e->settle_hook(d.stream_seq, d.deliveries, &done->action, e->settle_hook_data);
+    return TRUE;
+}
+
+/* Handles the delivery until it is settled for good: a RETRY or a POSTPONE
+ * waits its delay here and the message is handled again, and so does a
+ * capture that failed; nothing else is taken meanwhile.  first: NULL, or
+ * how its first handling, in a batch, was settled (one that waits).  FALSE
+ * when the engine stopped before it was settled (the position does not
+ * move past it). */
+static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta, const JetExecuted *first)
+{
+    JetEngine *e = w->eng;
     g_auto(JetHdrParse) hdrs = { 0 };
     g_autofree char *malformed = jet__read_headers(e, it->msg, meta->stream_seq, &hdrs);
-    natsMsg *m = it->msg;
     JetOrdered *o = o_of(w);
     gboolean precise = o->resume || meta->stream_seq == o->crashed;
     if (o->careful_left > 0 && meta->stream_seq >= o->careful_from) {
         precise = TRUE;
         o->careful_left--;
     }
-    mark_entry(e, o, meta->stream_seq, precise);
+    if (first == NULL)
+        mark_entry(e, o, meta->stream_seq, precise);
     /* A message a host died with counts those deaths as deliveries, and
      * its ledger record holds them as strikes (executor.h: attribution). */
     guint32 strikes = meta->stream_seq == o->crashed ? o->crashed_strikes : 0;
     if (strikes > 0)
         record_strikes(e, meta->stream_seq, strikes);
     for (guint32 attempt = 1 + strikes;; attempt++) {
-        /* The binding's name stands for the consumer: the ledger's records
-         * and the dead-letter record's id must outlive each re-creation. */
-        JetDelivery d = {
-            .subject = natsMsg_GetSubject(m),
-            .hdrs = &hdrs,
-            .malformed = malformed,
-            .stream = b->stream,
-            .consumer = b->name,
-            .stream_seq = meta->stream_seq,
-            .consumer_seq = meta->consumer_seq,
-            .deliveries = attempt,
-            .enqueued_ns = MAX(meta->timestamp_ns, 0),
-            .token = it,
-            .stats = &w->stats,
-        };
-        d.data = jet_msg_payload(m, &d.len);
-        /* Past an exclusive claim's fence the message stays unhandled; the
-         * position does not move past it (docs/exclusive.md). */
-        if (!jet__fence_wait(e))
-            return FALSE;
         JetExecuted done;
-        jet_executor_deliver(e->executor, &d, &done);
-        jet__progress(e);
-        if (e->settle_hook != NULL)
-            e->settle_hook(d.stream_seq, d.deliveries, &done.action, e->settle_hook_data);
-        JetActionKind k = done.action.kind;
+        if (first != NULL && attempt == 1)
+            done = *first;
+        else if (!deliver_once(w, it, meta, &hdrs, malformed, attempt, &done))
+            return FALSE;
         /* A dead letter whose capture failed (the DLQ stream without a
-         * leader, say) is not done: nothing gives an ordered consumer's
-         * message back, so it is delivered again here, after the delay a
-         * durable consumer's NAK would have, and the position waits. */
-        gboolean capture_again = k == JET_ACTION_CAPTURE && !done.captured;
-        if (k != JET_ACTION_RETRY && k != JET_ACTION_POSTPONE && !capture_again)
+         * leader, say) is not done either: nothing gives an ordered
+         * consumer's message back, so it is delivered again here, after
+         * the delay a durable consumer's NAK would have, and the position
+         * waits. */
+        if (!jet_executed_waits(&done))
             return TRUE;
+        gboolean capture_again = done.action.kind == JET_ACTION_CAPTURE;
         /* Waiting is not being in the handler: a host that dies now was
          * not killed by this message. */
         record_write(e, o, 0, 1);
@@ -815,25 +872,25 @@ static gboolean handle_in_place(Worker *w, Item *it, const JetAckMeta *meta)
  * last-per-subject consumer's current values, on an ordered binding
  * without a filter or with `>` (with another, other subjects' messages
  * make every delivery a jump). */
-static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 seq)
+static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 last, guint64 seq)
 {
     const JetBindingConfig *b = e->b;
     /* While a last-per-subject consumer hands out the current values, a
      * jump over older revisions is what it is for; a consumer re-created
      * from a position during them delivers every message, and a jump there
      * is a skip like any other (nats-server 2.9.10 made one after a pause). */
-    if (o->position == 0 || seq <= o->position + 1 ||
+    if (last == 0 || seq <= last + 1 ||
         (o->per_subject && (o->initial_open || seq <= o->per_subject_last)) ||
         (b->kind != JET_KIND_KV && b->filter_subject != NULL && strcmp(b->filter_subject, ">") != 0))
         return FALSE;
     g_autoptr(GError) err = NULL;
     g_autoptr(JetStoredMsg) next = NULL;
-    JetStoredStatus st = jet_stream_msg_next(jet_conn_nats(e->conn), b->stream, o->position + 1, b->filter_subject,
-                                             2000, &next, &err);
+    JetStoredStatus st = jet_stream_msg_next(jet_conn_nats(e->conn), b->stream, last + 1, b->filter_subject, 2000,
+                                             &next, &err);
     if (st == JET_STORED_ERROR) {
         jet_log(JET_LOG_WARNING, b->name, "ordered-jump-unchecked",
                 "stream seq %" G_GUINT64_FORMAT " follows %" G_GUINT64_FORMAT " and what lies between cannot be read "
-                "(%s): going on", seq, o->position, err->message);
+                "(%s): going on", seq, last, err->message);
         return FALSE;
     }
     if (st != JET_STORED_FOUND || next->seq >= seq)
@@ -842,7 +899,7 @@ static gboolean skipped_over(JetEngine *e, JetOrdered *o, guint64 seq)
     jet_log(JET_LOG_WARNING, b->name, "ordered-skip",
             "consumer %s delivered stream seq %" G_GUINT64_FORMAT " where seq %" G_GUINT64_FORMAT
             " was due (the stream holds it); re-creating it from stream seq %" G_GUINT64_FORMAT, o->name, seq,
-            next->seq, o->position + 1);
+            next->seq, last + 1);
     return TRUE;
 }
 
@@ -897,68 +954,251 @@ static gboolean caught_up(const JetOrdered *o, const JetAckMeta *meta)
     return meta->pending == 0 || (o->initial_last > 0 && meta->stream_seq >= o->initial_last);
 }
 
-/* A delivery of the consumer in use.  FALSE when the sequence broke (the
- * consumer must be re-created at position + 1). */
-static gboolean on_delivery(Worker *w, JetOrdered *o, Item *it)
+/* What a delivery of the consumer in use is to the binding. */
+typedef enum {
+    CHECK_IGNORE,      /* left over from a replaced consumer, or handled already */
+    CHECK_MALFORMED,   /* its metadata does not parse: dead-lettered */
+    CHECK_BROKEN,      /* the sequence broke: the consumer is re-created at position + 1 */
+    CHECK_PASS,        /* passed over: the position moves past it, unhandled */
+    CHECK_DUE,         /* to be handled */
+} Check;
+
+/* The last stream seq checked: the last one due in the batch being
+ * gathered, else the position. */
+static guint64 checked_last(const JetOrdered *o)
+{
+    return o->due->len > 0 ? ((const Due *)g_ptr_array_index(o->due, o->due->len - 1))->meta.stream_seq
+                           : o->position;
+}
+
+static Check check(Worker *w, JetOrdered *o, Item *it, JetAckMeta *meta)
 {
     JetEngine *e = w->eng;
-    JetAckMeta meta;
-    if (!jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta)) {
-        jet__capture_malformed(e, it);
-        return TRUE;
-    }
-    if (e->loss_hook != NULL && e->loss_hook(meta.stream_seq, meta.consumer_seq, e->loss_hook_data))
-        return TRUE;
-    if (o->name == NULL || meta.consumer_len != strlen(o->name) ||
-        strncmp(meta.consumer, o->name, meta.consumer_len) != 0)
-        return TRUE;   /* left over from a consumer already replaced */
-    if (meta.consumer_seq != o->expect_cseq) {
+    if (!jet_ack_subject_parse(natsMsg_GetReply(it->msg), meta))
+        return CHECK_MALFORMED;
+    if (e->loss_hook != NULL && e->loss_hook(meta->stream_seq, meta->consumer_seq, e->loss_hook_data))
+        return CHECK_IGNORE;
+    if (o->name == NULL || meta->consumer_len != strlen(o->name) ||
+        strncmp(meta->consumer, o->name, meta->consumer_len) != 0)
+        return CHECK_IGNORE;   /* left over from a consumer already replaced */
+    if (meta->consumer_seq != o->expect_cseq) {
         JET_STAT_ADD(&w->stats, gaps, 1);
         jet_log(JET_LOG_WARNING, e->b->name, "ordered-gap",
                 "consumer %s delivered consumer seq %" G_GUINT64_FORMAT " where %" G_GUINT64_FORMAT
-                " was due; re-creating it from stream seq %" G_GUINT64_FORMAT, o->name, meta.consumer_seq,
-                o->expect_cseq, o->position + 1);
-        return FALSE;
+                " was due; re-creating it from stream seq %" G_GUINT64_FORMAT, o->name, meta->consumer_seq,
+                o->expect_cseq, checked_last(o) + 1);
+        return CHECK_BROKEN;
     }
     o->expect_cseq++;
     if (o->pull.active && ++o->pull.received >= o->pull.batch)
         o->pull.active = FALSE;
-    if (meta.stream_seq <= o->position)
-        return TRUE;   /* handled already (a re-created consumer never starts before position + 1) */
-    if (skipped_over(e, o, meta.stream_seq))
-        return FALSE;
-    if (superseded(e, o, it->msg, meta.stream_seq)) {
-        o->position = meta.stream_seq;
-        if (o->initial_open && caught_up(o, &meta))
-            initial_done(e, o);
-        return TRUE;
-    }
-    if (jet_start_time_before(o->skip_before_ns, meta.timestamp_ns)) {
-        o->position = meta.stream_seq;   /* before the start time: passed over, as the server would have */
-        return TRUE;
-    }
+    guint64 last = checked_last(o);
+    if (meta->stream_seq <= last)
+        return CHECK_IGNORE;   /* handled already (a re-created consumer never starts before position + 1) */
+    if (skipped_over(e, o, last, meta->stream_seq))
+        return CHECK_BROKEN;
+    if (superseded(e, o, it->msg, meta->stream_seq))
+        return CHECK_PASS;
+    if (jet_start_time_before(o->skip_before_ns, meta->timestamp_ns))
+        return CHECK_PASS;   /* before the start time: passed over, as the server would have */
     o->skip_before_ns = 0;
-    if (e->take_hook != NULL)
-        e->take_hook(w->index, 1, e->take_hook_data);
-    it->stream_seq = meta.stream_seq;
+    return CHECK_DUE;
+}
+
+/* The position moves past a delivery handled (or passed over). */
+static void moved_past(Worker *w, JetOrdered *o, const JetAckMeta *meta, gboolean handled)
+{
+    o->position = meta->stream_seq;
+    if (o->initial_open) {
+        if (handled) {
+            JET_STAT_ADD(&w->stats, initial_values, 1);
+            o->initial_values++;
+        }
+        if (caught_up(o, meta))
+            initial_done(w->eng, o);
+    }
+    if (handled)
+        o->last_heard_us = now_us();   /* the handler's time is not the server's silence */
+}
+
+/* One delivery on its own, settled in place. */
+static void handle_one(Worker *w, JetOrdered *o, Item *it, const JetAckMeta *meta)
+{
+    JetEngine *e = w->eng;
     g_mutex_lock(&e->lease_lock);
     o->in_handler = it;
     g_mutex_unlock(&e->lease_lock);
-    gboolean settled = handle_in_place(w, it, &meta);
+    gboolean settled = handle_in_place(w, it, meta, NULL);
     g_mutex_lock(&e->lease_lock);
     o->in_handler = NULL;
     g_mutex_unlock(&e->lease_lock);
-    if (!settled)
-        return TRUE;
-    o->position = meta.stream_seq;
-    if (o->initial_open) {
-        JET_STAT_ADD(&w->stats, initial_values, 1);
-        o->initial_values++;
-        if (caught_up(o, &meta))
-            initial_done(e, o);
+    if (settled)
+        moved_past(w, o, meta, TRUE);
+}
+
+/* Hands dues[0..n-1] to the plugin's handle_batch() and settles them in
+ * stream order (executor.h): the first of them that waits (a RETRY, a
+ * POSTPONE, a capture not done) is then handled on its own, in place, until
+ * it is settled, and the ones behind it, set aside, are the caller's to
+ * hand again.  Returns how many are done (the position is past them);
+ * *stopped when the engine stopped before the one that waited was. */
+static guint batch_in_place(Worker *w, JetOrdered *o, Due *const *dues, guint n, gboolean *stopped)
+{
+    JetEngine *e = w->eng;
+    const JetBindingConfig *b = e->b;
+    g_autofree JetDelivery *ds = g_new0(JetDelivery, n);
+    g_autofree const JetDelivery **dp = g_new(const JetDelivery *, n);
+    g_autofree JetHdrParse *hdrs = g_new0(JetHdrParse, n);
+    g_autofree char **malformed = g_new0(char *, n);
+    g_autofree JetExecuted *outs = g_new(JetExecuted, n);
+    guint done = 0;
+    for (guint i = 0; i < n; i++) {
+        Due *du = dues[i];
+        natsMsg *m = du->it.msg;
+        malformed[i] = jet__read_headers(e, m, du->meta.stream_seq, &hdrs[i]);
+        ds[i] = (JetDelivery){
+            .subject = natsMsg_GetSubject(m),
+            .hdrs = &hdrs[i],
+            .malformed = malformed[i],
+            .stream = b->stream,
+            .consumer = b->name,
+            .stream_seq = du->meta.stream_seq,
+            .consumer_seq = du->meta.consumer_seq,
+            .deliveries = 1,
+            .enqueued_ns = MAX(du->meta.timestamp_ns, 0),
+            .token = &du->it,
+            .stats = &w->stats,
+        };
+        ds[i].data = jet_msg_payload(m, &ds[i].len);
+        dp[i] = &ds[i];
     }
-    o->last_heard_us = now_us();   /* the handler's time is not the server's silence */
-    return TRUE;
+    if (!jet__fence_wait(e)) {
+        *stopped = TRUE;
+        goto out;
+    }
+    mark_batch(e, o, ds[0].stream_seq, n);
+    g_mutex_lock(&e->lease_lock);
+    o->in_handler = &dues[0]->it;
+    g_mutex_unlock(&e->lease_lock);
+    guint settled = jet_executor_deliver_batch_in_order(e->executor, dp, n, outs);
+    jet__progress(e);
+    g_mutex_lock(&e->lease_lock);
+    o->in_handler = NULL;
+    g_mutex_unlock(&e->lease_lock);
+    if (e->settle_hook != NULL)
+        for (guint i = 0; i < settled; i++)
+            e->settle_hook(ds[i].stream_seq, 1, &outs[i].action, e->settle_hook_data);
+    for (guint i = 0; i + 1 < settled; i++)
+        moved_past(w, o, &dues[i]->meta, TRUE);
+    done = settled - 1;
+    Due *last = dues[settled - 1];
+    if (jet_executed_waits(&outs[settled - 1])) {
+        g_mutex_lock(&e->lease_lock);
+        o->in_handler = &last->it;
+        g_mutex_unlock(&e->lease_lock);
+        gboolean ok = handle_in_place(w, &last->it, &last->meta, &outs[settled - 1]);
+        g_mutex_lock(&e->lease_lock);
+        o->in_handler = NULL;
+        g_mutex_unlock(&e->lease_lock);
+        if (!ok) {
+            *stopped = TRUE;
+            goto out;
+        }
+    }
+    moved_past(w, o, &last->meta, TRUE);
+    done = settled;
+out:
+    for (guint i = 0; i < n; i++) {
+        jet_hdr_parse_clear(&hdrs[i]);
+        g_free(malformed[i]);
+    }
+    return done;
+}
+
+/* Hands the deliveries due to the plugin, batch after batch: what a batch
+ * set aside goes again as the next, so each call settles at least one
+ * message.  FALSE when the engine stopped first: what was not settled is
+ * dropped, and the position stays before it. */
+static gboolean handle_due(Worker *w, JetOrdered *o)
+{
+    gboolean stopped = FALSE;
+    while (o->due->len > 0 && !stopped && !stopping(w->eng)) {
+        guint done = batch_in_place(w, o, (Due *const *)o->due->pdata, o->due->len, &stopped);
+        g_ptr_array_remove_range(o->due, 0, done);
+    }
+    gboolean all = o->due->len == 0;
+    g_ptr_array_set_size(o->due, 0);
+    return all;
+}
+
+/* Whether the batch being gathered goes now: full, its pull over, its
+ * batch_wait spent, or (without one) nothing more has arrived. */
+static gboolean due_ready(Worker *w, JetOrdered *o)
+{
+    const JetBindingConfig *b = w->eng->b;
+    if (o->due->len == 0)
+        return FALSE;
+    if (o->due->len >= b->batch_max || !o->pull.active)
+        return TRUE;
+    if (b->batch_wait_ms > 0)
+        return now_us() >= o->due_until_us;
+    int queued = 0, bytes = 0;
+    return natsSubscription_GetPending(w->sub, &queued, &bytes) != NATS_OK || queued == 0;
+}
+
+/* A delivery of the consumer in use (owned: destroyed here, or kept in
+ * the batch being gathered).  FALSE when the sequence broke (the consumer
+ * must be re-created at position + 1).  Whatever is not a delivery due
+ * for the batch first hands over the batch gathered before it, so the
+ * position only ever moves in stream order. */
+static gboolean on_delivery(Worker *w, JetOrdered *o, natsMsg *m)
+{
+    JetEngine *e = w->eng;
+    Item it = { .msg = m, .worker = w->index, .is_delivery = TRUE, .arrived_us = now_us() };
+    JetAckMeta meta;
+    gboolean keep = TRUE;
+    switch (check(w, o, &it, &meta)) {
+    case CHECK_IGNORE:
+        break;
+    case CHECK_MALFORMED:
+        if (handle_due(w, o))
+            jet__capture_malformed(e, &it);
+        break;
+    case CHECK_BROKEN:
+        handle_due(w, o);
+        keep = FALSE;
+        break;
+    case CHECK_PASS:
+        if (handle_due(w, o))
+            moved_past(w, o, &meta, FALSE);
+        break;
+    case CHECK_DUE: {
+        if (e->take_hook != NULL)
+            e->take_hook(w->index, 1, e->take_hook_data);
+        it.stream_seq = meta.stream_seq;
+        /* A message a host died with, or one of a span a host died in, is
+         * handled on its own with a precise mark (docs/ordered.md). */
+        gboolean alone = meta.stream_seq == o->crashed || (o->careful_left > 0 && meta.stream_seq >= o->careful_from);
+        if (e->b->batch_max > 1 && !alone) {
+            Due *du = g_new(Due, 1);
+            du->it = it;
+            du->meta = meta;
+            if (o->due->len == 0)
+                o->due_until_us = now_us() + (gint64)e->b->batch_wait_ms * 1000;
+            g_ptr_array_add(o->due, du);
+            /* The watch's last current value ends its batch: the plugin
+             * hears kv_initial_done between it and the first update. */
+            if (o->due->len >= e->b->batch_max || (o->initial_open && caught_up(o, &meta)))
+                handle_due(w, o);
+            return TRUE;   /* the batch owns m */
+        }
+        if (handle_due(w, o))
+            handle_one(w, o, &it, &meta);
+        break;
+    }
+    }
+    natsMsg_Destroy(m);
+    return keep;
 }
 
 /* --- the first bind ------------------------------------------------------------- */
@@ -1065,12 +1305,17 @@ static gpointer ordered_main(gpointer data)
                 continue;
             }
         }
-        if (!o->pull.active)
+        if (due_ready(w, o))
+            handle_due(w, o);
+        if (!o->pull.active && o->due->len == 0)
             issue_pull(w, o);
 
+        gint64 wait_ms = o->mark_in != 0 ? MARK_IDLE_MS : TAKE_STEP_US / 1000;
+        if (o->due->len > 0)
+            wait_ms = CLAMP((o->due_until_us - now_us()) / 1000, 1, wait_ms);
         natsMsg *m = NULL;
-        natsStatus s = natsSubscription_NextMsg(&m, w->sub, o->mark_in != 0 ? MARK_IDLE_MS : TAKE_STEP_US / 1000);
-        if (s != NATS_OK && o->mark_in != 0 && !stopping(e))
+        natsStatus s = natsSubscription_NextMsg(&m, w->sub, wait_ms);
+        if (s != NATS_OK && o->mark_in != 0 && o->due->len == 0 && !stopping(e))
             /* Nothing came: the handler is done with what the record names.
              * Said once, so a host killed while idle strikes nothing. */
             record_write(e, o, 0, 1);
@@ -1081,14 +1326,15 @@ static gpointer ordered_main(gpointer data)
             gboolean keep = TRUE;
             const char *reply = natsMsg_GetReply(m);
             if (jet_nats_status(m, &code, &desc)) {
+                /* What the server says comes after what it delivered before
+                 * (a consumer gone, all its current values seen). */
+                handle_due(w, o);
                 keep = on_status(w, o, m, code, desc);
                 why = "the server said the consumer is gone";
                 natsMsg_Destroy(m);
             } else if (reply != NULL && g_str_has_prefix(reply, "$JS.ACK.")) {
-                Item it = { .msg = m, .worker = w->index, .is_delivery = TRUE, .arrived_us = now_us() };
-                keep = on_delivery(w, o, &it);
+                keep = on_delivery(w, o, m);
                 why = "a consumer-sequence gap";
-                natsMsg_Destroy(m);
             } else {
                 if (g_strcmp0(natsMsg_GetSubject(m), w->wake_subject) != 0)
                     JET_STAT_ADD(&w->stats, not_jetstream, 1);
@@ -1112,6 +1358,7 @@ static gpointer ordered_main(gpointer data)
             o->pull.active = FALSE;
         }
     }
+    g_ptr_array_set_size(o->due, 0);   /* never handled: the position stays before them */
     jet_sub_end(jet_conn_nats(e->conn), w->sub);   /* destroyed with the engine */
     drop_consumer(e, o);
     /* Stopped cleanly: nothing in the handler. */

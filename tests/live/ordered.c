@@ -280,6 +280,113 @@ static gboolean last_handled_6(gpointer data)
     return FALSE;
 }
 
+/* DIR/batches.log: each handle_batch() call's stream seqs, in order. */
+static GPtrArray *batches_of(Rig *r)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    g_autofree char *path = g_build_filename(r->dir, "batches.log", NULL);
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return out;
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], " ", -1);
+        if (g_strv_length(f) < 4)
+            continue;
+        GArray *seqs = g_array_new(FALSE, FALSE, sizeof(guint64));
+        g_auto(GStrv) each = g_strsplit(f[3], ",", -1);
+        for (guint k = 0; each[k] != NULL; k++) {
+            guint64 s = g_ascii_strtoull(each[k], NULL, 10);
+            g_array_append_val(seqs, s);
+        }
+        g_ptr_array_add(out, seqs);
+    }
+    return out;
+}
+
+/* Handler batches on an ordered binding keep stream order: 60 messages in
+ * batches of 10, seq 7 postponed at its first handling, seq 23 rejected,
+ * every acked one forwarded to FWD.  The batch holding 7 is settled up to
+ * 7, which waits in place and is handled again alone; the ones behind it
+ * in its batch are set aside (their verdicts and forwards dropped) and
+ * handed again, as the next batch, once 7 is acked.  So FWD holds every
+ * message but 23 once, in stream order, and a reject (a settlement) sets
+ * nothing aside. */
+static void test_batch_in_order(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    jet_test_stream_create(r.js, "FWD", "fwd.>");
+    jet_test_publish_n(r.js, "orders.new", 60);
+    rig_engine(&r, "batch = 20\nbatch_max = 10\nbatch_wait = 200ms\nrungs = 100ms\nmax_attempts = 3\n"
+                   "option.postpone_first_seq = 7\noption.postpone_delay = 100ms\n"
+                   "option.seq_verdicts = 23=reject\noption.forward_prefix = fwd\npublish_streams = FWD\n");
+    JetTestStreamWait sw = { r.js, "FWD", 59 };
+    g_assert_true(jet_test_wait_until(jet_test_stream_has, &sw, 30000));
+    rig_wait_dead_lettered(&r, 1);
+    rig_stop(&r);
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    /* FWD: every origin but 23, once, in stream order. */
+    g_assert_cmpuint(jet_test_stream_msgs(r.js, "FWD"), ==, 59);
+    guint64 want = 1;
+    for (guint64 fseq = 1; fseq <= 59; fseq++, want++) {
+        if (want == 23)
+            want++;
+        natsMsg *m = jet_test_stream_get(r.js, "FWD", fseq);
+        g_autofree char *subject = g_strdup_printf("fwd.%" G_GUINT64_FORMAT, want);
+        g_assert_cmpstr(natsMsg_GetSubject(m), ==, subject);
+        natsMsg_Destroy(m);
+    }
+    /* The batch holding 7: what came after 7 in it was set aside, handled
+     * twice (each time as a first delivery), and handed again right after
+     * 7's second handling, as the next batch. */
+    g_autoptr(GPtrArray) batches = batches_of(&r);
+    guint with7 = G_MAXUINT, behind = 0;
+    guint64 prev = 0;
+    for (guint b = 0; b < batches->len; b++) {
+        GArray *seqs = g_ptr_array_index(batches, b);
+        g_assert_cmpuint(seqs->len, <=, 10);
+        for (guint i = 0; i < seqs->len; i++) {
+            guint64 s = g_array_index(seqs, guint64, i);
+            /* In stream order, each batch; a batch after the one with 7
+             * goes back only to what it set aside. */
+            if (i > 0)
+                g_assert_cmpuint(s, ==, g_array_index(seqs, guint64, i - 1) + 1);
+            if (s == 7 && with7 == G_MAXUINT) {
+                with7 = b;
+                behind = seqs->len - 1 - i;
+            }
+        }
+        if (b == with7 + 1 && behind > 0)
+            g_assert_cmpuint(g_array_index(seqs, guint64, 0), ==, 8);
+        else if (b > 0)
+            g_assert_cmpuint(g_array_index(seqs, guint64, 0), ==, prev + 1);
+        prev = g_array_index(seqs, guint64, seqs->len - 1);
+    }
+    g_test_message("%u batches; 7 in batch %u with %u behind it", batches->len, with7, behind);
+    g_assert_cmpuint(with7, <, batches->len);
+    g_assert_cmpuint(behind, >=, 1);
+    g_assert_cmpuint(st.set_aside, ==, behind);
+    g_autoptr(GArray) deliveries = NULL;
+    g_autoptr(GArray) seqs = handled_seqs(&r, &deliveries);
+    guint count[61] = { 0 };
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 s = g_array_index(seqs, guint64, i);
+        g_assert_cmpuint(s, <=, 60);
+        count[s]++;
+        /* Only 7 is ever handled past its first delivery. */
+        g_assert_cmpuint(g_array_index(deliveries, guint, i), ==, s == 7 && count[s] == 2 ? 2 : 1);
+    }
+    for (guint64 s = 1; s <= 60; s++)
+        g_assert_cmpuint(count[s], ==, s == 7 || (s > 7 && s <= 7 + behind) ? 2 : 1);
+    g_assert_cmpuint(st.postponed, ==, 1);
+    g_assert_cmpuint(st.dead_lettered, ==, 1);
+    g_assert_cmpuint(st.acked, ==, 59);
+    rig_free(&r);
+}
+
 /* A dead letter whose capture fails (the DLQ stream full, discarding new
  * records, while seq 3 is in the handler) is not passed over: nothing
  * gives an ordered consumer's message back, so the binding delivers it
@@ -491,8 +598,9 @@ static void test_kv_initial_pending(void)
 /* A KV watch: the current value of every key first (one each, in
  * revision order), the watch says when they are done, then the updates and
  * deletes as they happen, in revision order, nothing skipped. */
-static void test_kv_watch(void)
+static void test_kv_watch(gconstpointer data)
 {
+    const char *extra = data;
     Rig r = { 0 };
     r.kv_bucket = "CFG";
     rig_server(&r);
@@ -504,7 +612,8 @@ static void test_kv_watch(void)
             g_autofree char *key = g_strdup_printf("app.k%02d", i);
             g_assert_cmpint(kvStore_PutString(NULL, kv, key, round == 0 ? "v1" : "v2"), ==, NATS_OK);
         }
-    rig_engine(&r, "batch = 16\n");
+    g_autofree char *keys = g_strdup_printf("batch = 16\n%s", extra);
+    rig_engine(&r, keys);
     wait_handled(&r, 40, 20000);
     JetEngineStats st;
     jet_engine_stats(r.eng, &st);
@@ -542,6 +651,21 @@ static void test_kv_watch(void)
     g_autofree char *kind = NULL;
     g_assert_true(g_file_get_contents(kind_path, &kind, NULL, NULL));
     g_assert_cmpstr(kind, ==, "2\n");
+    if (strstr(extra, "batch_max") != NULL) {
+        /* Batches of up to 8, the last current value (revision 50) ending
+         * its own, so initial-done came between two batches. */
+        g_autoptr(GPtrArray) batches = batches_of(&r);
+        gboolean ends_at_50 = FALSE;
+        guint largest = 0;
+        for (guint b = 0; b < batches->len; b++) {
+            GArray *in = g_ptr_array_index(batches, b);
+            largest = MAX(largest, in->len);
+            ends_at_50 |= g_array_index(in, guint64, in->len - 1) == 50;
+        }
+        g_test_message("%u batches, the largest %u", batches->len, largest);
+        g_assert_true(ends_at_50);
+        g_assert_cmpuint(largest, ==, 8);
+    }
     kvStore_Destroy(kv);
     rig_free(&r);
 }
@@ -1468,31 +1592,57 @@ static guint64 rig_culprit(Rig *r, guint n, const char *what)
  * names no message: the next host strikes nothing, handles the span one mark
  * a message, dies on it again, and from then on the record names it
  * (docs/ordered.md, "Span marks"): one death more. */
+typedef struct {
+    gboolean checkpoint;
+    gboolean batches;   /* batch_max = 5 */
+} PoisonCase;
+
+/* The stream seqs of the first handler batch holding k that a host died
+ * in: [*from, k]. */
+static guint64 batch_start_of(Rig *r, guint64 k)
+{
+    g_autoptr(GPtrArray) batches = batches_of(r);
+    for (guint b = 0; b < batches->len; b++) {
+        GArray *seqs = g_ptr_array_index(batches, b);
+        for (guint i = 0; i < seqs->len; i++)
+            if (g_array_index(seqs, guint64, i) == k)
+                return g_array_index(seqs, guint64, 0);
+    }
+    g_error("no batch held stream seq %" G_GUINT64_FORMAT, k);
+}
+
 static void test_poison(gconstpointer data)
 {
-    const gboolean checkpoint = GPOINTER_TO_INT(data);
+    const PoisonCase *pc = data;
+    const gboolean checkpoint = pc->checkpoint;
     Rig r = { 0 };
     const guint n = 20;
     const guint64 k = rig_culprit(&r, n, checkpoint ? "abort() on" : "no checkpoint, abort() on");
-    g_autofree char *extra = g_strdup_printf("%scrash_limit = 2\noption.abort_seq = %" G_GUINT64_FORMAT "\n",
-                                             checkpoint ? "checkpoint = kv\n" : "", k);
-    const guint deaths = checkpoint ? 2 : 3;
+    g_autofree char *extra = g_strdup_printf("%s%scrash_limit = 2\noption.abort_seq = %" G_GUINT64_FORMAT "\n",
+                                             checkpoint ? "checkpoint = kv\n" : "",
+                                             pc->batches ? "batch_max = 5\n" : "", k);
+    /* A death within a span, or within a batch, names no message: the
+     * next host is careful, and dies naming it. */
+    const guint deaths = checkpoint && !pc->batches ? 2 : 3;
     g_assert_cmpuint(supervise(&r, checkpoint ? "poison" : "nockpt", extra, n, 128 + SIGABRT), ==, deaths);
     /* k at each death (its last with a strike: delivery 2), then poison;
      * the rest once, and without a checkpoint what comes before k once a
-     * run. */
+     * run.  With a checkpoint and batches, the first death's batch is
+     * handled again from its start, one message a mark: what came before
+     * k in it twice. */
+    const guint64 from = checkpoint && pc->batches ? batch_start_of(&r, k) : k;
     g_autofree guint *last = NULL;
-    g_autofree guint *count = handled_counts(&r, n, checkpoint, &last);
+    g_autofree guint *count = handled_counts(&r, n, checkpoint && !pc->batches, &last);
     for (guint64 s = 1; s <= n; s++)
-        g_assert_cmpuint(count[s], ==, s == k ? deaths : s < k && !checkpoint ? deaths + 1 : 1);
+        g_assert_cmpuint(count[s], ==, s == k ? deaths : s < k && !checkpoint ? deaths + 1 : s >= from && s < k ? 2 : 1);
     g_assert_cmpuint(last[k], ==, 2);
     assert_poison(&r, k);
-    if (!checkpoint) {
+    if (!checkpoint || pc->batches) {
         /* The second host strikes nothing; the third strikes k. */
-        g_autofree char *second = log_of("nockpt-1");
+        g_autofree char *second = log_of(checkpoint ? "poison-1" : "nockpt-1");
         g_assert_cmpuint(jet_test_count_lines(second, "event=span-suspect"), ==, 1);
         g_assert_cmpuint(jet_test_count_lines(second, "event=suspect"), ==, 0);
-        g_autofree char *third = log_of("nockpt-2");
+        g_autofree char *third = log_of(checkpoint ? "poison-2" : "nockpt-2");
         g_autofree char *struck =
             g_strdup_printf("event=suspect seq=%" G_GUINT64_FORMAT " msg=\"stream seq %" G_GUINT64_FORMAT " ", k, k);
         g_assert_cmpuint(jet_test_count_lines(third, struck), ==, 1);
@@ -1927,9 +2077,11 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/idle-pulls", test_idle_pulls);
     g_test_add_func("/ordered/verdicts-in-place", test_verdicts_in_place);
     g_test_add_func("/ordered/capture-failed-in-place", test_capture_failed_in_place);
+    g_test_add_func("/ordered/batch-in-order", test_batch_in_order);
     g_test_add_func("/ordered/deliver", test_deliver);
     g_test_add_func("/ordered/deliver-from-time", test_deliver_from_time);
-    g_test_add_func("/ordered/kv-watch", test_kv_watch);
+    g_test_add_data_func("/ordered/kv-watch", "", test_kv_watch);
+    g_test_add_data_func("/ordered/kv-watch-batches", "batch_max = 8\n", test_kv_watch);
     g_test_add_func("/ordered/kv-initial-pending", test_kv_initial_pending);
     g_test_add_func("/ordered/kv-purged-under-watch", test_kv_purged_under_watch);
     g_test_add_func("/ordered/kv-empty-and-updates-only", test_kv_empty_and_updates_only);
@@ -1942,8 +2094,11 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/fell-back-briefly", test_fell_back_briefly);
     g_test_add_data_func("/ordered/kv-new-life", GINT_TO_POINTER(FALSE), test_kv_new_life);
     g_test_add_data_func("/ordered/kv-new-life-checkpoint", GINT_TO_POINTER(TRUE), test_kv_new_life);
-    g_test_add_data_func("/ordered/checkpoint-poison", GINT_TO_POINTER(TRUE), test_poison);
-    g_test_add_data_func("/ordered/crash-no-checkpoint", GINT_TO_POINTER(FALSE), test_poison);
+    static const PoisonCase poison_cases[] = { { TRUE, FALSE }, { FALSE, FALSE }, { TRUE, TRUE }, { FALSE, TRUE } };
+    g_test_add_data_func("/ordered/checkpoint-poison", &poison_cases[0], test_poison);
+    g_test_add_data_func("/ordered/crash-no-checkpoint", &poison_cases[1], test_poison);
+    g_test_add_data_func("/ordered/checkpoint-poison-batches", &poison_cases[2], test_poison);
+    g_test_add_data_func("/ordered/crash-no-checkpoint-batches", &poison_cases[3], test_poison);
     g_test_add_func("/ordered/mark-blames-nobody-else", test_mark_blames_nobody_else);
     g_test_add_func("/ordered/span-marks", test_span_marks);
     g_test_add_func("/ordered/span-crash-careful", test_span_crash_careful);
