@@ -594,9 +594,14 @@ int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, s
     if (n == 0 || n > m->config->batch_max)
         return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: %zu messages, and the binding's batch_max "
                               "is %u (set it with jet_mock_set_policy)", n, m->config->batch_max);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (msgs[i] == NULL)
             return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: message %zu is NULL", i);
+        if (JET_KIND_IS_ORDERED(m->config->kind) && msgs[i]->deliveries > 1)
+            return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: message %zu is delivery %u; an "
+                                  "ordered or KV binding hands a redelivery alone (jet_mock_deliver)", i,
+                                  msgs[i]->deliveries);
+    }
     g_autofree jet_mock_settlement *full = g_new0(jet_mock_settlement, n);
     int rc = jet__mock_run_batch(m, msgs, n, full);
     for (size_t i = 0; i < n; i++)

@@ -553,6 +553,17 @@ static void settlement_fill(jet_mock *m, const jet_mock_msg *b, MockRun *run, co
 {
     gboolean batched = run->batched;
     memset(out, 0, sizeof *out);
+    if (x->set_aside) {
+        out->action = JET_MOCK_SET_ASIDE;
+        out->action_name = out->outcome = "set-aside";
+        out->cause = "none";
+        out->handled = x->handled;
+        out->verdict = x->verdict;
+        out->now_ns = jet__mock_clock(m);
+        out->stream_seq = b->stream_seq;
+        out->deliveries = b->deliveries;
+        return;
+    }
     const JetSettleAction *a = &x->action;
     out->verdict = x->verdict;
     out->handled = x->handled;
@@ -816,7 +827,12 @@ int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, 
         dp[i] = &ds[i];
     }
     m->run = &runs[0];
-    jet_executor_deliver_batch(m->executor, dp, (guint)n, xs);
+    /* An ordered or KV binding settles its batch in stream order
+     * (executor.h): what follows a message that waits is set aside. */
+    if (JET_KIND_IS_ORDERED(m->config->kind))
+        jet_executor_deliver_batch_in_order(m->executor, dp, (guint)n, xs);
+    else
+        jet_executor_deliver_batch(m->executor, dp, (guint)n, xs);
     m->run = NULL;
     for (size_t i = 0; i < n; i++) {
         settlement_fill(m, msgs[i], &runs[i], &xs[i], &outs[i]);

@@ -239,9 +239,13 @@ typedef enum jet_mock_action {
     JET_MOCK_HELD = 4,       /* with a `key` policy: not handled, because an earlier
                                 message of its key has not settled for good; the mock
                                 keeps it (see "Lanes" below) */
-    JET_MOCK_PENDING = 5     /* with `max_in_flight`: handle() returned JET_PENDING and
+    JET_MOCK_PENDING = 5,    /* with `max_in_flight`: handle() returned JET_PENDING and
                                 the plugin has not completed it; the mock keeps it until
                                 jet_mock_settle_completed() (see "Pending deliveries") */
+    JET_MOCK_SET_ASIDE = 6   /* kind ordered or kv, jet_mock_deliver_batch(): a message
+                                before it in the batch waits in place (a retry, a
+                                postpone), so nothing of its verdict was acted on;
+                                deliver it again as it is once that one settled */
 } jet_mock_action;
 
 typedef struct jet_mock_header {
@@ -259,7 +263,8 @@ typedef struct jet_mock_publish jet_mock_publish;
 
 typedef struct jet_mock_settlement {
     jet_mock_action action;
-    const char *action_name;      /* "ack", "retry", "postpone", "capture", "held" */
+    const char *action_name;      /* "ack", "retry", "postpone", "capture", "held",
+                                     "pending", "set-aside" */
     uint64_t delay_ms;            /* RETRY and POSTPONE: the NAK delay */
     const char *cause;            /* CAPTURE: "rejected", "poison", "breaker", "budget",
                                      "exhausted"; otherwise "none" */
@@ -267,7 +272,8 @@ typedef struct jet_mock_settlement {
                                      "stranded": a capture too large to build (no record);
                                      "held": kept in its lane, not handled;
                                      "crashed", "ack-lost": a fault point struck (see
-                                     jet_mock_inject_fault()) */
+                                     jet_mock_inject_fault()); "pending"; "set-aside":
+                                     a batch member behind one that waits (ordered, kv) */
     int is_failure;               /* this delivery is a failed attempt */
     uint32_t failure_number;      /* k, when is_failure */
     int plugin_error;             /* the daemon counts the plugin's answer as an error */
@@ -389,12 +395,16 @@ JET_MOCK_API int jet_mock_deliver_sized(jet_mock *m, const jet_mock_msg *b, jet_
  * deliveries together through handle_batch(), a redelivery (deliveries
  * above 1) on its own through handle(), each verdict settled as
  * jet_mock_deliver() settles handle()'s; outs[i] is msgs[i]'s settlement
- * (its publishes and record valid until the next delivery).  Returns as
- * jet_mock_deliver() (a violation names its rule in every settlement of
- * the call); JET_MOCK_EINVAL (outs zeroed) when n is 0 or above the
- * binding's batch_max, or the plugin has no handle_batch(); JET_MOCK_ESTATE
- * when not started or a fault point is armed (faults are for one
- * message: jet_mock_deliver()). */
+ * (its publishes and record valid until the next delivery).  With kind
+ * ordered or kv the batch is settled in stream order up to the first
+ * message that waits (a RETRY, a POSTPONE), and the ones behind it are
+ * JET_MOCK_SET_ASIDE: deliver them again as they are, as the daemon does,
+ * after the waiting one settled.  Returns as jet_mock_deliver() (a
+ * violation names its rule in every settlement of the call);
+ * JET_MOCK_EINVAL (outs zeroed) when n is 0 or above the binding's
+ * batch_max, the plugin has no handle_batch(), or (ordered, kv) a message
+ * is a redelivery; JET_MOCK_ESTATE when not started or a fault point is
+ * armed (faults are for one message: jet_mock_deliver()). */
 JET_MOCK_API int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, size_t n,
                                               jet_mock_settlement *outs, size_t out_size);
 #define jet_mock_deliver_batch(m, msgs, n, outs) \

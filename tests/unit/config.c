@@ -258,9 +258,8 @@ static const struct {
     { HOST BIND "batch_max = 2\nbatch_wait = 10ms\nkey = subject:2\n",
       "[binding orders] batch_wait: a binding with `key` hands a batch what its lanes have ready at once "
       "(docs/batches.md)" },
-    { HOST "[binding orders]\nplugin = p\nstream = S\nkind = ordered\nbatch_max = 2\n",
-      "[binding orders] batch_max: 2: handler batches are for durable bindings (ordered and KV bindings hand one "
-      "message at a time to handle(); docs/batches.md)" },
+    { HOST "[binding orders]\nplugin = p\nstream = S\nkind = ordered\nbatch = 5\nbatch_max = 6\n",
+      "[binding orders] batch_max: 6 must be at most batch (5), the most one pull brings" },
     { HOST BIND "max_in_flight = 1001\n", "[binding orders] max_in_flight: 1001 is out of range (0..1000)" },
     { HOST BIND "max_in_flight = 10\nkey = subject:2\n",
       "[binding orders] max_in_flight: 10: pending deliveries are for durable bindings without `key` or "

@@ -10,6 +10,8 @@
 
 #include "harness.h"
 
+#include <glib/gstdio.h>
+
 #include <string.h>
 
 static const jet_host_api *ah;
@@ -246,6 +248,69 @@ static void test_stop(void)
     jet_mock_free(m);
 }
 
+/* DIR/async.log holds n lines: fx_gate completed n deliveries. */
+typedef struct {
+    const char *path;
+    guint n;
+} AsyncLog;
+
+static gboolean completed_n(gpointer data)
+{
+    const AsyncLog *a = data;
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(a->path, &text, NULL, NULL))
+        return FALSE;
+    guint lines = 0;
+    for (const char *c = text; *c != '\0'; c++)
+        lines += *c == '\n';
+    return lines >= a->n;
+}
+
+/* `jethost mock` with max_in_flight: two deliveries go pending (one line
+ * each, action "pending"); once the plugin's own thread has completed them,
+ * an {"event": "settle_completed"} line prints their settlements, in the
+ * order completed. */
+static void test_cli_settle_completed(void)
+{
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *dir = g_build_filename(jet_test_private_dir(), "cli-async", NULL);
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_autofree char *dir_opt = g_strdup_printf("dir=%s", dir);
+    g_autofree char *cli = g_build_filename(g_getenv("JET_BUILDDIR"), "tests", "mock-cli", NULL);
+    const char *argv[] = { cli, "mock", "--plugin", plugin, "--option", dir_opt, "--option", "async=1ms",
+                           "--option", "seq_verdicts=2=reject", "--policy", "max_in_flight=4", "--quiet", NULL };
+    g_autoptr(GError) e = NULL;
+    g_autoptr(GSubprocess) p = g_subprocess_newv(argv, G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+                                                 &e);
+    g_assert_no_error(e);
+    GOutputStream *in = g_subprocess_get_stdin_pipe(p);
+    static const char deliveries[] = "{\"subject\": \"orders.new\", \"data\": \"a\"}\n"
+                                     "{\"subject\": \"orders.new\", \"data\": \"b\"}\n";
+    g_assert_true(g_output_stream_write_all(in, deliveries, strlen(deliveries), NULL, NULL, &e));
+    g_assert_true(g_output_stream_flush(in, NULL, &e));
+    g_autofree char *log = g_build_filename(dir, "async.log", NULL);
+    AsyncLog al = { log, 2 };
+    g_assert_true(jet_test_wait_until(completed_n, &al, 20000));
+    static const char settle[] = "{\"event\": \"settle_completed\"}\n{\"event\": \"settle_completed\"}\n";
+    g_autofree char *out = NULL;
+    g_assert_true(g_subprocess_communicate_utf8(p, settle, NULL, &out, NULL, &e));
+    g_assert_no_error(e);
+    g_test_message("stdout: %s", out);
+    g_assert_cmpint(g_subprocess_get_exit_status(p), ==, 0);
+    g_auto(GStrv) lines = g_strsplit(g_strchomp(out), "\n", -1);
+    /* Two pending lines, then the two settlements of the first event; the
+     * second event has nothing left to settle. */
+    g_assert_cmpuint(g_strv_length(lines), ==, 4);
+    for (guint i = 0; i < 2; i++) {
+        g_assert_nonnull(strstr(lines[i], "\"action\":\"pending\""));
+        g_assert_nonnull(strstr(lines[i], "\"outcome\":\"pending\""));
+    }
+    g_assert_nonnull(strstr(lines[2], "\"stream_seq\":1,"));
+    g_assert_nonnull(strstr(lines[2], "\"outcome\":\"acked\""));
+    g_assert_nonnull(strstr(lines[3], "\"stream_seq\":2,"));
+    g_assert_nonnull(strstr(lines[3], "\"cause\":\"rejected\""));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -254,5 +319,6 @@ int main(int argc, char **argv)
     g_test_add_func("/mock-async/early", test_early);
     g_test_add_func("/mock-async/misuse", test_misuse);
     g_test_add_func("/mock-async/stop", test_stop);
+    g_test_add_func("/mock-async/cli-settle-completed", test_cli_settle_completed);
     return g_test_run();
 }

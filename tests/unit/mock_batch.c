@@ -164,6 +164,63 @@ static void test_verdicts(void)
     jet_mock_free(m);
 }
 
+/* kind = ordered: the batch is settled in stream order up to the first
+ * message that waits (here a retry); the ones behind it are set aside,
+ * nothing of their verdicts acted on (no publish, no record), and are
+ * delivered again as they are once it settled.  A reject before it is a
+ * settlement like an ack.  A redelivery has no place in such a batch. */
+static void test_ordered(void)
+{
+    memset(&sink, 0, sizeof sink);
+    char err[256];
+    jet_mock *m = jet_mock_new_static(batch_entry, err, sizeof err);
+    g_assert_nonnull(m);
+    jet_mock_set_abort_on_violation(m, 0);
+    g_assert_cmpint(jet_mock_set_policy(m, "kind", "ordered"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_set_policy(m, "batch_max", "5"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_set_policy(m, "rungs", "1s"), ==, JET_MOCK_OK);
+    g_assert_cmpint(jet_mock_start(m), ==, JET_MOCK_OK);
+    jet_mock_msg *b[5] = { msg(m, "fwd"), msg(m, "reject"), msg(m, "retry"), msg(m, "fwd"), msg(m, "reject") };
+    jet_mock_settlement s[5];
+    g_assert_cmpint(jet_mock_deliver_batch(m, (const jet_mock_msg *const *)b, 5, s), ==, JET_MOCK_OK);
+    g_assert_cmpuint(sink.batches, ==, 1);
+    g_assert_cmpint(s[0].action, ==, JET_MOCK_ACK);
+    g_assert_cmpuint(s[0].n_publishes, ==, 1);
+    g_assert_cmpint(s[1].action, ==, JET_MOCK_CAPTURE);
+    g_assert_cmpint(s[2].action, ==, JET_MOCK_RETRY);
+    for (int i = 3; i < 5; i++) {
+        g_assert_cmpint(s[i].action, ==, JET_MOCK_SET_ASIDE);
+        g_assert_cmpstr(s[i].outcome, ==, "set-aside");
+        g_assert_cmpstr(s[i].action_name, ==, "set-aside");
+        g_assert_true(s[i].handled);
+        g_assert_cmpuint(s[i].n_publishes, ==, 0);
+        g_assert_null(s[i].dlq_subject);
+        g_assert_cmpuint(s[i].deliveries, ==, 1);
+        /* Not a settlement to redeliver from: it comes again as it is. */
+        g_assert_cmpint(jet_mock_msg_redeliver(b[i], &s[i]), ==, JET_MOCK_ESTATE);
+    }
+    g_assert_cmpint(s[3].verdict, ==, JET_ACK);
+    g_assert_cmpint(s[4].verdict, ==, JET_REJECT);
+    /* A redelivery in a batch is refused; alone it goes through handle(). */
+    g_assert_cmpint(jet_mock_msg_redeliver(b[2], &s[2]), ==, JET_MOCK_OK);
+    const jet_mock_msg *mixed[2] = { b[2], b[3] };
+    g_assert_cmpint(jet_mock_deliver_batch(m, mixed, 2, s), ==, JET_MOCK_EINVAL);
+    g_assert_cmpint(jet_mock_deliver(m, b[2], &s[0]), ==, JET_MOCK_OK);
+    g_assert_cmpint(s[0].action, ==, JET_MOCK_RETRY);
+    g_assert_cmpuint(sink.singles, ==, 1);
+    /* Once it settles, what was set aside goes again, as it is. */
+    sink.batches = 0;
+    const jet_mock_msg *rest[2] = { b[3], b[4] };
+    g_assert_cmpint(jet_mock_deliver_batch(m, rest, 2, s), ==, JET_MOCK_OK);
+    g_assert_cmpuint(sink.batches, ==, 1);
+    g_assert_cmpint(s[0].action, ==, JET_MOCK_ACK);
+    g_assert_cmpuint(s[0].n_publishes, ==, 1);
+    g_assert_cmpint(s[1].action, ==, JET_MOCK_CAPTURE);
+    for (int i = 0; i < 5; i++)
+        jet_mock_msg_free(b[i]);
+    jet_mock_free(m);
+}
+
 /* A batch that fails as a whole: each message retried with the return
  * value named, nothing published. */
 static void test_batch_fails(void)
@@ -336,6 +393,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/mock-batch/verdicts", test_verdicts);
     g_test_add_func("/mock-batch/batch-fails", test_batch_fails);
+    g_test_add_func("/mock-batch/ordered", test_ordered);
     g_test_add_func("/mock-batch/kept-handle", test_kept_handle);
     g_test_add_func("/mock-batch/refused", test_refused);
     g_test_add_func("/mock-batch/paced", test_paced_batch);
