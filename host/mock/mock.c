@@ -587,10 +587,6 @@ int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, s
     if (m->desc->handle_batch == NULL)
         return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: plugin %s has no handle_batch()",
                               m->desc->name);
-    if (m->lanes != NULL)
-        return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: with a `key`, the daemon batches what its "
-                              "lanes have ready, one message a key; the mock delivers lane messages one at a time "
-                              "(jet_mock_deliver)");
     if (n == 0 || n > m->config->batch_max)
         return jet__mock_fail(m, JET_MOCK_EINVAL, "jet_mock_deliver_batch: %zu messages, and the binding's batch_max "
                               "is %u (set it with jet_mock_set_policy)", n, m->config->batch_max);
@@ -603,7 +599,8 @@ int jet_mock_deliver_batch_sized(jet_mock *m, const jet_mock_msg *const *msgs, s
                                   msgs[i]->deliveries);
     }
     g_autofree jet_mock_settlement *full = g_new0(jet_mock_settlement, n);
-    int rc = jet__mock_run_batch(m, msgs, n, full);
+    int rc = m->lanes != NULL ? jet__mock_lanes_deliver_batch(m, msgs, n, full)
+                              : jet__mock_run_batch(m, msgs, n, NULL, full);
     for (size_t i = 0; i < n; i++)
         jet__mock_settlement_out(&full[i], (jet_mock_settlement *)(void *)((char *)outs + i * out_size), out_size);
     return rc;

@@ -808,7 +808,8 @@ int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet
     return call_result(m, before, out, 1);
 }
 
-int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs)
+int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, const char *const *malformed,
+                        jet_mock_settlement *outs)
 {
     outputs_reset(m);
     size_t before = jet_mock_violation_count(m);
@@ -820,7 +821,7 @@ int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, 
     JetStats stats = { 0 };
     for (size_t i = 0; i < n; i++) {
         ((jet_mock_msg *)msgs[i])->has_written = FALSE;
-        delivery_of(m, msgs[i], NULL, &hdrs[i], &stats, &ds[i]);
+        delivery_of(m, msgs[i], malformed != NULL ? malformed[i] : NULL, &hdrs[i], &stats, &ds[i]);
         run_init(&runs[i], msgs[i]);
         runs[i].batched = msgs[i]->deliveries <= 1;
         ds[i].token = &runs[i];

@@ -84,14 +84,11 @@ static gboolean ambiguous(const jet_mock *m, const jet_mock_msg *b)
     return jet_lane_key_of(&m->config->lane_key, b->subject, b->headers, &key, &len) == JET_LANE_AMBIGUOUS;
 }
 
-/* Runs b (a delivery of its sequence) and settles it in its lane: a
- * message given back (RETRY, POSTPONE, or a capture that could not be built
- * and so was never acked) keeps holding the lane; one settled for good
- * releases its successor. */
-static int run_item(jet_mock *m, LaneItem *it, const jet_mock_msg *b, jet_mock_settlement *out)
+/* How it ran, in its lane: a message given back (RETRY, POSTPONE, or a
+ * capture that could not be built and so was never acked) keeps holding
+ * the lane; one settled for good releases its successor.  Frees it. */
+static void lane_settled(jet_mock *m, LaneItem *it, const jet_mock_settlement *out)
 {
-    g_autofree char *malformed = ambiguous(m, b) ? ambiguous_text(&m->config->lane_key) : NULL;
-    int rc = jet__mock_run(m, b, malformed, out);
     /* A fault point leaves it on the consumer too: it comes again. */
     gboolean given_back = out->action == JET_MOCK_RETRY || out->action == JET_MOCK_POSTPONE ||
                           strcmp(out->outcome, "stranded") == 0 || strcmp(out->outcome, "crashed") == 0 ||
@@ -103,19 +100,40 @@ static int run_item(jet_mock *m, LaneItem *it, const jet_mock_msg *b, jet_mock_s
         g_hash_table_remove(m->lane_of, &it->seq);
     item_free(it);
     take_ready(m);
+}
+
+/* Why a message in a lane is dead-lettered without its handler: its key
+ * cannot be told (the daemon's words), or NULL. */
+static char *lane_malformed(const jet_mock *m, const jet_mock_msg *b)
+{
+    return ambiguous(m, b) ? ambiguous_text(&m->config->lane_key) : NULL;
+}
+
+/* Runs b (a delivery of its sequence) and settles it in its lane. */
+static int run_item(jet_mock *m, LaneItem *it, const jet_mock_msg *b, jet_mock_settlement *out)
+{
+    g_autofree char *malformed = lane_malformed(m, b);
+    int rc = jet__mock_run(m, b, malformed, out);
+    lane_settled(m, it, out);
     return rc;
 }
 
-int jet__mock_lanes_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
+/* Where a delivery of b goes: its lane's turn came (TRUE, *item: taken, so
+ * the lane stays held while it runs), no lane can be told (TRUE, *item
+ * NULL, *no_lane: why; dead-lettered at once), or it waits behind its lane's
+ * head (FALSE, out filled as held). */
+static gboolean admit(jet_mock *m, const jet_mock_msg *b, LaneItem **item, char **no_lane, jet_mock_settlement *out)
 {
+    *item = NULL;
+    *no_lane = NULL;
     const char *key = NULL;
     gsize len = 0;
     guint64 seq = b->stream_seq;
     if (jet_lane_key_of(&m->config->lane_key, b->subject, b->headers, &key, &len) == JET_LANE_AMBIGUOUS) {
         GBytes *known = g_hash_table_lookup(m->lane_of, &seq);
         if (known == NULL) {
-            g_autofree char *why = ambiguous_text(&m->config->lane_key);
-            return jet__mock_run(m, b, why, out);   /* no lane: dead-lettered at once */
+            *no_lane = ambiguous_text(&m->config->lane_key);   /* dead-lettered at once */
+            return TRUE;
         }
         /* A message already in a lane (its headers changed between
          * deliveries): it keeps that lane, and is dead-lettered in its
@@ -129,8 +147,8 @@ int jet__mock_lanes_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlem
     for (guint i = 0; i < m->released->len; i++) {
         LaneItem *it = g_ptr_array_index(m->released, i);
         if (it->seq == seq) {
-            g_ptr_array_remove_index(m->released, i);
-            return run_item(m, it, b, out);
+            *item = g_ptr_array_remove_index(m->released, i);
+            return TRUE;
         }
     }
     /* A real key is never empty (lane_key.h): "" names the keyless lane. */
@@ -144,10 +162,13 @@ int jet__mock_lanes_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlem
     if (!g_hash_table_contains(m->lane_of, &seq))
         g_hash_table_insert(m->lane_of, g_memdup2(&seq, sizeof seq), g_bytes_ref(lane));
     take_ready(m);
-    if (g_ptr_array_remove(m->released, it))
-        return run_item(m, it, b, out);
+    if (g_ptr_array_remove(m->released, it)) {
+        *item = it;
+        return TRUE;
+    }
 
     /* Held: an earlier message of its lane has not settled for good. */
+    memset(out, 0, sizeof *out);
     out->action = JET_MOCK_HELD;
     out->action_name = "held";
     out->cause = "none";
@@ -157,7 +178,51 @@ int jet__mock_lanes_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlem
     out->stream_seq = seq;
     out->deliveries = b->deliveries;
     out->held_behind = lane_head(m, lane);
-    return JET_MOCK_OK;
+    return FALSE;
+}
+
+int jet__mock_lanes_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out)
+{
+    LaneItem *it;
+    g_autofree char *no_lane = NULL;
+    if (!admit(m, b, &it, &no_lane, out))
+        return JET_MOCK_OK;
+    if (it == NULL)
+        return jet__mock_run(m, b, no_lane, out);
+    return run_item(m, it, b, out);
+}
+
+int jet__mock_lanes_deliver_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs)
+{
+    /* Each message offered to its lane in turn: the ones whose turn came
+     * run in one batch, which therefore never holds two of a key (the
+     * second waits behind the first, as in the daemon's runners). */
+    g_autofree LaneItem **items = g_new0(LaneItem *, n);
+    g_autofree const jet_mock_msg **run = g_new(const jet_mock_msg *, n);
+    g_autofree char **malformed = g_new0(char *, n);
+    g_autofree size_t *which = g_new(size_t, n);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        LaneItem *it;
+        char *no_lane;
+        if (!admit(m, msgs[i], &it, &no_lane, &outs[i]))
+            continue;
+        items[k] = it;
+        run[k] = msgs[i];
+        malformed[k] = it != NULL ? lane_malformed(m, msgs[i]) : no_lane;
+        which[k++] = i;
+    }
+    if (k == 0)
+        return JET_MOCK_OK;
+    g_autofree jet_mock_settlement *ran = g_new0(jet_mock_settlement, k);
+    int rc = jet__mock_run_batch(m, run, k, (const char *const *)malformed, ran);
+    for (size_t j = 0; j < k; j++) {
+        outs[which[j]] = ran[j];
+        if (items[j] != NULL)
+            lane_settled(m, items[j], &ran[j]);
+        g_free(malformed[j]);
+    }
+    return rc;
 }
 
 static int deliver_held(jet_mock *m, jet_mock_settlement *out)

@@ -227,9 +227,12 @@ extern const JetTransport jet__mock_transport;
 void jet__mock_settlement_out(const jet_mock_settlement *full, jet_mock_settlement *out, size_t out_size);
 
 int jet__mock_run(jet_mock *m, const jet_mock_msg *b, const char *malformed, jet_mock_settlement *out);
-/* msgs[0..n-1] as one handler batch (jet_executor_deliver_batch), each
- * settlement in outs[i] (full size). */
-int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs);
+/* msgs[0..n-1] as one handler batch (jet_executor_deliver_batch; in
+ * stream order on an ordered or KV binding), each settlement in outs[i]
+ * (full size).  malformed: NULL, or why each message is dead-lettered
+ * without its handler (NULL for most). */
+int jet__mock_run_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, const char *const *malformed,
+                        jet_mock_settlement *outs);
 
 /* Pending deliveries (max_in_flight): how many are kept (those past
  * handler_timeout given up first); the earliest completed one settled into
@@ -248,5 +251,8 @@ void jet__mock_lanes_start(jet_mock *m);
 void jet__mock_lanes_stop(jet_mock *m);
 /* jet_mock_deliver() with a `key`: runs b, or keeps it in its lane. */
 int jet__mock_lanes_deliver(jet_mock *m, const jet_mock_msg *b, jet_mock_settlement *out);
+/* jet_mock_deliver_batch() with a `key`: the messages whose lane's turn
+ * came run as one batch; the others are kept, held (outs[i] full size). */
+int jet__mock_lanes_deliver_batch(jet_mock *m, const jet_mock_msg *const *msgs, size_t n, jet_mock_settlement *outs);
 
 #endif
