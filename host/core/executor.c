@@ -962,6 +962,8 @@ guint jet_executor_deliver_batch_in_order(JetExecutor *x, const JetDelivery *con
     }
     g_autofree gboolean *through = g_new(gboolean, n);
     g_autofree int *verdicts = g_new(int, n);
+    for (guint i = 0; i < n; i++)
+        verdicts[i] = -1;   /* one the decision settles before the handler has none */
     batch_handle(x, rs, n, through, verdicts, NULL);
     guint settled = 0;
     gboolean waits = FALSE;   /* the last one settled waits in place */

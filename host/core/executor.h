@@ -168,7 +168,8 @@ typedef struct {
     gboolean publish_refused;      /* a msg_publish() call was refused (a plugin error) */
     JetCaptureOutcome capture;     /* CAPTURE: what the transport answered */
     gboolean set_aside;            /* an in-order batch member behind one that waits: nothing
-                                      was acted on (jet_executor_deliver_batch_in_order) */
+                                      was acted on (jet_executor_deliver_batch_in_order); of
+                                      such a report only handled and verdict say anything */
 } JetExecuted;
 
 /* Whether done leaves its message waiting where it is: a RETRY or a

@@ -205,7 +205,7 @@ static int t_handle_batch(gpointer t, const JetDelivery *const *ds, jet_msg *con
     g_mutex_lock(&e->lease_lock);
     for (guint i = 0; i < n; i++) {
         Item *it = item_of(ds[i]);
-        if (!it->stale)
+        if (!it->stale && it->hung_logged_us == 0)
             it->handler_since_us = 0;
     }
     g_mutex_unlock(&e->lease_lock);

@@ -93,8 +93,12 @@ struct JetOrdered {
     guint32 careful_left;
     gboolean record_failing;   /* the last write failed (logged once until one lands) */
     /* The delivery in the handler now, for the watch (under the engine's
-     * lease lock); NULL between messages. */
+     * lease lock); NULL between messages.  A batch in handle_batch(): its
+     * deliveries, of which those handed to the plugin carry the handler's
+     * start (in_batch NULL otherwise). */
     Item *in_handler;
+    Due *const *in_batch;
+    guint in_batch_n;
     /* kind = kv with initial values: they are being handled (the watch has
      * not caught up with the bucket yet). */
     gboolean initial_open;
@@ -236,6 +240,9 @@ static gpointer ordered_watch_main(gpointer data)
     while (!e->keeper_quit) {
         g_cond_wait_until(&e->lease_cond, &e->lease_lock, g_get_monotonic_time() + step_us);
         Item *it = o->in_handler;
+        for (guint i = 0; it == NULL && i < o->in_batch_n; i++)
+            if (o->in_batch[i]->it.handler_since_us > 0)
+                it = &o->in_batch[i]->it;   /* one the plugin was handed: the call's start */
         gint64 now = now_us();
         if (!e->keeper_quit && it != NULL && it->handler_since_us > 0 && now - it->handler_since_us > limit_us)
             handler_hung(e, it, now, limit_us);
@@ -437,6 +444,7 @@ static void begin_new_life(JetEngine *e, JetOrdered *o, gint64 created, guint64 
     o->life = created;
     o->life_start = TRUE;
     o->position = 0;
+    g_ptr_array_set_size(o->due, 0);   /* none is gathered here; none of the old life may move the position */
     o->crashed = 0;
     o->crashed_strikes = 0;
     o->careful_from = 0;
@@ -1078,12 +1086,14 @@ static guint batch_in_place(Worker *w, JetOrdered *o, Due *const *dues, guint n,
     }
     mark_batch(e, o, ds[0].stream_seq, n);
     g_mutex_lock(&e->lease_lock);
-    o->in_handler = &dues[0]->it;
+    o->in_batch = dues;
+    o->in_batch_n = n;
     g_mutex_unlock(&e->lease_lock);
     guint settled = jet_executor_deliver_batch_in_order(e->executor, dp, n, outs);
     jet__progress(e);
     g_mutex_lock(&e->lease_lock);
-    o->in_handler = NULL;
+    o->in_batch = NULL;
+    o->in_batch_n = 0;
     g_mutex_unlock(&e->lease_lock);
     if (e->settle_hook != NULL)
         for (guint i = 0; i < settled; i++)
@@ -1290,8 +1300,11 @@ static gpointer ordered_main(gpointer data)
         guint gen = jet_conn_generation(e->conn);
         if (gen != w->generation) {
             /* A reconnect voids the pull, and a restarted server may have
-             * lost the consumer (memory storage). */
+             * lost the consumer (memory storage).  What was delivered before
+             * goes first: the next consumer may find a new life of the
+             * stream, whose position must not be moved by the old one's. */
             w->generation = gen;
+            handle_due(w, o);
             drop_consumer(e, o);
             why = "a reconnect";
         }
@@ -1315,7 +1328,7 @@ static gpointer ordered_main(gpointer data)
             wait_ms = CLAMP((o->due_until_us - now_us()) / 1000, 1, wait_ms);
         natsMsg *m = NULL;
         natsStatus s = natsSubscription_NextMsg(&m, w->sub, wait_ms);
-        if (s != NATS_OK && o->mark_in != 0 && o->due->len == 0 && !stopping(e))
+        if (s != NATS_OK && o->mark_in != 0 && !stopping(e))
             /* Nothing came: the handler is done with what the record names.
              * Said once, so a host killed while idle strikes nothing. */
             record_write(e, o, 0, 1);
@@ -1327,9 +1340,10 @@ static gpointer ordered_main(gpointer data)
             const char *reply = natsMsg_GetReply(m);
             if (jet_nats_status(m, &code, &desc)) {
                 /* What the server says comes after what it delivered before
-                 * (a consumer gone, all its current values seen). */
-                handle_due(w, o);
-                keep = on_status(w, o, m, code, desc);
+                 * (a consumer gone, all its current values seen); a stop
+                 * meanwhile left some unhandled, so it says nothing now. */
+                if (handle_due(w, o))
+                    keep = on_status(w, o, m, code, desc);
                 why = "the server said the consumer is gone";
                 natsMsg_Destroy(m);
             } else if (reply != NULL && g_str_has_prefix(reply, "$JS.ACK.")) {
@@ -1353,6 +1367,7 @@ static gpointer ordered_main(gpointer data)
                     "nothing from the server for %" G_GINT64_FORMAT " ms; re-creating the ordered consumer",
                     (now - o->last_heard_us) / 1000);
             why = "missed heartbeats";
+            handle_due(w, o);
             drop_consumer(e, o);
         } else if (o->pull.active && now > o->pull.deadline_us) {
             o->pull.active = FALSE;

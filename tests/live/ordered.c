@@ -1703,6 +1703,28 @@ static void assert_unstruck(Rig *r, guint n, guint times)
     }
 }
 
+/* While a batch is gathered (batch_wait) nothing is in the handler: the
+ * record says so, as when idle, so a host killed then blames no message.
+ * Seven messages, batches of five with batch_wait 3 s: the first five are
+ * handled, then 6 and 7 wait for more, and meanwhile the record names
+ * nothing after 5. */
+static void test_batch_gathering_idle(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 7);
+    GSubprocess *h = spawn_ordered(&r, "gather", "checkpoint = kv\nbatch_max = 5\nbatch_wait = 3s\n");
+    wait_handled(&r, 5, 30000);
+    RecordWait rw = { &r, 5, 0 };
+    g_assert_true(jet_test_wait_until(record_idle_at, &rw, 2000));
+    g_assert_cmpuint(handled_count(&r), ==, 5);
+    wait_handled(&r, 7, 30000);
+    g_subprocess_send_signal(h, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(h, 20000), ==, 0);
+    g_object_unref(h);
+    rig_free(&r);
+}
+
 /* What the record must not blame: a host killed while idle had nothing in
  * the handler (the record says so once nothing waits), nor one killed while
  * a message waits a retry in place; and a stream deleted and re-created has
@@ -1996,8 +2018,12 @@ static gboolean hook_fired(gpointer data)
  * watch (the worker is the stuck thread), counted, and nothing overtakes
  * it; when it returns the binding goes on in order.  The host is told to
  * exit only with exit_on_any_hung. */
-static void test_hung(void)
+static void test_hung(gconstpointer data)
 {
+    /* With batches the six go to handle_batch() together, hung on 3:
+     * the call is reported, by its first message. */
+    const gboolean batches = GPOINTER_TO_INT(data);
+    const char *said = batches ? "1" : "3";
     Rig r = { 0 };
     r.ordered = TRUE;
     rig_server(&r);
@@ -2007,7 +2033,8 @@ static void test_hung(void)
     r.hung_hook = on_hung;
     r.hung_data = &hs;
     jet_test_stderr_begin("ordered-hung");
-    rig_engine(&r, "handler_timeout = 1s\noption.block_seq = 3\n");
+    rig_engine(&r, batches ? "batch_max = 6\nbatch_wait = 500ms\nhandler_timeout = 1s\noption.block_seq = 3\n"
+                           : "handler_timeout = 1s\noption.block_seq = 3\n");
     rig_wait_inflight(&r, 3);
     g_assert_true(jet_test_wait_until(hung_seen, &r, 10000));
     /* Nothing went round it. */
@@ -2022,8 +2049,13 @@ static void test_hung(void)
     jet_engine_stats(r.eng, &st);
     g_assert_cmpuint(st.hung_handlers, ==, 1);
     g_assert_cmpint(g_atomic_int_get(&hs.fired), ==, 0);
-    g_assert_cmpuint(jet_test_count_lines(log, "event=handler-hung seq=3 msg=\"stream seq 3: "), >=, 1);
-    g_assert_cmpuint(jet_test_count_lines(log, "event=handler-returned msg=\"stream seq 3: "), ==, 1);
+    g_autofree char *hung = g_strdup_printf("event=handler-hung seq=%s msg=\"stream seq %s: ", said, said);
+    g_autofree char *back = g_strdup_printf("event=handler-returned msg=\"stream seq %s: the hung handler returned after ",
+                                            said);
+    g_assert_cmpuint(jet_test_count_lines(log, hung), >=, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, back), ==, 1);
+    /* It says how long it ran: at least the timeout. */
+    g_assert_cmpuint(jet_test_count_lines(log, " returned after 0 ms"), ==, 0);
     rig_engine_end(&r);
 
     /* exit_on_any_hung: the host is told at once. */
@@ -2100,10 +2132,12 @@ int main(int argc, char **argv)
     g_test_add_data_func("/ordered/checkpoint-poison-batches", &poison_cases[2], test_poison);
     g_test_add_data_func("/ordered/crash-no-checkpoint-batches", &poison_cases[3], test_poison);
     g_test_add_func("/ordered/mark-blames-nobody-else", test_mark_blames_nobody_else);
+    g_test_add_func("/ordered/batch-gathering-idle", test_batch_gathering_idle);
     g_test_add_func("/ordered/span-marks", test_span_marks);
     g_test_add_func("/ordered/span-crash-careful", test_span_crash_careful);
     g_test_add_func("/ordered/first-bind", test_first_bind);
-    g_test_add_func("/ordered/hung", test_hung);
+    g_test_add_data_func("/ordered/hung", GINT_TO_POINTER(FALSE), test_hung);
+    g_test_add_data_func("/ordered/hung-batch", GINT_TO_POINTER(TRUE), test_hung);
     g_test_add_func("/ordered/hang-poison", test_hang_poison);
     return g_test_run();
 }
