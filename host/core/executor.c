@@ -379,7 +379,7 @@ static gboolean decide_before(JetExecutor *x, Run *r)
         isolate(x, r);
     if (r->d->enqueued_ns > 0) {
         /* Wall clocks of two machines: a skewed one reads as no wait at all. */
-        gint64 waited_us = g_get_real_time() - r->d->enqueued_ns / 1000;
+        gint64 waited_us = (r->f.now_ns - r->d->enqueued_ns) / 1000;
         JET_STAT_OBSERVE(r->d->stats, latency_us, MAX(waited_us, 0));
     }
     return TRUE;
@@ -753,7 +753,10 @@ static void conclude(JetExecutor *x, Run *r, JetExecuted *out)
     const JetDelivery *d = r->d;
     memset(out, 0, sizeof *out);
     r->stale = x->t->release_hold(x->td, d);
-    r->settled_ns = now_ns(x);
+    /* The clock the decision read (after the handler and its publishes):
+     * a settlement is that moment's, and one read of the clock fewer a
+     * message on the hot path. */
+    r->settled_ns = r->f.now_ns;
 
     switch (r->a.kind) {
     case JET_ACTION_ACK:

@@ -70,11 +70,22 @@ gboolean jet__careful(JetEngine *e)
 {
     if (g_atomic_int_get(&e->suspects_running) > 0)
         return TRUE;
+    gint64 until = __atomic_load_n(&e->careful_until_us, __ATOMIC_RELAXED);
+    gint64 start_until = __atomic_load_n(&e->start_careful_until_us, __ATOMIC_RELAXED);
+    if (until == 0 && start_until == 0)
+        return FALSE;   /* the usual case, asked at every take: no clock read */
     gint64 now = now_us();
-    if (now < __atomic_load_n(&e->careful_until_us, __ATOMIC_RELAXED))
+    if (now < until)
         return TRUE;
-    return now < e->start_careful_until_us &&
-           __atomic_load_n(&e->observed_floor, __ATOMIC_RELAXED) < e->start_careful_floor;
+    /* A window that has passed is forgotten (a suspect extending it
+     * meanwhile wins the exchange, and the window stands). */
+    if (until != 0)
+        __atomic_compare_exchange_n(&e->careful_until_us, &until, 0, FALSE, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    if (start_until != 0 && now >= start_until) {
+        __atomic_store_n(&e->start_careful_until_us, 0, __ATOMIC_RELAXED);
+        return FALSE;
+    }
+    return start_until != 0 && __atomic_load_n(&e->observed_floor, __ATOMIC_RELAXED) < e->start_careful_floor;
 }
 
 /* The one worker that pulls in careful mode: the first not hung. */

@@ -313,8 +313,7 @@ static JetLaneSettled lane_outcome(const JetEngine *e, const JetExecuted *x, gin
 static void run_one(Worker *w, Item *it, guint64 seq)
 {
     JetEngine *e = w->eng;
-    JetAckMeta meta;
-    jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta);   /* parsed once already at routing */
+    JetAckMeta meta = it->meta;   /* read at its arrival */
     g_mutex_lock(&e->lease_lock);
     it->worker = w->index;   /* its handler's worker, for a hung report and the counters */
     g_mutex_unlock(&e->lease_lock);
@@ -335,8 +334,7 @@ static void run_one(Worker *w, Item *it, guint64 seq)
 
 static gboolean first_delivery(Item *it)
 {
-    JetAckMeta meta;
-    return jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta) && meta.delivered == 1;
+    return it->meta_ok && it->meta.delivered == 1;
 }
 
 /* A handler batch on lanes (batch_max above 1, docs/batches.md): items[0]
@@ -354,7 +352,7 @@ static void run_batch(Worker *w, Item *const *items, const guint64 *seqs, guint 
         items[i]->worker = w->index;
     g_mutex_unlock(&e->lease_lock);
     for (guint i = 0; i < n; i++)
-        jet_ack_subject_parse(natsMsg_GetReply(items[i]->msg), &metas[i]);
+        metas[i] = items[i]->meta;   /* read at its arrival */
     if (e->take_hook != NULL)
         e->take_hook(w->index, lanes_ready_hint(e) + n, e->take_hook_data);
     jet__deliver_batch(e, items, metas, n, done);

@@ -57,6 +57,8 @@ typedef struct JetItem {
     gboolean stale;            /* lease lapsed: never NAK'd */
     gboolean is_delivery;
     guint64 stream_seq;        /* parsed at arrival (0 when the subject does not parse) */
+    gboolean meta_ok;          /* is_delivery and its reply subject parsed: meta, read once */
+    JetAckMeta meta;
     guint worker;              /* the index of the worker that took it */
     /* A handler past handler_timeout is hung (docs/engine.md): it costs its
      * worker, never the binding.  Under the lease lock. */
@@ -266,7 +268,7 @@ struct JetEngine {
      * burns a delivery of nothing but the message in hand. */
     gint64 careful_until_us;      /* atomic: after a suspect */
     gboolean clean_predecessor;    /* the binding's previous engine in this process drained cleanly */
-    gint64 start_careful_until_us; /* after start, while messages held at start may come back... */
+    gint64 start_careful_until_us; /* atomic: after start, while messages held at start may come back... */
     guint64 start_careful_floor;  /* ...until the ack floor reaches the last delivered at start */
     gint suspects_running;        /* atomic: suspects between take and settlement */
 

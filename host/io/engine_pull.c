@@ -41,9 +41,9 @@ static Item *arrive(Worker *w, natsMsg *m, gint64 now)
     const char *reply = natsMsg_GetReply(m);
     if (reply != NULL && g_str_has_prefix(reply, "$JS.ACK.")) {
         it->is_delivery = TRUE;
-        JetAckMeta meta;
-        if (jet_ack_subject_parse(reply, &meta))
-            it->stream_seq = meta.stream_seq;
+        it->meta_ok = jet_ack_subject_parse(reply, &it->meta);
+        if (it->meta_ok)
+            it->stream_seq = it->meta.stream_seq;
         g_mutex_lock(&e->lease_lock);
         g_hash_table_add(e->held, it);
         g_mutex_unlock(&e->lease_lock);
@@ -53,8 +53,9 @@ static Item *arrive(Worker *w, natsMsg *m, gint64 now)
 
 /* The next item for the worker: what the keeper moved aside first, then
  * the subscription, waiting up to timeout_ms.  NULL: nothing came. */
-static Item *take_next(Worker *w, gint64 timeout_ms)
+static Item *take_next(Worker *w, gint64 timeout_ms, gint64 *arrived_us)
 {
+    *arrived_us = 0;
     g_mutex_lock(&w->take_lock);
     Item *it = g_queue_pop_head(&w->moved);
     if (it != NULL) {
@@ -63,7 +64,8 @@ static Item *take_next(Worker *w, gint64 timeout_ms)
         natsMsg *m = NULL;
         natsStatus s = natsSubscription_NextMsg(&m, w->sub, timeout_ms);
         if (s == NATS_OK) {
-            it = arrive(w, m, now_us());
+            *arrived_us = now_us();
+            it = arrive(w, m, *arrived_us);
         } else if (s == NATS_NO_RESPONDERS) {
             /* nats.c destroys, unseen, any message with an empty payload
              * and a "503" status line: on a pull inbox, a stored message
@@ -509,9 +511,8 @@ static void release_item(Worker *w, Item *it)
     if (it->is_delivery) {
         gboolean stale = jet__release_hold(e, it);
         if (!stale) {
-            JetAckMeta meta;
-            if (jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta))
-                jet__record_release(e, it, &meta);
+            if (it->meta_ok)
+                jet__record_release(e, it, &it->meta);
             jet__publish_ack(e, natsMsg_GetReply(it->msg), "-NAK");
             JET_STAT_ADD(&w->stats, released, 1);
         }
@@ -565,7 +566,7 @@ static gboolean admit(Worker *w, Item *it, JetAckMeta *meta, guint *held)
     *held = 1 + jet__waiting_msgs(w);   /* this one and those behind it */
     JET_STAT_MAX(&w->stats, max_held, *held);
 
-    if (!jet_ack_subject_parse(natsMsg_GetReply(m), meta)) {
+    if (!it->meta_ok) {
         /* A delivery we cannot read: never dropped, never a crash. */
         jet__release_hold(e, it);
         jet__capture_malformed(e, it);
@@ -573,6 +574,7 @@ static gboolean admit(Worker *w, Item *it, JetAckMeta *meta, guint *held)
         g_free(it);
         return FALSE;
     }
+    *meta = it->meta;   /* read once, at its arrival */
     jet__pin_learn(e, m, meta->stream_seq);
     /* Count it against the oldest pull still owed messages. */
     Pull *p = NULL;
@@ -605,8 +607,7 @@ static void put_back(Worker *w, Item *it)
  * which goes to the plugin on its own (docs/batches.md). */
 static gboolean joins_batch(Item *it)
 {
-    JetAckMeta meta;
-    return it->is_delivery && jet_ack_subject_parse(natsMsg_GetReply(it->msg), &meta) && meta.delivered == 1;
+    return it->meta_ok && it->meta.delivered == 1;
 }
 
 /* A handler batch (batch_max above 1): the first delivery, then the first
@@ -627,7 +628,8 @@ static void take_batch(Worker *w, Item *first, const JetAckMeta *first_meta, gui
         gint64 left_ms = MAX(until - now_us(), 0) / 1000;
         if (left_ms == 0 && jet__waiting_msgs(w) == 0)
             break;   /* what has arrived is the batch */
-        Item *it = take_next(w, MAX(left_ms, 1));
+        gint64 arrived_us;
+        Item *it = take_next(w, MAX(left_ms, 1), &arrived_us);
         if (it == NULL)
             break;
         if (!joins_batch(it)) {
@@ -693,10 +695,10 @@ static void take_one(Worker *w, Item *it)
     g_free(it);
 }
 
-static void check_deadlines(Worker *w)
+/* now: the clock as of the last take (a message's arrival, read there). */
+static void check_deadlines(Worker *w, gint64 now)
 {
     JetEngine *e = w->eng;
-    gint64 now = now_us();
     gint64 heard = __atomic_load_n(&w->last_heard_us, __ATOMIC_RELAXED);
     gint64 hb_us = (gint64)e->b->idle_heartbeat_ms * 1000;
     for (guint i = 0; i < MAX_PULLS; i++) {
@@ -771,14 +773,18 @@ gpointer jet__pull_main(gpointer data)
         }
 
         /* Acks waiting for company wait no longer than they may. */
-        Item *it = take_next(w, acks_left_us > 0 ? (acks_left_us + 999) / 1000 : take_ms);
+        gint64 arrived_us;
+        Item *it = take_next(w, acks_left_us > 0 ? (acks_left_us + 999) / 1000 : take_ms, &arrived_us);
+        /* A message just arrived tells the time it came; the handler's
+         * time since only delays a deadline to the next turn. */
+        gint64 now = arrived_us != 0 ? arrived_us : now_us();
         if (it != NULL)
             take_one(w, it);
         else
             reap_flush(w);   /* idle: nothing is kept for long */
         if (d->turn != NULL)
             d->turn(w);
-        check_deadlines(w);
+        check_deadlines(w, now);
     }
 
     jet__acks_flush(w);

@@ -492,8 +492,7 @@ void jet__deliver(JetEngine *e, Item *it, const JetAckMeta *meta, JetExecuted *o
 
     JetExecuted local;
     JetExecuted *done = out != NULL ? out : &local;
-    jet_executor_deliver(e->executor, &d, done);
-    jet__progress(e);
+    jet_executor_deliver(e->executor, &d, done);   /* its leave() marks the progress */
     jet__settled(e, &d, done);
 }
 
@@ -521,8 +520,7 @@ void jet__deliver_batch(JetEngine *e, Item *const *items, const JetAckMeta *meta
         b->d.malformed = b->malformed;
         dp[i] = &b->d;
     }
-    jet_executor_deliver_batch(e->executor, dp, n, done);
-    jet__progress(e);
+    jet_executor_deliver_batch(e->executor, dp, n, done);   /* each leave() marks the progress */
     for (guint i = 0; i < n; i++) {
         jet__settled(e, &bs[i].d, &done[i]);
         jet_hdr_parse_clear(&bs[i].hdrs);
