@@ -753,10 +753,11 @@ static void conclude(JetExecutor *x, Run *r, JetExecuted *out)
     const JetDelivery *d = r->d;
     memset(out, 0, sizeof *out);
     r->stale = x->t->release_hold(x->td, d);
-    /* The clock the decision read (after the handler and its publishes):
-     * a settlement is that moment's, and one read of the clock fewer a
-     * message on the hot path. */
-    r->settled_ns = r->f.now_ns;
+    /* After a handler, the clock the decision read (after it and its
+     * publishes): a settlement is that moment's, and one read of the clock
+     * fewer a message on the hot path.  One settled without the handler
+     * may be concluded long after its decision (behind a batch). */
+    r->settled_ns = r->handled ? r->f.now_ns : now_ns(x);
 
     switch (r->a.kind) {
     case JET_ACTION_ACK:

@@ -5,7 +5,6 @@
 #include "nkey.h"
 #include "sock_cork.h"
 
-#include <openssl/crypto.h>
 #include <string.h>
 
 
@@ -209,27 +208,10 @@ static const char *tls_hint(const char *const *urls, const JetHostConfig *h, nat
                : "";
 }
 
-/* Without TLS, OpenSSL's error strings and its configuration file serve
- * nothing, yet nats.c's start (the first natsOptions_Create) has OpenSSL
- * load them: about half a MiB of libcrypto's pages, resident for the life
- * of the process (docs/performance.md, "Where the memory goes").  Said
- * before nats.c starts OpenSSL, this keeps them out; once OpenSSL has
- * started (TLS, an nkey read first) it changes nothing. */
-static void openssl_lean(const char *const *urls, const JetHostConfig *h)
-{
-    if (h != NULL && (h->tls_ca != NULL || h->tls_cert != NULL))
-        return;
-    for (const char *const *u = urls; *u != NULL; u++)
-        if (g_str_has_prefix(*u, "tls://"))
-            return;
-    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
-}
-
 JetConn *jet_conn_open(const char *const *urls, const JetHostConfig *host, guint attempts,
                        GError **error)
 {
     g_return_val_if_fail(urls != NULL && urls[0] != NULL, NULL);
-    openssl_lean(urls, host);
     JetConn *c = g_new0(JetConn, 1);
     g_mutex_init(&c->lock);
     c->hooks = g_array_new(FALSE, FALSE, sizeof(Hook));
