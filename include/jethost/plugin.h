@@ -446,8 +446,10 @@ typedef struct jet_plugin {
      * really happened, e.g. the publishes a stream stored, not what
      * handle() queued.  Also for a delivery settled without handle()
      * (s->handled 0).  Not for one the host gives back unhandled as it stops
-     * or reloads (it comes again), nor for one whose metadata it cannot read
-     * (dead-lettered as malformed, docs/dead-letters.md).  On the worker
+     * or reloads (it comes again), nor for a batch member an ordered binding
+     * set aside (it comes again, see handle_batch), nor for one whose
+     * metadata it cannot read (dead-lettered as malformed,
+     * docs/dead-letters.md).  On the worker
      * that handled the delivery, right after it, under the same threading
      * rules as handle(); s is borrowed for the call.  Keep it short: the
      * worker takes no other message meanwhile.  May be NULL. */
@@ -463,6 +465,12 @@ typedef struct jet_plugin {
      * each message is retried, the return value named as its reason, and
      * what it queued is not published.  The messages are borrowed for the
      * call, as handle()'s, under handle()'s threading rules.
+     *
+     * On an ordered or KV binding the verdicts are settled in stream order
+     * up to the first that waits (a RETRY, a POSTPONE): that message is
+     * handled again on its own, and the ones after it are set aside, their
+     * verdicts and publishes dropped, and handed again once it is settled,
+     * so nothing is settled or published out of stream order.
      *
      * Called when the binding sets batch_max above 1 (refused without
      * this).  handle() is still required: a message delivered again (a
