@@ -7,6 +7,7 @@
  * them); the first bind at start-up; a hung handler. */
 #include "rig.h"
 #include "msg_payload.h"
+#include "rawpub.h"
 #include "relay.h"
 
 #include <signal.h>
@@ -384,6 +385,72 @@ static void test_batch_in_order(void)
     g_assert_cmpuint(st.postponed, ==, 1);
     g_assert_cmpuint(st.dead_lettered, ==, 1);
     g_assert_cmpuint(st.acked, ==, 59);
+    rig_free(&r);
+}
+
+/* Hostile header blocks inside ordered batches: seq 4 carries a name with
+ * a bare line break, seq 9 a NUL and a non-UTF-8 byte in a value and an
+ * empty payload; seq 7 is postponed at its first handling.  The malformed
+ * ones are dead-lettered in their turn without reaching the plugin, the rest
+ * forwarded once each, in stream order, and nothing behind 7 is settled
+ * before it. */
+static void test_batch_hostile(void)
+{
+    Rig r = { 0 };
+    r.ordered = TRUE;
+    rig_server(&r);
+    jet_test_stream_create(r.js, "FWD", "fwd.>");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JetRawPub) p = jet_rawpub_connect(jet_test_server_port(r.srv), &err);
+    g_assert_no_error(err);
+    static const char bad_name[] = "NATS/1.0\r\nX-A: 1\r\np\r\n\r\n";
+    static const char bad_value[] = "NATS/1.0\r\nX-B: a\0b\xff\r\n\r\n";
+    for (guint i = 1; i <= 12; i++) {
+        g_autofree char *ack = NULL;
+        const char *block = i == 4 ? bad_name : i == 9 ? bad_value : "NATS/1.0\r\nX-Ok: 1\r\n\r\n";
+        gsize len = i == 4 ? sizeof bad_name - 1 : i == 9 ? sizeof bad_value - 1 : strlen(block);
+        const char *data = i == 9 ? "" : "payload";
+        g_assert_true(jet_rawpub_hpub_acked(p, "orders.new", block, len, data, strlen(data), &ack, &err));
+        g_assert_no_error(err);
+        g_assert_null(strstr(ack, "\"error\""));
+    }
+    rig_engine(&r, "batch = 12\nbatch_max = 6\nbatch_wait = 300ms\nrungs = 100ms\n"
+                   "option.postpone_first_seq = 7\noption.postpone_delay = 100ms\n"
+                   "option.forward_prefix = fwd\npublish_streams = FWD\n");
+    JetTestStreamWait sw = { r.js, "FWD", 10 };
+    g_assert_true(jet_test_wait_until(jet_test_stream_has, &sw, 30000));
+    rig_wait_dead_lettered(&r, 2);
+    rig_stop(&r);
+    g_assert_cmpuint(jet_test_stream_msgs(r.js, "FWD"), ==, 10);
+    guint64 want = 1;
+    for (guint64 fseq = 1; fseq <= 10; fseq++, want++) {
+        while (want == 4 || want == 9)
+            want++;
+        natsMsg *m = jet_test_stream_get(r.js, "FWD", fseq);
+        g_autofree char *subject = g_strdup_printf("fwd.%" G_GUINT64_FORMAT, want);
+        g_assert_cmpstr(natsMsg_GetSubject(m), ==, subject);
+        natsMsg_Destroy(m);
+    }
+    g_assert_cmpuint(jet_test_stream_msgs(r.js, "JETHOST_DLQ"), ==, 2);
+    for (guint64 dseq = 1; dseq <= 2; dseq++) {
+        natsMsg *rec = jet_test_stream_get(r.js, "JETHOST_DLQ", dseq);
+        const char *seq = NULL, *cause = NULL;
+        natsMsgHeader_Get(rec, "Jethost-Origin-Seq", &seq);
+        natsMsgHeader_Get(rec, "Jethost-Cause", &cause);
+        g_assert_cmpstr(seq, ==, dseq == 1 ? "4" : "9");
+        g_assert_cmpstr(cause, ==, "malformed-headers");
+        natsMsg_Destroy(rec);
+    }
+    g_autoptr(GArray) seqs = handled_seqs(&r, NULL);
+    for (guint i = 0; i < seqs->len; i++) {
+        guint64 s = g_array_index(seqs, guint64, i);
+        g_assert_true(s != 4 && s != 9);
+    }
+    JetEngineStats st;
+    jet_engine_stats(r.eng, &st);
+    g_assert_cmpuint(st.dead_lettered, ==, 2);
+    g_assert_cmpuint(st.postponed, ==, 1);
+    g_assert_cmpuint(st.acked, ==, 10);
     rig_free(&r);
 }
 
@@ -2110,6 +2177,7 @@ int main(int argc, char **argv)
     g_test_add_func("/ordered/verdicts-in-place", test_verdicts_in_place);
     g_test_add_func("/ordered/capture-failed-in-place", test_capture_failed_in_place);
     g_test_add_func("/ordered/batch-in-order", test_batch_in_order);
+    g_test_add_func("/ordered/batch-hostile", test_batch_hostile);
     g_test_add_func("/ordered/deliver", test_deliver);
     g_test_add_func("/ordered/deliver-from-time", test_deliver_from_time);
     g_test_add_data_func("/ordered/kv-watch", "", test_kv_watch);
