@@ -66,6 +66,9 @@ void rig_engine_plugin(Rig *r, const char *plugin_name, const char *extra)
         r->ledger = jet_ledger_open(r->ledger_js, "jethost_ledger", TRUE, 3600 * 1000, 1, &err);
         g_assert_no_error(err);
         jet_ledger_set_cooldown(r->ledger, 2000);
+        /* As the daemon: finished records deleted without waiting (the
+         * prefix is ledger_js's, the default one). */
+        g_assert_true(jet_ledger_forget_behind(r->ledger, jet_conn_nats(r->conn), NULL, &err));
     }
     r->bound = b->batch + b->threshold;
     r->eng = jet_engine_new(r->conn, b, r->inst, r->ordered || r->kv_bucket != NULL ? NULL : &r->facts);
@@ -92,6 +95,25 @@ void rig_let_go(Rig *r, guint64 seq)
     g_autofree char *name = g_strdup_printf("go-%" G_GUINT64_FORMAT, seq);
     g_autofree char *path = g_build_filename(r->dir, name, NULL);
     g_assert_true(g_file_set_contents(path, "", 0, NULL));
+}
+
+typedef struct {
+    JetLedger *l;
+    const char *stream, *consumer;
+    guint64 seq;
+} GoneWait;
+
+static gboolean record_gone(gpointer data)
+{
+    GoneWait *w = data;
+    JetLedgerRecord rec;
+    return jet_ledger_get(w->l, w->stream, w->consumer, w->seq, &rec, NULL) == JET_LEDGER_ABSENT;
+}
+
+void rig_wait_record_gone(Rig *r, const char *stream, const char *consumer, guint64 seq)
+{
+    GoneWait w = { r->ledger, stream, consumer, seq };
+    g_assert_true(jet_test_wait_until(record_gone, &w, 5000));
 }
 
 void rig_stop(Rig *r)

@@ -52,6 +52,10 @@ void rig_engine_end(Rig *r);
  * it go on. */
 void rig_wait_inflight(Rig *r, guint64 seq);
 void rig_let_go(Rig *r, guint64 seq);
+/* Waits (5 s at most, else fails) until the ledger holds no record for
+ * stream/consumer/seq: a finished message's record is deleted without the
+ * engine waiting for the answer. */
+void rig_wait_record_gone(Rig *r, const char *stream, const char *consumer, guint64 seq);
 void rig_free(Rig *r);
 /* fx_gate's handled.log: stream seqs in order, and their delivery counts. */
 GArray *handled_seqs(Rig *r, GArray **deliveries);

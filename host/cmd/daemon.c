@@ -548,6 +548,11 @@ static JetLedger *ledger_open(JetConn *conn, const JetConfig *cfg, gboolean crea
     if (!jet_setup_retrying(ledger_open_step, &o, NULL, "ledger-retry", JET_LOG_WARNING, 5, NULL, error))
         return NULL;
     jet_ledger_set_cooldown(o.ledger, 2000);
+    g_autoptr(GError) behind = NULL;
+    if (!jet_ledger_forget_behind(o.ledger, jet_conn_nats(conn), jet_conn_api_prefix(conn), &behind))
+        jet_log(JET_LOG_WARNING, NULL, "ledger-forget-waits",
+                "%s: finished messages' records are deleted waiting for each answer",
+                behind != NULL ? behind->message : "the attempt ledger");
     return o.ledger;
 }
 

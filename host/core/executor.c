@@ -193,14 +193,18 @@ static void ledger_write(Mutation *m)
     /* SKIPPED: the lease lapsed; nothing is written, by design. */
 }
 
-static void ledger_forget(JetExecutor *x, const JetDelivery *d)
+/* known: the record as the run knows it, once the message is acked: the
+ * delete need not be waited for (nothing follows it that reads the record,
+ * and it can only remove that revision).  NULL: it must land first. */
+static void ledger_forget(JetExecutor *x, const JetDelivery *d, const JetLedgerRecord *known)
 {
     if (x->ledger_bucket == NULL)
         return;
     g_autoptr(GError) err = NULL;
-    if (x->t->ledger_delete(x->td, d, &err) == JET_LEDGER_WRITTEN)
+    JetLedgerStatus st = x->t->ledger_delete(x->td, d, known != NULL ? known->revision : 0, &err);
+    if (st == JET_LEDGER_WRITTEN)
         ledger_answered(x);
-    else
+    else if (st != JET_LEDGER_QUEUED)
         ledger_went_down(x, d, err);
 }
 
@@ -560,7 +564,7 @@ static void act_ack(JetExecutor *x, Run *r)
     const JetDelivery *d = r->d;
     if (r->alone) {
         /* The marker goes first: a death after this earns no strike. */
-        ledger_forget(x, d);
+        ledger_forget(x, d, NULL);
         x->t->ack(x->td, d, JET_TRANSPORT_ACK_NOW);
     } else if (!r->have_rec) {
         /* The fast path: nothing to forget after it, so the ack may wait a
@@ -568,7 +572,7 @@ static void act_ack(JetExecutor *x, Run *r)
         x->t->ack(x->td, d, JET_TRANSPORT_ACK_SOON);
     } else {
         x->t->ack(x->td, d, JET_TRANSPORT_ACK_NOW);
-        ledger_forget(x, d);
+        ledger_forget(x, d, known_of(r));
     }
     JET_STAT_ADD(d->stats, acked, 1);
 }
@@ -650,7 +654,7 @@ static void act_capture(JetExecutor *x, Run *r, JetExecuted *out)
     if (!out->captured)
         out->capture_again_ms = last_rung_ms(x);
     if (cr == CAPTURE_ACKED && (r->have_rec || r->alone)) {
-        ledger_forget(x, d);
+        ledger_forget(x, d, r->alone ? NULL : known_of(r));
     } else if (cr == CAPTURE_KEPT) {
         /* The host gave it back for another try: its next delivery is
          * explained, not a crash (no suspect), and its failures stay. */

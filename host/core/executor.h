@@ -74,7 +74,10 @@ typedef struct {
     JetLedgerStatus (*ledger_update)(gpointer t, const JetDelivery *d, const JetLedgerRecord *known,
                                      JetLedgerMutateFn mutate, gpointer mutate_data, JetLedgerRecord *out,
                                      GError **error);
-    JetLedgerStatus (*ledger_delete)(gpointer t, const JetDelivery *d, GError **error);
+    /* revision > 0: the record as the run last knew it, deleted only if it
+     * is still that one, and the transport may send it without waiting
+     * (QUEUED); 0: deleted whatever it is, before this returns. */
+    JetLedgerStatus (*ledger_delete)(gpointer t, const JetDelivery *d, guint64 revision, GError **error);
 
     /* --- the lease --- */
     /* TRUE once the delivery's lease lapsed: the server may have handed it

@@ -22,6 +22,7 @@ const char *jet_ledger_status_name(JetLedgerStatus s)
     case JET_LEDGER_SKIPPED:     return "skipped";
     case JET_LEDGER_CONFLICT:    return "conflict";
     case JET_LEDGER_UNREACHABLE: return "unreachable";
+    case JET_LEDGER_QUEUED:      return "queued";
     }
     return "unknown";
 }

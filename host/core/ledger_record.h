@@ -101,6 +101,7 @@ typedef enum {
     JET_LEDGER_SKIPPED,        /* update: the mutate function declined (e.g. lease lapsed) */
     JET_LEDGER_CONFLICT,       /* update: every CAS attempt lost (error set) */
     JET_LEDGER_UNREACHABLE,    /* any call: the bucket did not answer (error set) */
+    JET_LEDGER_QUEUED,         /* forget: the delete is on its way; its answer is not awaited */
 } JetLedgerStatus;
 
 const char *jet_ledger_status_name(JetLedgerStatus s);

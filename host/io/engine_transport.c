@@ -46,9 +46,11 @@ static JetLedgerStatus t_ledger_update(gpointer t, const JetDelivery *d, const J
                                   error);
 }
 
-static JetLedgerStatus t_ledger_delete(gpointer t, const JetDelivery *d, GError **error)
+static JetLedgerStatus t_ledger_delete(gpointer t, const JetDelivery *d, guint64 revision, GError **error)
 {
     JetEngine *e = t;
+    if (revision > 0)
+        return jet_ledger_forget(e->ledger, d->stream, d->consumer, d->stream_seq, revision, error);
     return jet_ledger_delete(e->ledger, d->stream, d->consumer, d->stream_seq, error);
 }
 

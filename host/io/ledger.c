@@ -13,6 +13,11 @@ struct JetLedger {
     char *bucket;
     guint64 max_age_ms;
     gboolean direct;
+    jsCtx *behind;          /* ours: forgets not waited for, or NULL */
+    char *put_prefix;       /* "$KV.<bucket>." with the API prefix before it, if not the default */
+    gint forgets_failed;
+    gint64 forget_logged_us;   /* the last ledger-forget-failed line (the cool-down lock) */
+    guint forget_unlogged;     /* failures since it */
     GMutex lock;            /* the cool-down clock */
     guint cooldown_ms;
     gint64 down_until_us;   /* monotonic clock; 0 = not cooling down */
@@ -188,10 +193,49 @@ JetLedger *jet_ledger_open(jsCtx *js, const char *bucket, gboolean create, guint
     return l;
 }
 
+/* How long a close waits for the forgets still out (then their records
+ * expire after max_age), and how long one may go unanswered. */
+#define BEHIND_CLOSE_MS 2000
+#define BEHIND_ANSWER_MS 5000
+/* Forgets out at once before one more waits (nats.c stalls, then refuses). */
+#define BEHIND_MAX_OUT 4096
+#define BEHIND_WAITED_MS 1000
+
+/* FALSE when an answer's handler may still be running on nats.c's thread
+ * (it reads l): the caller must not free l then. */
+static gboolean behind_close(JetLedger *l)
+{
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = BEHIND_CLOSE_MS;
+    gboolean quiet = TRUE;
+    if (js_PublishAsyncComplete(l->behind, &po) != NATS_OK) {
+        natsMsgList left = { 0 };
+        if (js_PublishAsyncGetPendingList(&left, l->behind) == NATS_OK) {
+            g_atomic_int_add(&l->forgets_failed, left.Count);
+            jet_log(JET_LOG_WARNING, NULL, "ledger-forget-failed",
+                    "ledger %s: %d delete(s) of finished messages' records still unanswered after %d ms at stop; "
+                    "those records expire after max_age",
+                    l->bucket, left.Count, BEHIND_CLOSE_MS);
+            natsMsgList_Destroy(&left);
+        }
+        /* Taking the list leaves counted only an answer whose handler is
+         * running now: wait for it to return. */
+        po.MaxWait = 1000;
+        quiet = js_PublishAsyncComplete(l->behind, &po) == NATS_OK;
+    }
+    jsCtx_Destroy(l->behind);
+    l->behind = NULL;
+    return quiet;
+}
+
 void jet_ledger_close(JetLedger *l)
 {
     if (l == NULL)
         return;
+    if (l->behind != NULL && !behind_close(l))
+        return;   /* left to the process's end rather than freed under a handler */
+    g_free(l->put_prefix);
     kvStore_Destroy(l->kv);
     g_mutex_clear(&l->lock);
     g_free(l->bucket);
@@ -387,4 +431,122 @@ JetLedgerStatus jet_ledger_delete(JetLedger *l, const char *stream, const char *
         return note(l, JET_LEDGER_UNREACHABLE);
     }
     return JET_LEDGER_WRITTEN;
+}
+
+/* --- forgetting without waiting ---------------------------------------------- */
+
+/* One line every ten seconds at most while deletes keep failing. */
+#define FORGET_LOG_US (10 * G_USEC_PER_SEC)
+
+/* On nats.c's thread: a forget the server refused, or did not answer in
+ * time.  Losing to a later write (err 10071) is the design working.  No
+ * cool-down starts: the workers' own calls find out for themselves, and a
+ * late timeout must not send them to the fallback once the server is back. */
+static void forget_answered_badly(jsCtx *js, jsPubAckErr *pae, void *closure)
+{
+    (void)js;
+    JetLedger *l = closure;
+    if (pae->ErrCode == 10071)
+        return;
+    g_atomic_int_inc(&l->forgets_failed);
+    gint64 now = g_get_monotonic_time();
+    g_mutex_lock(&l->lock);
+    guint before = l->forget_unlogged;
+    gboolean say = l->forget_logged_us == 0 || now - l->forget_logged_us >= FORGET_LOG_US;
+    if (say) {
+        l->forget_logged_us = now;
+        l->forget_unlogged = 0;
+    } else {
+        l->forget_unlogged++;
+    }
+    g_mutex_unlock(&l->lock);
+    if (!say)
+        return;
+    const char *subject = pae->Msg != NULL ? natsMsg_GetSubject(pae->Msg) : "?";
+    /* The server's own words when it refused; nats.c's otherwise. */
+    g_autofree char *why = pae->ErrCode != 0 && pae->ErrText != NULL
+                               ? g_strdup_printf("%s (err %d)", pae->ErrText, (int)pae->ErrCode)
+                               : jet_nats_error(pae->Err);
+    g_autofree char *more = before > 0 ? g_strdup_printf(" (and %u more since the last such line)", before)
+                                       : g_strdup("");
+    jet_log(JET_LOG_WARNING, NULL, "ledger-forget-failed",
+            "ledger %s: deleting a finished message's record (%s) failed: %s%s; unless it lands after all, the "
+            "record expires after max_age",
+            l->bucket, subject, why, more);
+}
+
+gboolean jet_ledger_forget_behind(JetLedger *l, natsConnection *nc, const char *api_prefix, GError **error)
+{
+    g_return_val_if_fail(l != NULL && nc != NULL && l->behind == NULL, FALSE);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = BEHIND_ANSWER_MS;
+    jo.Prefix = api_prefix;
+    jo.PublishAsync.ErrHandler = forget_answered_badly;
+    jo.PublishAsync.ErrHandlerClosure = l;
+    jo.PublishAsync.MaxPending = BEHIND_MAX_OUT;
+    natsStatus s = natsConnection_JetStream(&l->behind, nc, &jo);
+    if (s != NATS_OK) {
+        l->behind = NULL;
+        set_unreachable(error, s, "ledger %s: a context for deletes", l->bucket);
+        return FALSE;
+    }
+    /* As nats.c's kvStore names a put: the API prefix first only when it
+     * is not the default one. */
+    gboolean custom = api_prefix != NULL && *api_prefix != '\0' && g_strcmp0(api_prefix, "$JS.API") != 0;
+    l->put_prefix = custom ? g_strdup_printf("%s.$KV.%s.", api_prefix, l->bucket) : g_strdup_printf("$KV.%s.", l->bucket);
+    return TRUE;
+}
+
+/* The delete marker nats.c's kvStore_Delete sends. */
+static natsMsg *forget_msg(JetLedger *l, const char *key)
+{
+    g_autofree char *subject = g_strconcat(l->put_prefix, key, NULL);
+    natsMsg *m = NULL;
+    if (natsMsg_Create(&m, subject, NULL, NULL, 0) != NATS_OK)
+        return NULL;
+    if (natsMsgHeader_Set(m, "KV-Operation", "DEL") != NATS_OK) {
+        natsMsg_Destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+JetLedgerStatus jet_ledger_forget(JetLedger *l, const char *stream, const char *consumer, guint64 stream_seq,
+                                  guint64 revision, GError **error)
+{
+    g_return_val_if_fail(l != NULL && stream != NULL && consumer != NULL && revision > 0, JET_LEDGER_UNREACHABLE);
+    if (l->behind == NULL)
+        return jet_ledger_delete(l, stream, consumer, stream_seq, error);
+    if (cooling_down(l, error))
+        return JET_LEDGER_UNREACHABLE;
+    g_autofree char *key = jet_ledger_key(stream, consumer, stream_seq);
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.ExpectLastSubjectSeq = revision;
+    po.MaxWait = BEHIND_ANSWER_MS;   /* an answer that never comes is a failure too */
+    natsMsg *m = forget_msg(l, key);
+    natsStatus s = m != NULL ? js_PublishMsgAsync(l->behind, &m, &po) : NATS_NO_MEMORY;
+    natsMsg_Destroy(m);   /* NULL once nats.c took it */
+    if (s == NATS_OK)
+        return JET_LEDGER_QUEUED;
+    /* Not taken: too many out (nats.c stalled for its StallWait, 200 ms),
+     * or the connection refused it (closed, its reconnect buffer full).
+     * This one waits for its answer instead, as long as the daemon's
+     * ledger calls do. */
+    po.MaxWait = BEHIND_WAITED_MS;
+    m = forget_msg(l, key);
+    jsErrCode jerr = 0;
+    s = m != NULL ? js_PublishMsg(NULL, l->behind, m, &po, &jerr) : NATS_NO_MEMORY;
+    natsMsg_Destroy(m);
+    if (s == NATS_OK || jerr == 10071)
+        return JET_LEDGER_WRITTEN;
+    set_unreachable(error, s, "ledger %s: deleting %s", l->bucket, key);
+    return note(l, JET_LEDGER_UNREACHABLE);
+}
+
+guint jet_ledger_forgets_failed(JetLedger *l)
+{
+    g_return_val_if_fail(l != NULL, 0);
+    return (guint)g_atomic_int_get(&l->forgets_failed);
 }

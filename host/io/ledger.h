@@ -124,4 +124,29 @@ JetLedgerStatus jet_ledger_update_from(JetLedger *l, const char *stream, const c
 JetLedgerStatus jet_ledger_delete(JetLedger *l, const char *stream, const char *consumer,
                                   guint64 stream_seq, GError **error);
 
+/* Lets jet_ledger_forget() send its deletes without waiting for their
+ * answers: they go out on a JetStream context of its own on nc, with
+ * api_prefix (NULL: "$JS.API"), which must be the one js had at open, and
+ * nats.c's thread reads the answers, logging a delete that failed (event
+ * ledger-forget-failed, one line in ten seconds at most).
+ * jet_ledger_close() waits up to 2 s for the ones still out.  FALSE (error
+ * set) when that context cannot be made; the ledger then deletes as before.
+ * docs/retries.md, "Forgetting without waiting". */
+gboolean jet_ledger_forget_behind(JetLedger *l, natsConnection *nc, const char *api_prefix, GError **error);
+
+/* A record is no longer needed and the caller knows its revision (> 0).
+ * Set up with jet_ledger_forget_behind(): deleted only if the key still
+ * holds that revision (Nats-Expected-Last-Subject-Sequence), so a delete
+ * that arrives late can never remove a record written after it; QUEUED
+ * when sent without waiting, or, when nats.c did not take it (too many
+ * out), WRITTEN or UNREACHABLE (error set) after waiting.  Losing to a
+ * later write is not an error: that record is someone's to keep.  Not set
+ * up: jet_ledger_delete(). */
+JetLedgerStatus jet_ledger_forget(JetLedger *l, const char *stream, const char *consumer, guint64 stream_seq,
+                                  guint64 revision, GError **error);
+
+/* Deletes of jet_ledger_forget() that did not land (an error, no answer in
+ * time, or still out at close), since open. */
+guint jet_ledger_forgets_failed(JetLedger *l);
+
 #endif

@@ -833,6 +833,210 @@ static void run_fallback(gboolean delete_bucket)
     rig_free(&r);
 }
 
+/* --- forgets not waited for ------------------------------------------------ */
+
+/* The delete markers that cross the wire, as "<subject> expect=<seq>". */
+typedef struct {
+    GMutex lock;
+    GPtrArray *seen;
+} DelSpy;
+
+static void del_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    DelSpy *s = closure;
+    const char *op = NULL, *expect = NULL;
+    if (natsMsgHeader_Get(m, "KV-Operation", &op) == NATS_OK && g_strcmp0(op, "DEL") == 0) {
+        natsMsgHeader_Get(m, "Nats-Expected-Last-Subject-Sequence", &expect);
+        g_mutex_lock(&s->lock);
+        g_ptr_array_add(s->seen, g_strdup_printf("%s expect=%s", natsMsg_GetSubject(m), expect != NULL ? expect : "-"));
+        g_mutex_unlock(&s->lock);
+    }
+    natsMsg_Destroy(m);
+}
+
+typedef struct {
+    DelSpy *s;
+    guint n;
+} DelWait;
+
+static gboolean dels_seen(gpointer data)
+{
+    DelWait *w = data;
+    g_mutex_lock(&w->s->lock);
+    gboolean ok = w->s->seen->len >= w->n;
+    g_mutex_unlock(&w->s->lock);
+    return ok;
+}
+
+/* Waits for n markers on the spy's own connection, then a moment for any
+ * more, and checks there are exactly n. */
+static void dels_expect(DelSpy *s, guint n)
+{
+    DelWait w = { s, n };
+    g_assert_true(jet_test_wait_until(dels_seen, &w, 5000));
+    g_usleep(200000);
+    g_mutex_lock(&s->lock);
+    g_assert_cmpuint(s->seen->len, ==, n);
+    g_mutex_unlock(&s->lock);
+}
+
+typedef struct {
+    JetLedger *l;
+    guint64 seq;
+} KeyWait;
+
+static gboolean key_absent(gpointer data)
+{
+    KeyWait *w = data;
+    JetLedgerRecord rec;
+    return jet_ledger_get(w->l, "S", "c", w->seq, &rec, NULL) == JET_LEDGER_ABSENT;
+}
+
+static gboolean one_forget_failed(gpointer data)
+{
+    return jet_ledger_forgets_failed(data) >= 1;
+}
+
+/* A finished message's record is deleted without the caller waiting, and
+ * only if it is still the revision the caller knew: a delete that comes
+ * late never removes a record written after it.  One that nobody takes is
+ * counted and logged; the call still returns at once. */
+static void test_forget_behind(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    Conn c = conn_open(jet_test_server_url(srv), WAIT_MS);
+    Conn watch = conn_open(jet_test_server_url(srv), WAIT_MS);
+    JetLedger *l = open_ok(&c, TRUE, 3600000);
+    DelSpy spy;
+    g_mutex_init(&spy.lock);
+    spy.seen = g_ptr_array_new_with_free_func(g_free);
+    natsSubscription *sub = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&sub, watch.nc, "$KV." BUCKET ".>", del_msg, &spy), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(watch.nc), ==, NATS_OK);
+
+    g_autoptr(GError) err = NULL;
+    JetLedgerRecord old, now, other, rec;
+    g_assert_cmpint(jet_ledger_update(l, "S", "c", 1, add_failure, NULL, &old, NULL), ==, JET_LEDGER_WRITTEN);
+    g_assert_cmpint(jet_ledger_update(l, "S", "c", 1, add_failure, NULL, &now, NULL), ==, JET_LEDGER_WRITTEN);
+    g_assert_cmpint(jet_ledger_update(l, "S", "c", 2, add_failure, NULL, &other, NULL), ==, JET_LEDGER_WRITTEN);
+    g_assert_cmpuint(now.revision, >, old.revision);
+
+    /* Not set up: it waits, as a delete. */
+    JetLedgerRecord nine;
+    g_assert_cmpint(jet_ledger_update(l, "S", "c", 9, add_failure, NULL, &nine, NULL), ==, JET_LEDGER_WRITTEN);
+    g_assert_cmpint(jet_ledger_forget(l, "S", "c", 9, nine.revision, &err), ==, JET_LEDGER_WRITTEN);
+    g_assert_no_error(err);
+    g_assert_cmpint(jet_ledger_get(l, "S", "c", 9, &rec, NULL), ==, JET_LEDGER_ABSENT);
+    dels_expect(&spy, 1);
+    g_mutex_lock(&spy.lock);
+    g_ptr_array_set_size(spy.seen, 0);
+    g_mutex_unlock(&spy.lock);
+
+    g_assert_true(jet_ledger_forget_behind(l, c.nc, NULL, &err));
+    g_assert_no_error(err);
+
+    gint64 t0 = g_get_monotonic_time();
+    g_assert_cmpint(jet_ledger_forget(l, "S", "c", 1, old.revision, &err), ==, JET_LEDGER_QUEUED);
+    g_assert_cmpint(jet_ledger_forget(l, "S", "c", 2, other.revision, &err), ==, JET_LEDGER_QUEUED);
+    g_assert_no_error(err);
+    g_test_message("two forgets queued in %" G_GINT64_FORMAT " ms", ms_since(t0));
+    KeyWait gone = { l, 2 };
+    g_assert_true(jet_test_wait_until(key_absent, &gone, 5000));
+    /* One connection, one stream: the first was settled before the second. */
+    g_assert_cmpint(jet_ledger_get(l, "S", "c", 1, &rec, NULL), ==, JET_LEDGER_FOUND);
+    g_assert_cmpuint(rec.revision, ==, now.revision);
+    g_assert_cmpuint(rec.failures, ==, 2);
+    g_assert_cmpuint(jet_ledger_forgets_failed(l), ==, 0);   /* losing to a later write is no failure */
+    dels_expect(&spy, 2);
+    g_mutex_lock(&spy.lock);
+    g_autofree char *want1 = g_strdup_printf("$KV." BUCKET ".S.c.1 expect=%" G_GUINT64_FORMAT, old.revision);
+    g_autofree char *want2 = g_strdup_printf("$KV." BUCKET ".S.c.2 expect=%" G_GUINT64_FORMAT, other.revision);
+    g_assert_cmpstr(g_ptr_array_index(spy.seen, 0), ==, want1);
+    g_assert_cmpstr(g_ptr_array_index(spy.seen, 1), ==, want2);
+    g_mutex_unlock(&spy.lock);
+
+    /* The right revision: gone. */
+    g_assert_cmpint(jet_ledger_forget(l, "S", "c", 1, now.revision, &err), ==, JET_LEDGER_QUEUED);
+    gone.seq = 1;
+    g_assert_true(jet_test_wait_until(key_absent, &gone, 5000));
+
+    /* Refused (the bucket's stream sealed): counted and logged with the
+     * server's reason on nats.c's thread, the caller long gone on. */
+    g_assert_cmpint(jet_ledger_update(l, "S", "c", 3, add_failure, NULL, &rec, NULL), ==, JET_LEDGER_WRITTEN);
+    jsStreamInfo *si = bucket_info(&c);
+    si->Config->Sealed = true;
+    jsStreamInfo *sealed = NULL;
+    g_assert_cmpint(js_UpdateStream(&sealed, c.js, si->Config, NULL, NULL), ==, NATS_OK);
+    jsStreamInfo_Destroy(sealed);
+    jsStreamInfo_Destroy(si);
+    jet_test_stderr_begin("forget-behind");
+    t0 = g_get_monotonic_time();
+    g_assert_cmpint(jet_ledger_forget(l, "S", "c", 3, rec.revision, &err), ==, JET_LEDGER_QUEUED);
+    gint64 took_ms = ms_since(t0);
+    gboolean counted = jet_test_wait_until(one_forget_failed, l, 10000);
+    g_autofree char *log = jet_test_stderr_end();
+    g_test_message("%s", log);
+    g_assert_cmpint(took_ms, <, WAIT_MS / 2);
+    g_assert_true(counted);
+    g_assert_cmpuint(jet_ledger_forgets_failed(l), ==, 1);
+    g_assert_nonnull(strstr(log, "event=ledger-forget-failed"));
+    g_assert_nonnull(strstr(log, "$KV." BUCKET ".S.c.3"));
+    g_assert_nonnull(strstr(log, "(err "));   /* the server's refusal, not a timeout */
+    g_assert_cmpint(jet_ledger_get(l, "S", "c", 3, &rec, NULL), ==, JET_LEDGER_FOUND);
+
+    jet_ledger_close(l);
+    natsSubscription_Destroy(sub);
+    g_ptr_array_unref(spy.seen);
+    g_mutex_clear(&spy.lock);
+    conn_close(&watch);
+    conn_close(&c);
+}
+
+/* Forgets still out when the ledger closes are waited for; on a paused
+ * server, for two seconds and no longer, and the ones given up on are
+ * logged.  Either way every call returned at once. */
+static void test_forget_behind_close(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    Conn c = conn_open(jet_test_server_url(srv), WAIT_MS);
+    JetLedger *l = open_ok(&c, TRUE, 3600000);
+    g_assert_true(jet_ledger_forget_behind(l, c.nc, NULL, NULL));
+    JetLedgerRecord rec[200];
+    for (guint64 seq = 1; seq <= 200; seq++)
+        g_assert_cmpint(jet_ledger_update(l, "S", "c", seq, add_failure, NULL, &rec[seq - 1], NULL), ==,
+                        JET_LEDGER_WRITTEN);
+    for (guint64 seq = 1; seq <= 100; seq++)
+        g_assert_cmpint(jet_ledger_forget(l, "S", "c", seq, rec[seq - 1].revision, NULL), ==, JET_LEDGER_QUEUED);
+    jet_ledger_close(l);
+    l = open_ok(&c, FALSE, 0);
+    JetLedgerRecord got;
+    for (guint64 seq = 1; seq <= 100; seq++)
+        g_assert_cmpint(jet_ledger_get(l, "S", "c", seq, &got, NULL), ==, JET_LEDGER_ABSENT);
+    g_assert_true(jet_ledger_forget_behind(l, c.nc, NULL, NULL));
+
+    jet_test_server_pause(srv);
+    gint64 t0 = g_get_monotonic_time();
+    for (guint64 seq = 101; seq <= 200; seq++)
+        g_assert_cmpint(jet_ledger_forget(l, "S", "c", seq, rec[seq - 1].revision, NULL), ==, JET_LEDGER_QUEUED);
+    gint64 queued_ms = ms_since(t0);
+    jet_test_stderr_begin("forget-close");
+    t0 = g_get_monotonic_time();
+    jet_ledger_close(l);
+    gint64 closed_ms = ms_since(t0);
+    g_autofree char *log = jet_test_stderr_end();
+    jet_test_server_resume(srv);
+    g_test_message("100 forgets queued on a paused server in %" G_GINT64_FORMAT " ms; closed in %" G_GINT64_FORMAT
+                   " ms: %s", queued_ms, closed_ms, log);
+    g_assert_cmpint(queued_ms, <, 500);
+    g_assert_cmpint(closed_ms, >=, 1900);
+    g_assert_cmpint(closed_ms, <, 4500);
+    g_assert_nonnull(strstr(log, "event=ledger-forget-failed"));
+    g_assert_nonnull(strstr(log, "100 delete(s)"));
+    conn_close(&c);
+}
+
 static void test_fallback_ledger_off(void)
 {
     run_fallback(FALSE);
@@ -857,6 +1061,8 @@ int main(int argc, char **argv)
     g_test_add_func("/ledger/write-refused", test_write_refused);
     g_test_add_func("/ledger/server-stalled", test_server_stalled);
     g_test_add_func("/ledger/wire-subjects", test_wire_subjects);
+    g_test_add_func("/ledger/forget-behind", test_forget_behind);
+    g_test_add_func("/ledger/forget-behind-close", test_forget_behind_close);
     g_test_add_func("/ledger/fallback-off", test_fallback_ledger_off);
     g_test_add_func("/ledger/fallback-unreachable", test_fallback_ledger_unreachable);
     int rc = g_test_run();

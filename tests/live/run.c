@@ -884,6 +884,96 @@ static void test_server_config_errors(void)
     jet_test_js_close(nc, js);
 }
 
+/* The ledger's record traffic as a daemon makes it: every PUT and DEL on
+ * the bucket's subjects, with the revision a DEL is bound to. */
+typedef struct {
+    GMutex lock;
+    guint puts;
+    GPtrArray *dels;   /* the DEL's key, or "<key> unbound" when it carried no revision */
+} LedgerSpy;
+
+static void ledger_spy_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    LedgerSpy *spy = closure;
+    const char *op = NULL, *expect = NULL;
+    gboolean del = natsMsgHeader_Get(m, "KV-Operation", &op) == NATS_OK && g_strcmp0(op, "DEL") == 0;
+    natsMsgHeader_Get(m, "Nats-Expected-Last-Subject-Sequence", &expect);
+    g_mutex_lock(&spy->lock);
+    if (del)
+        g_ptr_array_add(spy->dels, g_strdup_printf("%s%s", natsMsg_GetSubject(m), expect != NULL ? "" : " unbound"));
+    else
+        spy->puts++;
+    g_mutex_unlock(&spy->lock);
+    natsMsg_Destroy(m);
+}
+
+static gboolean ledger_dels_seen(gpointer data)
+{
+    LedgerSpy *spy = data;
+    g_mutex_lock(&spy->lock);
+    gboolean ok = spy->dels->len >= 20;
+    g_mutex_unlock(&spy->lock);
+    return ok;
+}
+
+/* Twenty messages that fail once and then succeed: each record written
+ * once, and deleted once after the ack without the worker waiting, bound
+ * to the revision written (docs/retries.md, "Forgetting without waiting"). */
+static void test_retried_records_forgotten(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    LedgerSpy spy = { .dels = g_ptr_array_new_with_free_func(g_free) };
+    g_mutex_init(&spy.lock);
+    natsSubscription *sub = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&sub, nc, "$KV.jethost_ledger.>", ledger_spy_msg, &spy), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(nc), ==, NATS_OK);
+    jet_test_publish_n(js, "orders.new", 20);
+
+    g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
+    g_autofree char *dir = g_build_filename(jet_test_private_dir(), "forgotten", NULL);
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_autofree char *extra = g_strdup_printf("batch = 10\nrungs = 50ms\noption.dir = %s\noption.script = retry,ack\n", dir);
+    g_autofree char *text = config_for(jet_test_server_url(srv), plugin, extra);
+    g_autofree char *conf = jet_test_write_file("forgotten.conf", text);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "forgotten.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+
+    JetTestFloorWait fw = { js, "ORDERS", "billing", 20 };
+    g_assert_true(jet_test_wait_until(jet_test_floor_reached, &fw, 60000));
+    g_assert_true(jet_test_wait_until(ledger_dels_seen, &spy, 10000));
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 0);
+
+    g_mutex_lock(&spy.lock);
+    g_assert_cmpuint(spy.puts, ==, 20);
+    g_assert_cmpuint(spy.dels->len, ==, 20);
+    for (guint i = 0; i < spy.dels->len; i++)
+        g_assert_null(strstr(g_ptr_array_index(spy.dels, i), "unbound"));
+    g_mutex_unlock(&spy.lock);
+    /* Every one landed: the bucket holds no record. */
+    kvStore *kv = NULL;
+    g_assert_cmpint(js_KeyValue(&kv, js, "jethost_ledger"), ==, NATS_OK);
+    kvKeysList keys = { 0 };
+    natsStatus ks = kvStore_Keys(&keys, kv, NULL);
+    g_assert_true(ks == NATS_NOT_FOUND || (ks == NATS_OK && keys.Count == 0));
+    kvKeysList_Destroy(&keys);
+    kvStore_Destroy(kv);
+    g_autofree char *log = NULL;
+    g_assert_true(g_file_get_contents(errlog, &log, NULL, NULL));
+    g_assert_null(strstr(log, "event=ledger-forget"));
+
+    natsSubscription_Destroy(sub);
+    g_ptr_array_unref(spy.dels);
+    g_mutex_clear(&spy.lock);
+    jet_test_js_close(nc, js);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -901,6 +991,7 @@ int main(int argc, char **argv)
     g_test_add_func("/run/reports-every-binding", test_reports_every_binding);
     g_test_add_func("/run/server-config-errors", test_server_config_errors);
     g_test_add_func("/run/many-bindings", test_many_bindings);
+    g_test_add_func("/run/retried-records-forgotten", test_retried_records_forgotten);
     int rc = g_test_run();
     nats_Close();
     return rc;
