@@ -36,13 +36,16 @@
 #define ACK_COALESCE_US 1000
 #define ACK_BATCH_MAX 128
 /* Handled messages are freed in bursts of REAP_MAX (or once they hold
- * REAP_BYTES), and when a wait for the next message brings nothing (at
- * most TAKE_STEP_US after the last one): nats.c hands
- * every freed message to its collector thread and wakes it if it sleeps,
- * so freeing them one at a time between sends woke that thread (a context
- * switch or two) for each message (docs/performance.md). */
-#define REAP_MAX 256
-#define REAP_BYTES (1024 * 1024)
+ * REAP_BYTES, a message counted as its payload and REAP_MSG_BYTES more for
+ * its subjects and its nats.c struct), and when a wait for the next
+ * message brings nothing (at most TAKE_STEP_US after the last one): nats.c
+ * hands every freed message to its collector thread and wakes it if it
+ * sleeps, so freeing them one at a time between sends woke that thread (a
+ * context switch or two) for each message.  What is kept is memory each
+ * worker holds: 64 small messages are some 20 KiB (docs/performance.md). */
+#define REAP_MAX 64
+#define REAP_BYTES (256 * 1024)
+#define REAP_MSG_BYTES 256
 /* How often the lease keeper reads the consumer's ack floor. */
 #define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
 

@@ -538,7 +538,7 @@ static void reap_flush(Worker *w)
 static void reap(Worker *w, natsMsg *m)
 {
     w->reap[w->n_reap++] = m;
-    w->reap_bytes += (gsize)MAX(natsMsg_GetDataLength(m), 0);
+    w->reap_bytes += (gsize)MAX(natsMsg_GetDataLength(m), 0) + REAP_MSG_BYTES;
     if (w->n_reap == REAP_MAX || w->reap_bytes >= REAP_BYTES)
         reap_flush(w);
 }
