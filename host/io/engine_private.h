@@ -46,6 +46,10 @@
 #define REAP_MAX 64
 #define REAP_BYTES (256 * 1024)
 #define REAP_MSG_BYTES 256
+/* What one pull may ask for when the binding sets no max_bytes: well under
+ * the 64 MiB a nats-server buffers for a client before it closes the
+ * connection as a slow consumer. */
+#define PULL_BYTES_CAP (16 * 1024 * 1024)
 /* How often the lease keeper reads the consumer's ack floor. */
 #define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
 
@@ -209,6 +213,10 @@ typedef struct JetWorker {
 } Worker;
 
 struct JetEngine {
+    /* The byte budget of a pull: the binding's max_bytes, or, without one,
+     * PULL_BYTES_CAP when batch messages of the server's largest size could
+     * pass it (docs/engine.md, "A pull's byte budget"); 0 = none. */
+    gint64 pull_bytes;
     const JetDriver *driver;   /* what its kind adds (engine_driver.h) */
     JetConn *conn;
     const JetBindingConfig *b;
@@ -499,6 +507,10 @@ void jet__wake_worker(Worker *w);
 void jet__pull_start_workers(JetEngine *e, GThreadFunc runner_main);
 void jet__pull_start_keeper(JetEngine *e);
 gpointer jet__pull_main(gpointer worker);
+/* A pull's byte budget (JetEngine.pull_bytes): max_bytes when set; else,
+ * when batch messages of max_payload bytes could pass PULL_BYTES_CAP
+ * shared by pulls_out pulls, that share (at least max_payload); else 0. */
+gint64 jet__pull_bytes(gint64 max_bytes, guint batch, guint pulls_out, gint64 max_payload);
 gpointer jet__pull_keeper_main(gpointer engine);
 void jet__release_item(Worker *w, Item *it);
 gboolean jet__ack_with_next_pull(Worker *w, const char *reply);

@@ -171,6 +171,18 @@ static void end_all_pulls(Worker *w)
     }
 }
 
+gint64 jet__pull_bytes(gint64 max_bytes, guint batch, guint pulls_out, gint64 max_payload)
+{
+    if (max_bytes > 0)
+        return max_bytes;
+    /* The binding's pulls out at once share the cap; a message larger
+     * than a pull's share is fetched alone (a pull without a budget). */
+    gint64 share = PULL_BYTES_CAP / MAX(pulls_out, 1u);
+    if (max_payload > 0 && (gint64)batch * max_payload > share)
+        return MAX(share, max_payload);
+    return 0;
+}
+
 /* The pull request's body: batch messages (alone: one, with no byte
  * budget), an expiry and the binding's heartbeat (none when the expiry is
  * shorter than two: the server would refuse it). */
@@ -180,11 +192,11 @@ static void pull_body(JetEngine *e, guint batch, gboolean alone, guint64 expires
     guint64 expires_ns = expires_ms * G_GUINT64_CONSTANT(1000000);
     guint64 hb_ns = 2 * e->b->idle_heartbeat_ms <= expires_ms
                         ? e->b->idle_heartbeat_ms * G_GUINT64_CONSTANT(1000000) : 0;
-    if (e->b->max_bytes > 0 && !alone)
+    if (e->pull_bytes > 0 && !alone)
         snprintf(body, size,
                  "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT
                  ",\"max_bytes\":%" G_GINT64_FORMAT "}",
-                 batch, expires_ns, hb_ns, e->b->max_bytes);
+                 batch, expires_ns, hb_ns, e->pull_bytes);
     else
         snprintf(body, size,
                  "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT "}",
@@ -474,8 +486,8 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
         pull_over(w, p);
         w->alone_next = TRUE;
         jet_log(JET_LOG_WARNING, e->b->name, "message-too-large",
-                "worker %u: the next message exceeds max_bytes %" G_GINT64_FORMAT "; fetching it alone",
-                w->index, e->b->max_bytes);
+                "worker %u: the next message exceeds a pull's byte budget %" G_GINT64_FORMAT "; fetching it alone",
+                w->index, e->pull_bytes);
         return;
     case JET_PULL_CONSUMER_GONE:
         pull_over(w, p);

@@ -654,6 +654,67 @@ static void test_max_bytes(void)
     rig_free(&r);
 }
 
+/* The first pull request's body a binding sends. */
+typedef struct {
+    GMutex lock;
+    char *body;
+} FirstPull;
+
+static void first_pull_seen(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    FirstPull *fp = closure;
+    gsize len = 0;
+    const char *body = jet_msg_payload(m, &len);
+    g_mutex_lock(&fp->lock);
+    if (fp->body == NULL)
+        fp->body = g_strndup(body, len);
+    g_mutex_unlock(&fp->lock);
+    natsMsg_Destroy(m);
+}
+
+static char *first_pull_body(const char *conf)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    FirstPull fp = { .body = NULL };
+    g_mutex_init(&fp.lock);
+    natsSubscription *spy = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&spy, r.nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c", first_pull_seen, &fp),
+                    ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
+    jet_test_publish_n(r.js, "orders.new", 3);
+    rig_engine(&r, conf);
+    FloorWait fw = { &r, 3 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    rig_free(&r);
+    natsSubscription_Destroy(spy);
+    g_mutex_clear(&fp.lock);
+    g_assert_nonnull(fp.body);
+    g_test_message("%s: %s", conf, fp.body);
+    return fp.body;
+}
+
+/* Without max_bytes, a pull whose batch of the server's largest messages
+ * (max_payload, 1 MiB here) could pass 16 MiB, shared by the binding's
+ * pulls out at once, gets that share as its byte budget: a pull of a
+ * hundred 1 MiB messages would otherwise fill the 64 MiB the server
+ * buffers for a connection and be closed as a slow consumer
+ * (docs/engine.md, "A pull's byte budget"). */
+static void test_pull_byte_budget(void)
+{
+    g_autofree char *b100 = first_pull_body("batch = 100\n");
+    g_assert_nonnull(strstr(b100, "\"batch\":100,"));
+    g_assert_nonnull(strstr(b100, "\"max_bytes\":16777216"));
+    g_autofree char *b10 = first_pull_body("batch = 10\n");
+    g_assert_null(strstr(b10, "max_bytes"));   /* 10 MiB at most: as it was */
+    g_autofree char *w2 = first_pull_body("batch = 10\nworkers = 2\n");
+    g_assert_nonnull(strstr(w2, "\"max_bytes\":8388608"));
+    g_autofree char *own = first_pull_body("batch = 100\nmax_bytes = 5000\n");
+    g_assert_nonnull(strstr(own, "\"max_bytes\":5000"));   /* the binding's own wins */
+}
+
 /* Statuses newer servers send to a pull with a batch and max_bytes: a
  * batch filled with bytes to spare ends with "409 Batch Completed"
  * (2.10+), after its last message.  The engine has counted the pull over
@@ -1004,6 +1065,7 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/hung-handler", test_hung_handler);
     g_test_add_func("/engine/hung-any", test_hung_any);
     g_test_add_func("/engine/max-bytes", test_max_bytes);
+    g_test_add_func("/engine/pull-byte-budget", test_pull_byte_budget);
     g_test_add_func("/engine/batch-completed", test_batch_completed);
     g_test_add_func("/engine/acks-grouped", test_acks_grouped);
     g_test_add_func("/engine/acks-behind-slow-handler", test_acks_behind_slow_handler);
