@@ -142,8 +142,9 @@ void jet_engine_start(JetEngine *e)
     /* Before the first delivery: are empty messages' blocks read as
      * delivered (nats_raw.h)?  Once per process. */
     jet_nats_raw_probe(jet_conn_nats(e->conn));
-    e->pull_bytes = jet__pull_bytes(e->b->max_bytes, e->b->batch, e->n_workers * (e->b->threshold > 0 ? 2u : 1u),
-                                    natsConnection_GetMaxPayload(jet_conn_nats(e->conn)));
+    /* Lanes pull on one worker for all its runners, one pull at a time;
+     * a durable worker has two out with a threshold. */
+    e->pulls_out = e->driver->take != NULL ? 1u : e->n_workers * (e->b->threshold > 0 ? 2u : 1u);
     jet__progress(e);
     g_atomic_int_set(&e->started, 1);
     e->driver->transport(e, &e->transport);

@@ -50,6 +50,7 @@
  * the 64 MiB a nats-server buffers for a client before it closes the
  * connection as a slow consumer. */
 #define PULL_BYTES_CAP (16 * 1024 * 1024)
+#define PULL_MSG_SLACK 4096
 /* How often the lease keeper reads the consumer's ack floor. */
 #define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
 
@@ -213,10 +214,13 @@ typedef struct JetWorker {
 } Worker;
 
 struct JetEngine {
-    /* The byte budget of a pull: the binding's max_bytes, or, without one,
-     * PULL_BYTES_CAP when batch messages of the server's largest size could
-     * pass it (docs/engine.md, "A pull's byte budget"); 0 = none. */
-    gint64 pull_bytes;
+    /* A pull's byte budget without the binding's max_bytes (docs/engine.md,
+     * "A pull's byte budget"): the largest delivery seen so far, its
+     * payload and headers (atomic); how many pulls the binding has out at
+     * once; set (atomic) once the consumer refused a host's budget. */
+    gint largest_seen;
+    guint pulls_out;
+    gint budget_refused;
     const JetDriver *driver;   /* what its kind adds (engine_driver.h) */
     JetConn *conn;
     const JetBindingConfig *b;
@@ -507,10 +511,11 @@ void jet__wake_worker(Worker *w);
 void jet__pull_start_workers(JetEngine *e, GThreadFunc runner_main);
 void jet__pull_start_keeper(JetEngine *e);
 gpointer jet__pull_main(gpointer worker);
-/* A pull's byte budget (JetEngine.pull_bytes): max_bytes when set; else,
- * when batch messages of max_payload bytes could pass PULL_BYTES_CAP
- * shared by pulls_out pulls, that share (at least max_payload); else 0. */
-gint64 jet__pull_bytes(gint64 max_bytes, guint batch, guint pulls_out, gint64 max_payload);
+/* A pull's byte budget: max_bytes when set; else, when batch messages as
+ * large as the largest seen (plus PULL_MSG_SLACK for subjects) could pass
+ * PULL_BYTES_CAP shared by pulls_out pulls, that share (at least one such
+ * message); else 0 (none). */
+gint64 jet__pull_bytes(gint64 max_bytes, guint batch, guint pulls_out, gint64 largest);
 gpointer jet__pull_keeper_main(gpointer engine);
 void jet__release_item(Worker *w, Item *it);
 gboolean jet__ack_with_next_pull(Worker *w, const char *reply);

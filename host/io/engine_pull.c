@@ -171,15 +171,16 @@ static void end_all_pulls(Worker *w)
     }
 }
 
-gint64 jet__pull_bytes(gint64 max_bytes, guint batch, guint pulls_out, gint64 max_payload)
+gint64 jet__pull_bytes(gint64 max_bytes, guint batch, guint pulls_out, gint64 largest)
 {
     if (max_bytes > 0)
         return max_bytes;
-    /* The binding's pulls out at once share the cap; a message larger
-     * than a pull's share is fetched alone (a pull without a budget). */
+    if (largest <= 0)
+        return 0;
+    gint64 one = largest + PULL_MSG_SLACK;
     gint64 share = PULL_BYTES_CAP / MAX(pulls_out, 1u);
-    if (max_payload > 0 && (gint64)batch * max_payload > share)
-        return MAX(share, max_payload);
+    if ((gint64)batch > share / one)
+        return MAX(share, one);
     return 0;
 }
 
@@ -192,11 +193,14 @@ static void pull_body(JetEngine *e, guint batch, gboolean alone, guint64 expires
     guint64 expires_ns = expires_ms * G_GUINT64_CONSTANT(1000000);
     guint64 hb_ns = 2 * e->b->idle_heartbeat_ms <= expires_ms
                         ? e->b->idle_heartbeat_ms * G_GUINT64_CONSTANT(1000000) : 0;
-    if (e->pull_bytes > 0 && !alone)
+    gint64 budget = g_atomic_int_get(&e->budget_refused)
+                        ? e->b->max_bytes
+                        : jet__pull_bytes(e->b->max_bytes, batch, e->pulls_out, g_atomic_int_get(&e->largest_seen));
+    if (budget > 0 && !alone)
         snprintf(body, size,
                  "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT
                  ",\"max_bytes\":%" G_GINT64_FORMAT "}",
-                 batch, expires_ns, hb_ns, e->pull_bytes);
+                 batch, expires_ns, hb_ns, budget);
     else
         snprintf(body, size,
                  "{\"batch\":%u,\"expires\":%" G_GUINT64_FORMAT ",\"idle_heartbeat\":%" G_GUINT64_FORMAT "}",
@@ -486,8 +490,7 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
         pull_over(w, p);
         w->alone_next = TRUE;
         jet_log(JET_LOG_WARNING, e->b->name, "message-too-large",
-                "worker %u: the next message exceeds a pull's byte budget %" G_GINT64_FORMAT "; fetching it alone",
-                w->index, e->pull_bytes);
+                "worker %u: the next message exceeds the pull's byte budget; fetching it alone", w->index);
         return;
     case JET_PULL_CONSUMER_GONE:
         pull_over(w, p);
@@ -502,6 +505,15 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
          * a host of another version, updated it): pulls follow it. */
         if (code == 400 && desc != NULL && (strstr(desc, "Priority") != NULL || strstr(desc, "Pinned") != NULL))
             jet__pin_reread(e);
+        /* The consumer's MaxRequestMaxBytes refuses the host's own budget:
+         * pulls go without one, as they did before it, at once. */
+        if (e->b->max_bytes == 0 && desc != NULL && strstr(desc, "MaxRequestMaxBytes") != NULL &&
+            g_atomic_int_compare_and_exchange(&e->budget_refused, 0, 1)) {
+            jet_log(JET_LOG_WARNING, e->b->name, "pull-budget-refused",
+                    "worker %u: the consumer refused the host's byte budget (%d %s): pulls go without one", w->index,
+                    code, desc);
+            return;
+        }
         w->invalid_backoff_ms = w->invalid_backoff_ms == 0 ? 1000 : MIN(w->invalid_backoff_ms * 2, 30000);
         JET_STAT_ADD(&w->stats, refused_pulls, 1);
         jet_log(JET_LOG_ERROR, e->b->name, "failed",
@@ -587,6 +599,11 @@ static gboolean admit(Worker *w, Item *it, JetAckMeta *meta, guint *held)
         return FALSE;
     }
     *meta = it->meta;   /* read once, at its arrival */
+    /* The largest delivery so far sizes later pulls' byte budget. */
+    int size = natsMsg_GetDataLength(m);   /* headers and subjects: PULL_MSG_SLACK */
+    for (int seen = g_atomic_int_get(&e->largest_seen); size > seen; seen = g_atomic_int_get(&e->largest_seen))
+        if (g_atomic_int_compare_and_exchange(&e->largest_seen, seen, size))
+            break;
     jet__pin_learn(e, m, meta->stream_seq);
     /* Count it against the oldest pull still owed messages. */
     Pull *p = NULL;

@@ -654,65 +654,144 @@ static void test_max_bytes(void)
     rig_free(&r);
 }
 
-/* The first pull request's body a binding sends. */
+/* Every pull request's body a binding sends, on the pull subject or with
+ * an ack (+NXT), in the order seen, one a line. */
 typedef struct {
     GMutex lock;
-    char *body;
-} FirstPull;
+    GString *bodies;
+    guint mark;   /* pulls_after_all(): the lines when first asked */
+} PullBodies;
 
-static void first_pull_seen(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+static void pull_body_seen(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
 {
     (void)nc;
     (void)sub;
-    FirstPull *fp = closure;
+    PullBodies *pb = closure;
     gsize len = 0;
     const char *body = jet_msg_payload(m, &len);
-    g_mutex_lock(&fp->lock);
-    if (fp->body == NULL)
-        fp->body = g_strndup(body, len);
-    g_mutex_unlock(&fp->lock);
+    gboolean nxt = len > 5 && memcmp(body, "+NXT ", 5) == 0;
+    if (nxt || g_str_has_prefix(natsMsg_GetSubject(m), "$JS.API.")) {
+        g_mutex_lock(&pb->lock);
+        g_string_append_len(pb->bodies, nxt ? body + 5 : body, (gssize)(nxt ? len - 5 : len));
+        g_string_append_c(pb->bodies, '\n');
+        g_mutex_unlock(&pb->lock);
+    }
     natsMsg_Destroy(m);
 }
 
-static char *first_pull_body(const char *conf)
+static gboolean pulls_after_all(gpointer data)
+{
+    PullBodies *pb = data;
+    g_mutex_lock(&pb->lock);
+    guint lines = 0;
+    for (const char *c = pb->bodies->str; *c != '\0'; c++)
+        lines += *c == '\n';
+    if (pb->mark == 0)
+        pb->mark = lines;
+    gboolean ok = lines > pb->mark;
+    g_mutex_unlock(&pb->lock);
+    return ok;
+}
+
+/* Runs a binding over three messages of size bytes (the first alone, then
+ * two more), and returns its pulls' bodies, up to one after the last. */
+static char *pull_bodies(const char *conf, gsize size)
 {
     Rig r = { 0 };
     rig_server(&r);
-    FirstPull fp = { .body = NULL };
-    g_mutex_init(&fp.lock);
-    natsSubscription *spy = NULL;
-    g_assert_cmpint(natsConnection_Subscribe(&spy, r.nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c", first_pull_seen, &fp),
+    PullBodies pb = { .bodies = g_string_new(NULL) };
+    g_mutex_init(&pb.lock);
+    natsSubscription *s1 = NULL, *s2 = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&s1, r.nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.c", pull_body_seen, &pb),
                     ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Subscribe(&s2, r.nc, "$JS.ACK.ORDERS.c.>", pull_body_seen, &pb), ==, NATS_OK);
     g_assert_cmpint(natsConnection_Flush(r.nc), ==, NATS_OK);
-    jet_test_publish_n(r.js, "orders.new", 3);
+    g_autofree char *payload = g_malloc(size);
+    memset(payload, 'p', size);
+    g_assert_cmpint(js_Publish(NULL, r.js, "orders.a", payload, (int)size, NULL, NULL), ==, NATS_OK);
     rig_engine(&r, conf);
-    FloorWait fw = { &r, 3 };
+    FloorWait fw = { &r, 1 };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    for (int i = 0; i < 2; i++)
+        g_assert_cmpint(js_Publish(NULL, r.js, "orders.b", payload, (int)size, NULL, NULL), ==, NATS_OK);
+    fw.floor = 3;
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    /* and a pull after them (the configs expire pulls in 1 s) */
+    g_assert_true(jet_test_wait_until(pulls_after_all, &pb, 10000));
     rig_free(&r);
-    natsSubscription_Destroy(spy);
-    g_mutex_clear(&fp.lock);
-    g_assert_nonnull(fp.body);
-    g_test_message("%s: %s", conf, fp.body);
-    return fp.body;
+    natsSubscription_Destroy(s1);
+    natsSubscription_Destroy(s2);
+    g_mutex_clear(&pb.lock);
+    g_test_message("%s(%" G_GSIZE_FORMAT " B) pulls:\n%s", conf, size, pb.bodies->str);
+    return g_string_free(pb.bodies, FALSE);
 }
 
-/* Without max_bytes, a pull whose batch of the server's largest messages
- * (max_payload, 1 MiB here) could pass 16 MiB, shared by the binding's
- * pulls out at once, gets that share as its byte budget: a pull of a
- * hundred 1 MiB messages would otherwise fill the 64 MiB the server
+/* Without max_bytes, once batch messages as large as the largest seen (and
+ * 4 KiB for its subjects) could pass 16 MiB, shared by the binding's pulls
+ * out at once, later pulls get that share as their byte budget: a pull of
+ * a hundred 1 MiB messages would otherwise fill the 64 MiB the server
  * buffers for a connection and be closed as a slow consumer
- * (docs/engine.md, "A pull's byte budget"). */
+ * (docs/engine.md, "A pull's byte budget").  Small messages: no change. */
 static void test_pull_byte_budget(void)
 {
-    g_autofree char *b100 = first_pull_body("batch = 100\n");
-    g_assert_nonnull(strstr(b100, "\"batch\":100,"));
-    g_assert_nonnull(strstr(b100, "\"max_bytes\":16777216"));
-    g_autofree char *b10 = first_pull_body("batch = 10\n");
-    g_assert_null(strstr(b10, "max_bytes"));   /* 10 MiB at most: as it was */
-    g_autofree char *w2 = first_pull_body("batch = 10\nworkers = 2\n");
-    g_assert_nonnull(strstr(w2, "\"max_bytes\":8388608"));
-    g_autofree char *own = first_pull_body("batch = 100\nmax_bytes = 5000\n");
+    g_autofree char *small = pull_bodies("batch = 100\nexpires = 1s\nidle_heartbeat = 500ms\n", 128);
+    g_assert_nonnull(strstr(small, "\"batch\":100,"));
+    g_assert_null(strstr(small, "max_bytes"));
+    g_autofree char *large = pull_bodies("batch = 100\nexpires = 1s\nidle_heartbeat = 500ms\n", 200 * 1024);
+    g_assert_true(g_str_has_prefix(large, "{\"batch\":100,"));
+    g_autofree char *first = g_strndup(large, strchr(large, '\n') - large);
+    g_assert_null(strstr(first, "max_bytes"));   /* nothing seen yet */
+    g_assert_nonnull(strstr(large, "\"max_bytes\":16777216"));
+    g_autofree char *two = pull_bodies("batch = 10\nworkers = 2\nexpires = 1s\nidle_heartbeat = 500ms\n", 900 * 1024);
+    g_assert_nonnull(strstr(two, "\"max_bytes\":8388608"));
+    g_autofree char *lanes = pull_bodies("batch = 10\nkey = subject:2\nexpires = 1s\nidle_heartbeat = 500ms\n", 900 * 1024);
+    g_assert_null(strstr(lanes, "max_bytes"));   /* one pull out: 9 MiB fit 16 */
+    g_autofree char *own = pull_bodies("batch = 100\nmax_bytes = 5000\nexpires = 1s\nidle_heartbeat = 500ms\n", 128);
     g_assert_nonnull(strstr(own, "\"max_bytes\":5000"));   /* the binding's own wins */
+}
+
+/* An operator's consumer whose MaxRequestMaxBytes is below the host's
+ * budget refuses the pull: the binding drops its budget at once, says
+ * so, and every message is handled. */
+static void test_pull_budget_refused(void)
+{
+    Rig r = { 0 };
+    rig_server(&r);
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = "c";
+    cc.AckPolicy = js_AckExplicit;
+    cc.AckWait = 30000 * G_GINT64_CONSTANT(1000000);
+    cc.MaxRequestMaxBytes = 1024 * 1024;
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    natsStatus st = js_AddConsumer(&ci, r.js, "ORDERS", &cc, NULL, &jerr);
+    if (st != NATS_OK)
+        g_error("add consumer: %s (err %d)", natsStatus_GetText(st), (int)jerr);
+    jsConsumerInfo_Destroy(ci);
+    gsize size = 200 * 1024;
+    g_autofree char *payload = g_malloc(size);
+    memset(payload, 'p', size);
+    g_assert_cmpint(js_Publish(NULL, r.js, "orders.a", payload, (int)size, NULL, NULL), ==, NATS_OK);
+    jet_test_stderr_begin("budget-refused.log");
+    rig_engine(&r, "manage = bind\nbatch = 100\nexpires = 1s\nidle_heartbeat = 500ms\n");
+    FloorWait fw = { &r, 1 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
+    /* The first pull expires (1 s); the next carries the budget. */
+    g_autofree char *path = g_build_filename(jet_test_private_dir(), "budget-refused.log", NULL);
+    gboolean refused = jet_test_wait_log(path, "event=pull-budget-refused", 10000);
+    for (int i = 0; i < 3; i++)
+        g_assert_cmpint(js_Publish(NULL, r.js, "orders.b", payload, (int)size, NULL, NULL), ==, NATS_OK);
+    fw.floor = 4;
+    gboolean done = jet_test_wait_until(floor_reached, &fw, 30000);
+    rig_stop(&r);
+    g_autofree char *log = jet_test_stderr_end();
+    g_test_message("%s", log);
+    g_assert_true(refused);
+    g_assert_true(done);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=pull-budget-refused"), ==, 1);
+    g_assert_cmpuint(jet_test_count_lines(log, "the server refused the pull"), ==, 0);
+    rig_free(&r);
 }
 
 /* Statuses newer servers send to a pull with a batch and max_bytes: a
@@ -1066,6 +1145,7 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/hung-any", test_hung_any);
     g_test_add_func("/engine/max-bytes", test_max_bytes);
     g_test_add_func("/engine/pull-byte-budget", test_pull_byte_budget);
+    g_test_add_func("/engine/pull-budget-refused", test_pull_budget_refused);
     g_test_add_func("/engine/batch-completed", test_batch_completed);
     g_test_add_func("/engine/acks-grouped", test_acks_grouped);
     g_test_add_func("/engine/acks-behind-slow-handler", test_acks_behind_slow_handler);
