@@ -506,12 +506,13 @@ static void on_status(Worker *w, natsMsg *m, int code, const char *desc)
         if (code == 400 && desc != NULL && (strstr(desc, "Priority") != NULL || strstr(desc, "Pinned") != NULL))
             jet__pin_reread(e);
         /* The consumer's MaxRequestMaxBytes refuses the host's own budget:
-         * pulls go without one, as they did before it, at once. */
-        if (e->b->max_bytes == 0 && desc != NULL && strstr(desc, "MaxRequestMaxBytes") != NULL &&
-            g_atomic_int_compare_and_exchange(&e->budget_refused, 0, 1)) {
-            jet_log(JET_LOG_WARNING, e->b->name, "pull-budget-refused",
-                    "worker %u: the consumer refused the host's byte budget (%d %s): pulls go without one", w->index,
-                    code, desc);
+         * pulls go without one, as they did before it, at once (another
+         * worker's pull sent before that is refused too: no error). */
+        if (e->b->max_bytes == 0 && desc != NULL && strstr(desc, "MaxRequestMaxBytes") != NULL) {
+            if (g_atomic_int_compare_and_exchange(&e->budget_refused, 0, 1))
+                jet_log(JET_LOG_WARNING, e->b->name, "pull-budget-refused",
+                        "worker %u: the consumer refused the host's byte budget (%d %s): pulls go without one",
+                        w->index, code, desc);
             return;
         }
         w->invalid_backoff_ms = w->invalid_backoff_ms == 0 ? 1000 : MIN(w->invalid_backoff_ms * 2, 30000);

@@ -751,8 +751,8 @@ static void test_pull_byte_budget(void)
 }
 
 /* An operator's consumer whose MaxRequestMaxBytes is below the host's
- * budget refuses the pull: the binding drops its budget at once, says
- * so, and every message is handled. */
+ * budget refuses the pull: the binding (two workers, both refused) drops
+ * its budget at once, says so once, and every message is handled. */
 static void test_pull_budget_refused(void)
 {
     Rig r = { 0 };
@@ -774,7 +774,7 @@ static void test_pull_budget_refused(void)
     memset(payload, 'p', size);
     g_assert_cmpint(js_Publish(NULL, r.js, "orders.a", payload, (int)size, NULL, NULL), ==, NATS_OK);
     jet_test_stderr_begin("budget-refused.log");
-    rig_engine(&r, "manage = bind\nbatch = 100\nexpires = 1s\nidle_heartbeat = 500ms\n");
+    rig_engine(&r, "manage = bind\nworkers = 2\nbatch = 100\nexpires = 1s\nidle_heartbeat = 500ms\n");
     FloorWait fw = { &r, 1 };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 30000));
     /* The first pull expires (1 s); the next carries the budget. */
