@@ -122,7 +122,9 @@ static void test_batch_fails(void)
     r.settle_hook = keep_reason;
     r.settle_data = &rs;
     jet_test_publish_n(r.js, "orders.new", 40);
-    rig_engine(&r, "batch = 10\nbatch_max = 10\nrungs = 100ms\noption.batch_fail_seq = 13\n");
+    /* batch_wait: the batch holding 13 gathers the whole pull it came in
+     * (without it a loaded machine could hand 13 over alone). */
+    rig_engine(&r, "batch = 10\nbatch_max = 10\nbatch_wait = 500ms\nrungs = 100ms\noption.batch_fail_seq = 13\n");
     FloorWait fw = { &r, 40 };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
     rig_stop(&r);
