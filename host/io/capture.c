@@ -8,7 +8,9 @@
 #include "errors.h"
 #include "hdr_block.h"
 #include "log.h"
+#include "js_api.h"
 #include "nats_raw.h"
+#include "replies.h"
 #include "stream_msg.h"
 
 #include <inttypes.h>
@@ -43,14 +45,15 @@ GPtrArray *jet_capture_msg_headers(natsMsg *m)
     return out;
 }
 
-natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, const GPtrArray *original,
-                           const GArray *defects, const JetCaptureFacts *f, gint64 max_payload,
-                           JetCaptureBuild *result, GError **error)
+/* The record's header block (g_free) and its length; NULL with error as
+ * jet_capture_build says. */
+static char *build_block(const char *dlq_subject, int len, const GPtrArray *original, const GArray *defects,
+                         const JetCaptureFacts *f, gint64 max_payload, JetCaptureBuild *result, gsize *block_len,
+                         GError **error)
 {
-    g_return_val_if_fail(f != NULL, NULL);
-    g_return_val_if_fail(len >= 0 && (len == 0 || data != NULL), NULL);
     if (result != NULL)
         memset(result, 0, sizeof *result);
+    *block_len = 0;
     if (dlq_subject == NULL || *dlq_subject == '\0') {
         g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_INVALID, "no DLQ subject");
         return NULL;
@@ -58,18 +61,63 @@ natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, c
     g_autoptr(GPtrArray) hs = jet_capture_headers(len, original, defects, f, max_payload, result, error);
     if (hs == NULL)
         return NULL;
-    gsize block_len = 0;
     g_autoptr(GError) werr = NULL;
-    g_autofree char *block = jet_hdr_write(hs, &block_len, &werr);
+    char *block = jet_hdr_write(hs, block_len, &werr);
     if (block == NULL && werr != NULL) {
         g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_INVALID, "building the DLQ message: %s",
                     werr->message);
         return NULL;
     }
+    return block != NULL ? block : g_strdup("");
+}
+
+natsMsg *jet_capture_build(const char *dlq_subject, const char *data, int len, const GPtrArray *original,
+                           const GArray *defects, const JetCaptureFacts *f, gint64 max_payload,
+                           JetCaptureBuild *result, GError **error)
+{
+    g_return_val_if_fail(f != NULL, NULL);
+    g_return_val_if_fail(len >= 0 && (len == 0 || data != NULL), NULL);
+    gsize block_len = 0;
+    g_autofree char *block = build_block(dlq_subject, len, original, defects, f, max_payload, result, &block_len,
+                                         error);
+    if (block == NULL)
+        return NULL;
     return jet_nats_msg_new_raw(dlq_subject, block, block_len, data, (gsize)len, error);
 }
 
 /* --- publishing ------------------------------------------------------------ */
+
+/* A publish's result as an outcome: s and jerr as js_PublishMsg gives them,
+ * why the server's words (NULL: nats.c's text for s). */
+static JetCaptureOutcome publish_outcome(const char *subject, natsStatus s, jsErrCode jerr, const char *why,
+                                         gint64 timeout_ms, GError **error)
+{
+    g_autofree char *text = why != NULL ? g_strdup(why) : jet_nats_error(s);
+    if (s == NATS_MAX_PAYLOAD || jerr == ERR_MSG_SIZE_EXCEEDED || jerr == ERR_HEADER_SIZE_EXCEEDED) {
+        g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE,
+                    "capture to %s refused for size: %s [err %d]", subject, text, (int)jerr);
+        return JET_CAPTURE_TOO_LARGE;
+    }
+    if (s == NATS_NO_RESPONDERS)
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
+                    "capture to %s: no responders: no stream captures the subject (is the DLQ stream missing?)",
+                    subject);
+    else if (s == NATS_TIMEOUT)
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s: no pub-ack within %" G_GINT64_FORMAT " ms",
+                    subject, timeout_ms);
+    else if (jerr != 0)
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s refused: %s [err %d]", subject, text,
+                    (int)jerr);
+    else
+        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s failed: %s", subject, text);
+    return JET_CAPTURE_FAILED;
+}
+
+static JetCaptureOutcome not_a_pub_ack(const char *subject, GError **error)
+{
+    g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s: the reply is not a stream's pub-ack", subject);
+    return JET_CAPTURE_FAILED;
+}
 
 JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeout_ms, JetCapturePubAck *ack,
                                       GError **error)
@@ -84,39 +132,67 @@ JetCaptureOutcome jet_capture_publish(jsCtx *js, natsMsg *dlq_msg, gint64 timeou
     jsPubAck *pa = NULL;
     jsErrCode jerr = 0;
     natsStatus s = js_PublishMsg(&pa, js, dlq_msg, &po, &jerr);
-    if (s == NATS_OK) {
-        /* Whatever answered must be a stream's pub-ack. */
-        gboolean named = pa->Stream != NULL && *pa->Stream != '\0' && pa->Sequence > 0;
-        if (named && ack != NULL) {
-            ack->duplicate = pa->Duplicate;
-            ack->seq = pa->Sequence;
-            g_strlcpy(ack->stream, pa->Stream, sizeof ack->stream);
-        }
-        jsPubAck_Destroy(pa);
-        if (named)
-            return JET_CAPTURE_CAPTURED;
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s: the reply is not a stream's pub-ack", subject);
+    if (s != NATS_OK)
+        return publish_outcome(subject, s, jerr, NULL, po.MaxWait, error);
+    /* Whatever answered must be a stream's pub-ack. */
+    gboolean named = pa->Stream != NULL && *pa->Stream != '\0' && pa->Sequence > 0;
+    if (named && ack != NULL) {
+        ack->duplicate = pa->Duplicate;
+        ack->seq = pa->Sequence;
+        g_strlcpy(ack->stream, pa->Stream, sizeof ack->stream);
+    }
+    jsPubAck_Destroy(pa);
+    return named ? JET_CAPTURE_CAPTURED : not_a_pub_ack(subject, error);
+}
+
+/* The same publish with the answer read by this thread (replies.h): the
+ * record (block, data) to subject, the pub-ack parsed here.  No reply inbox
+ * can be made: js_PublishMsg as above. */
+static JetCaptureOutcome publish_direct(natsConnection *nc, jsCtx *js, const char *subject, const char *block,
+                                        gsize block_len, const char *data, int len, gint64 timeout_ms,
+                                        JetCapturePubAck *ack, GError **error)
+{
+    memset(ack, 0, sizeof *ack);
+    timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
+    JetReplies *r = jet_replies_here(nc, NULL);
+    natsMsg *m = jet_nats_msg_new_raw_reply(subject, r != NULL ? jet_replies_subject(r) : NULL, block, block_len,
+                                            data, (gsize)len, error);
+    if (m == NULL)
         return JET_CAPTURE_FAILED;
+    if (r == NULL) {
+        JetCaptureOutcome res = jet_capture_publish(js, m, timeout_ms, ack, error);
+        natsMsg_Destroy(m);
+        return res;
     }
-    g_autofree char *why = jet_nats_error(s);
-    if (s == NATS_MAX_PAYLOAD || jerr == ERR_MSG_SIZE_EXCEEDED || jerr == ERR_HEADER_SIZE_EXCEEDED) {
-        g_set_error(error, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE,
-                    "capture to %s refused for size: %s [err %d]", subject, why, (int)jerr);
-        return JET_CAPTURE_TOO_LARGE;
-    }
-    if (s == NATS_NO_RESPONDERS)
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER,
-                    "capture to %s: no responders: no stream captures the subject (is the DLQ stream missing?)",
-                    subject);
-    else if (s == NATS_TIMEOUT)
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s: no pub-ack within %" G_GINT64_FORMAT " ms",
-                    subject, po.MaxWait);
-    else if (jerr != 0)
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s refused: %s [err %d]", subject, why,
-                    (int)jerr);
+    natsStatus s = natsConnection_PublishMsg(nc, m);
+    if (block_len > 1024)
+        natsMsg_Destroy(m);   /* many headers: not kept for later */
     else
-        g_set_error(error, JET_ERROR, JET_ERROR_SERVER, "capture to %s failed: %s", subject, why);
-    return JET_CAPTURE_FAILED;
+        jet_replies_free_later(nc, m);
+    natsMsg *reply = NULL;
+    if (s == NATS_OK)
+        s = jet_replies_wait(r, timeout_ms, &reply);
+    if (s != NATS_OK)
+        return publish_outcome(subject, s, 0, NULL, timeout_ms, error);
+    g_autoptr(JsonParser) p = json_parser_new_immutable();
+    gboolean parsed = json_parser_load_from_data(p, natsMsg_GetData(reply), natsMsg_GetDataLength(reply), NULL);
+    jet_replies_free_later(nc, reply);
+    JsonNode *root = parsed ? json_parser_get_root(p) : NULL;
+    JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
+    if (o == NULL)
+        return not_a_pub_ack(subject, error);
+    gint64 code = 0;
+    const char *why = jet_js_api_error(o, &code);
+    if (why != NULL)
+        return publish_outcome(subject, NATS_ERR, (jsErrCode)code, why, timeout_ms, error);
+    const char *stream = json_object_get_string_member_with_default(o, "stream", NULL);
+    gint64 seq = json_object_get_int_member_with_default(o, "seq", 0);
+    if (stream == NULL || *stream == '\0' || seq <= 0)
+        return not_a_pub_ack(subject, error);
+    ack->duplicate = json_object_get_boolean_member_with_default(o, "duplicate", FALSE);
+    ack->seq = (guint64)seq;
+    g_strlcpy(ack->stream, stream, sizeof ack->stream);
+    return JET_CAPTURE_CAPTURED;
 }
 
 static const char *nonempty(const char *s)
@@ -176,9 +252,9 @@ gboolean jet_ack_confirmed(natsConnection *nc, const char *reply_subject, gint64
         return FALSE;
     }
     natsMsg *reply = NULL;
-    natsStatus s = natsConnection_Request(&reply, nc, reply_subject, "+ACK", 4, timeout_ms > 0 ? timeout_ms : 5000);
+    natsStatus s = jet_replies_request(nc, reply_subject, "+ACK", 4, timeout_ms > 0 ? timeout_ms : 5000, &reply);
     if (s == NATS_OK) {
-        natsMsg_Destroy(reply);
+        jet_replies_free_later(nc, reply);
         return TRUE;
     }
     if (s == NATS_NO_RESPONDERS)
@@ -207,12 +283,15 @@ JetCaptureOutcome jet_capture_store(natsConnection *nc, jsCtx *js, const char *d
     JetCaptureStored *o = out != NULL ? out : &local;
     memset(o, 0, sizeof *o);
     g_return_val_if_fail(nc != NULL && js != NULL && facts != NULL, JET_CAPTURE_FAILED);
+    g_return_val_if_fail(len >= 0 && (len == 0 || data != NULL), JET_CAPTURE_FAILED);
     for (int attempt = 0; attempt < JET_CAPTURE_STORE_ATTEMPTS; attempt++) {
         g_autoptr(GError) err = NULL;
         g_auto(JetCaptureBuild) build = { 0 };
-        natsMsg *dlq = jet_capture_build(dlq_subject, data, len, orig != NULL ? orig->headers : NULL,
-                                         orig != NULL ? orig->defects : NULL, facts, max_payload, &build, &err);
-        if (dlq == NULL) {
+        gsize block_len = 0;
+        g_autofree char *block = build_block(dlq_subject, len, orig != NULL ? orig->headers : NULL,
+                                             orig != NULL ? orig->defects : NULL, facts, max_payload, &build,
+                                             &block_len, &err);
+        if (block == NULL) {
             JetCaptureOutcome res = g_error_matches(err, JET_CAPTURE_ERROR, JET_CAPTURE_ERROR_TOO_LARGE)
                                         ? JET_CAPTURE_TOO_LARGE
                                         : JET_CAPTURE_FAILED;
@@ -222,12 +301,12 @@ JetCaptureOutcome jet_capture_store(natsConnection *nc, jsCtx *js, const char *d
         if (build.headers_dropped && attempt == 0 && h->headers_dropped != NULL)
             h->headers_dropped(h->data);
         JetCapturePubAck ack;
-        JetCaptureOutcome res = jet_capture_publish(js, dlq, timeout_ms, &ack, &err);
+        JetCaptureOutcome res = publish_direct(nc, js, dlq_subject, block, block_len, data, len, timeout_ms, &ack,
+                                               &err);
         if (res == JET_CAPTURE_FAILED && h->publish_failed != NULL && h->publish_failed(h->data, err)) {
             g_clear_error(&err);
-            res = jet_capture_publish(js, dlq, timeout_ms, &ack, &err);
+            res = publish_direct(nc, js, dlq_subject, block, block_len, data, len, timeout_ms, &ack, &err);
         }
-        natsMsg_Destroy(dlq);
         if (res != JET_CAPTURE_CAPTURED) {
             g_propagate_error(error, g_steal_pointer(&err));
             return res;

@@ -159,6 +159,12 @@ void jet_nats_raw_probe(natsConnection *nc)
 natsMsg *jet_nats_msg_new_raw(const char *subject, const char *block, gsize block_len, const void *data,
                               gsize data_len, GError **error)
 {
+    return jet_nats_msg_new_raw_reply(subject, NULL, block, block_len, data, data_len, error);
+}
+
+natsMsg *jet_nats_msg_new_raw_reply(const char *subject, const char *reply, const char *block, gsize block_len,
+                                    const void *data, gsize data_len, GError **error)
+{
     if (subject == NULL || *subject == '\0') {
         g_set_error(error, JET_ERROR, JET_ERROR_INVALID, "no subject");
         return NULL;
@@ -175,7 +181,8 @@ natsMsg *jet_nats_msg_new_raw(const char *subject, const char *block, gsize bloc
     if (data_len > 0)
         memcpy(buf + block_len, data, data_len);
     natsMsg *m = NULL;
-    natsStatus s = natsMsg_create(&m, subject, (int)strlen(subject), NULL, 0, buf, (int)total,
+    natsStatus s = natsMsg_create(&m, subject, (int)strlen(subject), reply, reply != NULL ? (int)strlen(reply) : 0,
+                                  buf, (int)total,
                                   block_len > 0 ? (int)block_len : -1);
     if (s != NATS_OK) {
         g_autofree char *why = jet_nats_error(s);

@@ -49,6 +49,10 @@ void jet_nats_raw_probe(natsConnection *nc);
  * re-encode the block by nats.c's rules. */
 natsMsg *jet_nats_msg_new_raw(const char *subject, const char *block, gsize block_len, const void *data,
                               gsize data_len, GError **error);
+/* The same with a reply subject (may be NULL), for natsConnection_PublishMsg
+ * as a request whose answer the caller reads itself (replies.h). */
+natsMsg *jet_nats_msg_new_raw_reply(const char *subject, const char *reply, const char *block, gsize block_len,
+                                    const void *data, gsize data_len, GError **error);
 
 /* Publishes such a message to JetStream and waits for its pub-ack, left in
  * *pa (may be NULL; free with jsPubAck_Destroy).  FALSE with the reason: the

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 #include "capture.h"
+#include "replies.h"
 #include "cli.h"
 #include "config.h"
 #include "errors.h"
@@ -125,6 +126,15 @@ static JetCaptureOutcome publish(Fx *fx, natsMsg *m, gboolean *dup)
     return o;
 }
 
+/* The same record through jet_capture_store, the path the engine takes (its
+ * pub-ack read on this thread's own inbox, replies.h). */
+static JetCaptureOutcome store(Fx *fx, JetCaptureFacts *f, const char *data, int len, JetCaptureStored *out,
+                               GError **err)
+{
+    return jet_capture_store(fx->nc, fx->js, "jethost.dlq.orders", data, len, NULL, f,
+                             jet_capture_max_payload(fx->nc, fx->js, "JETHOST_DLQ"), 2000, NULL, out, err);
+}
+
 /* Managed ensure creates the DLQ stream as documented; the record is stored
  * with its headers renamed, its provenance and the Msg-Id. */
 static void test_managed_and_record(Fx *fx, gconstpointer data)
@@ -215,6 +225,24 @@ static void test_duplicate(Fx *fx, gconstpointer data)
         natsMsg_Destroy(o);
     }
     g_assert_cmpuint(stream_msgs(fx, "JETHOST_DLQ"), ==, G_N_ELEMENTS(extra));
+
+    /* Through the store: a new record, then the same capture again found to
+     * be this message's (the pub-ack's duplicate flag and sequence read). */
+    JetCaptureFacts f;
+    facts_init(&f, 99);
+    JetCaptureStored first, again;
+    g_autoptr(GError) err = NULL;
+    g_assert_cmpint(store(fx, &f, "x", 1, &first, &err), ==, JET_CAPTURE_CAPTURED);
+    g_assert_no_error(err);
+    g_assert_false(first.duplicate);
+    g_assert_cmpuint(first.seq, ==, G_N_ELEMENTS(extra) + 1);
+    g_assert_cmpstr(first.stream, ==, "JETHOST_DLQ");
+    f.deliveries = 3;
+    g_assert_cmpint(store(fx, &f, "x", 1, &again, &err), ==, JET_CAPTURE_CAPTURED);
+    g_assert_no_error(err);
+    g_assert_true(again.duplicate);
+    g_assert_cmpuint(again.seq, ==, first.seq);
+    g_assert_cmpuint(stream_msgs(fx, "JETHOST_DLQ"), ==, G_N_ELEMENTS(extra) + 1);
 }
 
 /* Two consumers of one stream that both give up on the same sequence make
@@ -378,6 +406,15 @@ static void test_stream_max_msg_size(Fx *fx, gconstpointer data)
     g_assert_cmpint(jet_capture_publish(fx->js, m, 5000, NULL, &err), ==, JET_CAPTURE_TOO_LARGE);
     g_test_message("%s", err->message);
     natsMsg_Destroy(m);
+    /* The store's own reading of the refusal: the same outcome, the
+     * server's code in the reason.  (Told the limit, the record would be
+     * built without it; 0 here makes the server refuse it.) */
+    g_clear_error(&err);
+    JetCaptureStored st;
+    g_assert_cmpint(jet_capture_store(fx->nc, fx->js, "jethost.dlq.orders", buf, 2500, NULL, &f, 0, 2000, NULL, &st,
+                                      &err), ==, JET_CAPTURE_TOO_LARGE);
+    g_test_message("store: %s", err->message);
+    g_assert_nonnull(strstr(err->message, "[err 10054]"));
 }
 
 /* Bind mode never creates; it checks existence and coverage. */
@@ -438,6 +475,18 @@ static void test_publish_missing_stream(Fx *fx, gconstpointer data)
     g_assert_cmpint(ms, <, 1000);
     g_assert_nonnull(strstr(err->message, "no responders"));
     natsMsg_Destroy(m);
+    /* Through the store: the same answer, and the thread's next request,
+     * on a new inbox, still gets its own answer. */
+    g_clear_error(&err);
+    t0 = g_get_monotonic_time();
+    g_assert_cmpint(store(fx, &f, "x", 1, NULL, &err), ==, JET_CAPTURE_FAILED);
+    g_test_message("store: %s", err->message);
+    g_assert_cmpint((g_get_monotonic_time() - t0) / 1000, <, 1000);
+    g_assert_nonnull(strstr(err->message, "no responders"));
+    dlq_managed(fx);
+    g_clear_error(&err);
+    g_assert_cmpint(store(fx, &f, "x", 1, NULL, &err), ==, JET_CAPTURE_CAPTURED);
+    g_assert_no_error(err);
 }
 
 /* A stream that refuses (a sealed one: no new messages) is FAILED with the
@@ -468,6 +517,12 @@ static void test_publish_refused(Fx *fx, gconstpointer data)
     g_test_message("%s", err->message);
     g_assert_nonnull(strstr(err->message, "refused"));
     natsMsg_Destroy(m);
+    g_clear_error(&err);
+    facts_init(&f, 3);
+    g_assert_cmpint(store(fx, &f, "x", 1, NULL, &err), ==, JET_CAPTURE_FAILED);
+    g_test_message("store: %s", err->message);
+    g_assert_nonnull(strstr(err->message, "refused"));
+    g_assert_nonnull(strstr(err->message, "[err 10077]"));
 }
 
 static natsMsg *pull_one(Fx *fx)
@@ -515,6 +570,176 @@ static void test_ack_confirmed(Fx *fx, gconstpointer data)
     g_assert_nonnull(strstr(err->message, "no responders"));
     g_assert_cmpint((g_get_monotonic_time() - t0) / 1000, <, 1000);
     natsMsg_Destroy(m);
+}
+
+/* A responder that answers "late" 300 ms after the request, for
+ * test_replies_late_answer. */
+static void answer_late(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)sub;
+    (void)closure;
+    g_usleep(300 * 1000);
+    natsConnection_PublishString(nc, natsMsg_GetReply(m), "late");
+    natsMsg_Destroy(m);
+}
+
+static void answer_now(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)sub;
+    (void)closure;
+    natsConnection_PublishString(nc, natsMsg_GetReply(m), natsMsg_GetData(m));
+    natsMsg_Destroy(m);
+}
+
+/* A thread's own inbox: an answer that comes after its request timed out
+ * never answers the thread's next request; "no responders" answers its
+ * own request at once, and the next one is answered again.  A connection
+ * the thread asked on and that was closed since is let go at its next
+ * request. */
+static void test_replies_late_answer(Fx *fx, gconstpointer data)
+{
+    (void)data;
+    natsSubscription *slow = NULL, *fast = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&slow, fx->nc, "svc.slow", answer_late, NULL), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Subscribe(&fast, fx->nc, "svc.fast", answer_now, NULL), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(fx->nc), ==, NATS_OK);
+    natsMsg *reply = NULL;
+    g_assert_cmpint(jet_replies_request(fx->nc, "svc.slow", "a", 1, 100, &reply), ==, NATS_TIMEOUT);
+    g_assert_null(reply);
+    for (int i = 0; i < 5; i++) {
+        /* The late answer arrives during one of these. */
+        g_autofree char *body = g_strdup_printf("n%d", i);
+        g_assert_cmpint(jet_replies_request(fx->nc, "svc.fast", body, (int)strlen(body) + 1, 2000, &reply), ==,
+                        NATS_OK);
+        g_assert_cmpstr(natsMsg_GetData(reply), ==, body);
+        natsMsg_Destroy(reply);
+        g_usleep(100 * 1000);
+    }
+    g_assert_cmpint(jet_replies_request(fx->nc, "svc.none", "a", 1, 2000, &reply), ==, NATS_NO_RESPONDERS);
+    g_assert_cmpint(jet_replies_request(fx->nc, "svc.fast", "b", 2, 2000, &reply), ==, NATS_OK);
+    g_assert_cmpstr(natsMsg_GetData(reply), ==, "b");
+    natsMsg_Destroy(reply);
+
+    natsConnection *other = NULL;
+    g_assert_cmpint(natsConnection_ConnectTo(&other, fx->url), ==, NATS_OK);
+    g_assert_cmpint(jet_replies_request(other, "svc.fast", "o", 2, 2000, &reply), ==, NATS_OK);
+    g_assert_cmpstr(natsMsg_GetData(reply), ==, "o");
+    jet_replies_free_later(other, reply);
+    natsConnection_Close(other);
+    natsConnection_Destroy(other);
+    g_assert_cmpint(jet_replies_request(fx->nc, "svc.fast", "d", 2, 2000, &reply), ==, NATS_OK);
+    g_assert_cmpstr(natsMsg_GetData(reply), ==, "d");
+    natsMsg_Destroy(reply);
+    natsSubscription_Destroy(slow);
+    natsSubscription_Destroy(fast);
+}
+
+static void answer_twice(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)sub;
+    (void)closure;
+    natsConnection_PublishString(nc, natsMsg_GetReply(m), "first");
+    natsConnection_PublishString(nc, natsMsg_GetReply(m), "again");
+    natsMsg_Destroy(m);
+}
+
+/* Two answers to one request: the second never answers the next request.
+ * And a paused server: a request to a subject nobody serves times out
+ * while it sleeps, and the server's "no responders", sent once it wakes,
+ * must not answer the next request (nats.c hands that one over without
+ * its subject, so only a new inbox keeps it out). */
+static void test_replies_stray_answers(Fx *fx, gconstpointer data)
+{
+    (void)data;
+    natsSubscription *twice = NULL, *fast = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&twice, fx->nc, "svc.twice", answer_twice, NULL), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Subscribe(&fast, fx->nc, "svc.fast", answer_now, NULL), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(fx->nc), ==, NATS_OK);
+    natsMsg *reply = NULL;
+    g_assert_cmpint(jet_replies_request(fx->nc, "svc.twice", "a", 1, 2000, &reply), ==, NATS_OK);
+    g_assert_cmpstr(natsMsg_GetData(reply), ==, "first");
+    natsMsg_Destroy(reply);
+    g_usleep(200 * 1000);   /* "again" is in the inbox by now */
+    g_assert_cmpint(jet_replies_request(fx->nc, "svc.fast", "b", 2, 2000, &reply), ==, NATS_OK);
+    g_assert_cmpstr(natsMsg_GetData(reply), ==, "b");
+    natsMsg_Destroy(reply);
+
+    jet_test_server_pause(fx->srv);
+    g_assert_cmpint(jet_replies_request(fx->nc, "svc.none", "a", 1, 300, &reply), ==, NATS_TIMEOUT);
+    jet_test_server_resume(fx->srv);
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *body = g_strdup_printf("c%d", i);
+        g_assert_cmpint(jet_replies_request(fx->nc, "svc.fast", body, (int)strlen(body) + 1, 5000, &reply), ==,
+                        NATS_OK);
+        g_assert_cmpstr(natsMsg_GetData(reply), ==, body);
+        natsMsg_Destroy(reply);
+    }
+    natsSubscription_Destroy(twice);
+    natsSubscription_Destroy(fast);
+}
+
+/* The store's pub-ack and the confirmed ack's answer are addressed to the
+ * asking thread's own inbox (a second connection sees where they go), not
+ * to nats.c's shared one. */
+static void test_replies_direct(Fx *fx, gconstpointer data)
+{
+    (void)data;
+    dlq_managed(fx);
+    natsConnection *spy_nc = NULL;
+    g_autoptr(GError) err = NULL;
+    g_assert_cmpint(natsConnection_ConnectTo(&spy_nc, fx->url), ==, NATS_OK);
+    natsSubscription *spy = NULL;
+    g_assert_cmpint(natsConnection_SubscribeSync(&spy, spy_nc, "_INBOX.>"), ==, NATS_OK);
+    g_assert_cmpint(natsConnection_Flush(spy_nc), ==, NATS_OK);
+    JetReplies *mine = jet_replies_here(fx->nc, NULL);
+    g_assert_nonnull(mine);
+    g_autofree char *prefix = g_strdup(jet_replies_subject(mine));
+    *strrchr(prefix, '.') = '\0';
+    JetCaptureFacts f;
+    facts_init(&f, 7);
+    g_assert_cmpint(store(fx, &f, "x", 1, NULL, &err), ==, JET_CAPTURE_CAPTURED);
+    g_assert_no_error(err);
+    guint direct = 0;
+    natsMsg *m = NULL;
+    while (natsSubscription_NextMsg(&m, spy, 500) == NATS_OK) {
+        const char *subj = natsMsg_GetSubject(m);
+        g_test_message("answer to %s: %.*s", subj, natsMsg_GetDataLength(m), natsMsg_GetData(m));
+        if (g_str_has_prefix(subj, prefix) && strstr(natsMsg_GetData(m), "\"JETHOST_DLQ\"") != NULL)
+            direct++;
+        natsMsg_Destroy(m);
+    }
+    g_assert_cmpuint(direct, ==, 1);
+
+    /* The confirmed ack's answer (empty) too. */
+    jet_test_stream_create(fx->js, "ORDERS", "orders.>");
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = "c";
+    cc.AckPolicy = js_AckExplicit;
+    jsConsumerInfo *ci = NULL;
+    g_assert_cmpint(js_AddConsumer(&ci, fx->js, "ORDERS", &cc, NULL, NULL), ==, NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+    jet_test_publish_n(fx->js, "orders.new", 1);
+    natsMsg *orig = pull_one(fx);
+    while (natsSubscription_NextMsg(&m, spy, 300) == NATS_OK)   /* the pull's own answer */
+        natsMsg_Destroy(m);
+    mine = jet_replies_here(fx->nc, NULL);
+    g_free(prefix);
+    prefix = g_strdup(jet_replies_subject(mine));
+    *strrchr(prefix, '.') = '\0';
+    g_assert_true(jet_ack_confirmed(fx->nc, natsMsg_GetReply(orig), 2000, &err));
+    g_assert_no_error(err);
+    natsMsg_Destroy(orig);
+    guint acked = 0;
+    while (natsSubscription_NextMsg(&m, spy, 500) == NATS_OK) {
+        g_test_message("answer to %s: %d bytes", natsMsg_GetSubject(m), natsMsg_GetDataLength(m));
+        if (g_str_has_prefix(natsMsg_GetSubject(m), prefix) && natsMsg_GetDataLength(m) == 0)
+            acked++;
+        natsMsg_Destroy(m);
+    }
+    g_assert_cmpuint(acked, ==, 1);
+    natsSubscription_Destroy(spy);
+    natsConnection_Destroy(spy_nc);
 }
 
 /* dlq_ttl: a managed DLQ stream is made with allow_msg_ttl, each record
@@ -588,6 +813,9 @@ int main(int argc, char **argv)
     ADD("/capture/publish-refused", test_publish_refused);
     ADD("/capture/ack-confirmed", test_ack_confirmed);
     ADD("/capture/dlq-ttl", test_dlq_ttl);
+    ADD("/capture/replies-late-answer", test_replies_late_answer);
+    ADD("/capture/replies-stray-answers", test_replies_stray_answers);
+    ADD("/capture/replies-direct", test_replies_direct);
 #undef ADD
     int rc = g_test_run();
     nats_Close();
