@@ -164,7 +164,7 @@ static JetCaptureOutcome publish_direct(natsConnection *nc, jsCtx *js, const cha
         natsMsg_Destroy(m);
         return res;
     }
-    natsStatus s = natsConnection_PublishMsg(nc, m);
+    natsStatus s = jet_replies_publish(r, m);
     if (block_len > 1024)
         natsMsg_Destroy(m);   /* many headers: not kept for later */
     else

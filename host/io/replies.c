@@ -12,9 +12,6 @@
 /* A large one is freed at once: kept, it would hold its memory for
  * nothing (its free costs little beside its copy). */
 #define FREE_LATER_MAX_BYTES 4096
-/* Inboxes left by failed requests, waiting to be freed (below). */
-#define PARKED_MAX 8
-
 struct JetReplies {
     natsConnection *nc;
     natsSubscription *sub;   /* on "<inbox>.*", read by the owning thread only; NULL after a failure */
@@ -22,12 +19,14 @@ struct JetReplies {
     char subject[128];       /* the last request's reply subject */
     guint64 n;
     /* Unsubscribed, not yet freed: nats.c before 3.7.0 may still be
-     * handling a message for one on its reading thread (sub_end.h).  Once
-     * an answer comes on the newer inbox, the server has taken their
-     * unsubscribes and the reading thread, which goes in order, is done
-     * with them. */
-    natsSubscription *parked[PARKED_MAX];
-    guint n_parked;
+     * handling a message for one on its reading thread (sub_end.h).
+     * Unsubscribing takes a subscription out of the connection's table
+     * under the lock that thread looks it up with, so only a lookup made
+     * before can still hold it; and that thread handles messages one at a
+     * time, in order (a reconnect joins the old one before a new one
+     * starts).  So once any message arrives on a newer inbox of the same
+     * connection, the lookup is over and these may go. */
+    GPtrArray *parked;
     natsMsg *later[FREE_TOGETHER];   /* jet_replies_free_later's */
     guint n_later;
 };
@@ -41,9 +40,9 @@ static void free_now(JetReplies *r)
 
 static void free_parked(JetReplies *r)
 {
-    for (guint i = 0; i < r->n_parked; i++)
-        natsSubscription_Destroy(r->parked[i]);
-    r->n_parked = 0;
+    for (guint i = 0; i < r->parked->len; i++)
+        natsSubscription_Destroy(g_ptr_array_index(r->parked, i));
+    g_ptr_array_set_size(r->parked, 0);
 }
 
 /* Parks the current inbox: the next request takes a new one. */
@@ -52,14 +51,7 @@ static void rotate(JetReplies *r)
     if (r->sub == NULL)
         return;
     natsSubscription_Unsubscribe(r->sub);
-    if (r->n_parked == PARKED_MAX) {
-        /* Failures in a row: the oldest waits out the reading thread here
-         * (one round trip), or is left undestroyed if it cannot. */
-        jet_sub_end_destroy(r->nc, r->parked[0]);
-        memmove(r->parked, r->parked + 1, (PARKED_MAX - 1) * sizeof r->parked[0]);
-        r->n_parked--;
-    }
-    r->parked[r->n_parked++] = r->sub;
+    g_ptr_array_add(r->parked, r->sub);
     r->sub = NULL;
     g_clear_pointer(&r->prefix, g_free);
 }
@@ -73,13 +65,10 @@ static void replies_free(JetReplies *r)
         return;
     free_now(r);
     rotate(r);
-    if (r->n_parked > 0) {
-        /* The unsubscribes went out in order: one round trip covers all. */
-        for (guint i = 0; i + 1 < r->n_parked; i++)
-            natsSubscription_Unsubscribe(r->parked[i]);
-        if (jet_sub_end(r->nc, r->parked[r->n_parked - 1]))
-            free_parked(r);
-    }
+    /* The unsubscribes went out in order: one round trip covers all. */
+    if (r->parked->len > 0 && jet_sub_end(r->nc, g_ptr_array_index(r->parked, r->parked->len - 1)))
+        free_parked(r);
+    g_ptr_array_unref(r->parked);
     g_free(r->prefix);
     g_free(r);
 }
@@ -126,12 +115,18 @@ JetReplies *jet_replies_here(natsConnection *nc, natsStatus *s)
         s = &local;
     *s = NATS_OK;
     GSList *list = g_private_get(&mine);
+    for (GSList *l = list; l != NULL; l = l->next) {
+        JetReplies *x = l->data;
+        if (x->nc == nc && x->sub != NULL)
+            return x;
+    }
+    /* The slow way, after a failure or the first time: the entries of
+     * connections closed since go (their subscriptions hold its memory, so
+     * no new connection can have the same address meanwhile). */
     JetReplies *r = NULL;
     for (GSList *l = list; l != NULL;) {
         JetReplies *x = l->data;
         l = l->next;
-        /* A closed connection's go (their subscriptions hold its memory, so
-         * no new connection can have the same address meanwhile). */
         if (natsConnection_IsClosed(x->nc)) {
             list = g_slist_remove(list, x);
             replies_free(x);
@@ -142,13 +137,15 @@ JetReplies *jet_replies_here(natsConnection *nc, natsStatus *s)
     if (r == NULL) {
         r = g_new0(JetReplies, 1);
         r->nc = nc;
+        r->parked = g_ptr_array_new();
         list = g_slist_prepend(list, r);
     }
     if (r->sub == NULL && !subscribe(r, s)) {
-        if (r->n_parked == 0) {
+        if (r->parked->len == 0) {
             /* Nothing of r holds the connection's memory now: r goes. */
             list = g_slist_remove(list, r);
-            replies_free(r);
+            g_ptr_array_unref(r->parked);
+            g_free(r);
         }
         r = NULL;
     }
@@ -172,6 +169,8 @@ natsStatus jet_replies_wait(JetReplies *r, gint64 timeout_ms, natsMsg **reply)
         gint64 left_ms = (deadline - g_get_monotonic_time() + 999) / 1000;
         natsMsg *m = NULL;
         natsStatus s = left_ms > 0 ? natsSubscription_NextMsg(&m, r->sub, left_ms) : NATS_TIMEOUT;
+        if (s == NATS_OK || s == NATS_NO_RESPONDERS)
+            free_parked(r);   /* a message came on this inbox (above) */
         if (s != NATS_OK) {
             /* NATS_NO_RESPONDERS included: nats.c hands that over without
              * the message, so whose it was cannot be read; the inbox goes
@@ -182,12 +181,20 @@ natsStatus jet_replies_wait(JetReplies *r, gint64 timeout_ms, natsMsg **reply)
         /* Only an answer to an earlier request of the same inbox can differ,
          * and only one that succeeded: its answer came already. */
         if (strcmp(natsMsg_GetSubject(m), r->subject) == 0) {
-            free_parked(r);
             *reply = m;
             return NATS_OK;
         }
         natsMsg_Destroy(m);
     }
+}
+
+natsStatus jet_replies_publish(JetReplies *r, natsMsg *m)
+{
+    natsStatus s = natsConnection_PublishMsg(r->nc, m);
+    /* Part of it may have been written before the error. */
+    if (s != NATS_OK)
+        rotate(r);
+    return s;
 }
 
 natsStatus jet_replies_request(natsConnection *nc, const char *subject, const void *data, int len,
@@ -198,8 +205,10 @@ natsStatus jet_replies_request(natsConnection *nc, const char *subject, const vo
         return natsConnection_Request(reply, nc, subject, data, len, timeout_ms);
     *reply = NULL;
     natsStatus s = natsConnection_PublishRequest(nc, subject, jet_replies_subject(r), data, len);
-    if (s != NATS_OK)
-        return s;   /* nothing went out: the inbox stays */
+    if (s != NATS_OK) {
+        rotate(r);   /* part of it may have been written */
+        return s;
+    }
     return jet_replies_wait(r, timeout_ms, reply);
 }
 

@@ -38,6 +38,11 @@ JetReplies *jet_replies_here(natsConnection *nc, natsStatus *s);
  * until the next call): a new one each call. */
 const char *jet_replies_subject(JetReplies *r);
 
+/* Publishes m, built with the reply subject jet_replies_subject gave last
+ * (nats_raw.h, jet_nats_msg_new_raw_reply); on an error the inbox is left
+ * behind, as by a failed wait (part of m may have gone out). */
+natsStatus jet_replies_publish(JetReplies *r, natsMsg *m);
+
 /* Waits up to timeout_ms for the answer to the subject jet_replies_subject
  * gave last, in *reply (natsMsg_Destroy or jet_replies_free_later).
  * NATS_NO_RESPONDERS when the server said nothing listens on the request's
