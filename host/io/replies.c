@@ -12,6 +12,7 @@
 /* A large one is freed at once: kept, it would hold its memory for
  * nothing (its free costs little beside its copy). */
 #define FREE_LATER_MAX_BYTES 4096
+
 struct JetReplies {
     natsConnection *nc;
     natsSubscription *sub;   /* on "<inbox>.*", read by the owning thread only; NULL after a failure */
