@@ -20,6 +20,8 @@
 #define ERR_HEADER_SIZE_EXCEEDED 10097
 
 #define MSG_ID_HDR "Nats-Msg-Id"
+/* Larger than any pub-ack a server writes (a 255-byte stream name, a domain). */
+#define PUB_ACK_MAX_BYTES 4096
 
 /* --- building ------------------------------------------------------------- */
 
@@ -174,8 +176,11 @@ static JetCaptureOutcome publish_direct(natsConnection *nc, jsCtx *js, const cha
         s = jet_replies_wait(r, timeout_ms, &reply);
     if (s != NATS_OK)
         return publish_outcome(subject, s, 0, NULL, timeout_ms, error);
+    /* A pub-ack is a few hundred bytes; anything much larger is not one,
+     * and is not parsed (json-glib recurses into nested arrays). */
     g_autoptr(JsonParser) p = json_parser_new_immutable();
-    gboolean parsed = json_parser_load_from_data(p, natsMsg_GetData(reply), natsMsg_GetDataLength(reply), NULL);
+    gboolean parsed = natsMsg_GetDataLength(reply) <= PUB_ACK_MAX_BYTES &&
+                      json_parser_load_from_data(p, natsMsg_GetData(reply), natsMsg_GetDataLength(reply), NULL);
     jet_replies_free_later(nc, reply);
     JsonNode *root = parsed ? json_parser_get_root(p) : NULL;
     JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
@@ -185,11 +190,15 @@ static JetCaptureOutcome publish_direct(natsConnection *nc, jsCtx *js, const cha
     const char *why = jet_js_api_error(o, &code);
     if (why != NULL)
         return publish_outcome(subject, NATS_ERR, (jsErrCode)code, why, timeout_ms, error);
-    const char *stream = json_object_get_string_member_with_default(o, "stream", NULL);
-    gint64 seq = json_object_get_int_member_with_default(o, "seq", 0);
-    if (stream == NULL || *stream == '\0' || seq <= 0)
+    /* Whatever answered may be no stream: every member is read by its type. */
+    JsonNode *sn = json_object_get_member(o, "stream"), *qn = json_object_get_member(o, "seq"),
+             *dn = json_object_get_member(o, "duplicate");
+    const char *stream = sn != NULL && json_node_get_value_type(sn) == G_TYPE_STRING ? json_node_get_string(sn) : NULL;
+    gint64 seq = qn != NULL && json_node_get_value_type(qn) == G_TYPE_INT64 ? json_node_get_int(qn) : 0;
+    gboolean dup_typed = dn == NULL || json_node_get_value_type(dn) == G_TYPE_BOOLEAN;
+    if (stream == NULL || *stream == '\0' || seq <= 0 || !dup_typed)
         return not_a_pub_ack(subject, error);
-    ack->duplicate = json_object_get_boolean_member_with_default(o, "duplicate", FALSE);
+    ack->duplicate = dn != NULL && json_node_get_boolean(dn);
     ack->seq = (guint64)seq;
     g_strlcpy(ack->stream, stream, sizeof ack->stream);
     return JET_CAPTURE_CAPTURED;

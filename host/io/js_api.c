@@ -32,13 +32,16 @@ const char *jet_js_api_error(JsonObject *o, gint64 *code)
 {
     if (code != NULL)
         *code = 0;
-    if (o == NULL || !json_object_has_member(o, "error"))
+    JsonNode *en = o != NULL ? json_object_get_member(o, "error") : NULL;
+    if (en == NULL)
         return NULL;
-    JsonObject *e = json_object_get_object_member(o, "error");
-    if (code != NULL && e != NULL && json_object_has_member(e, "err_code"))
-        *code = json_object_get_int_member(e, "err_code");
-    const char *desc = e != NULL && json_object_has_member(e, "description")
-                           ? json_object_get_string_member(e, "description") : NULL;
+    /* Read by type: a reply need not come from the server's API. */
+    JsonObject *e = JSON_NODE_HOLDS_OBJECT(en) ? json_node_get_object(en) : NULL;
+    JsonNode *cn = e != NULL ? json_object_get_member(e, "err_code") : NULL;
+    JsonNode *dn = e != NULL ? json_object_get_member(e, "description") : NULL;
+    if (code != NULL && cn != NULL && json_node_get_value_type(cn) == G_TYPE_INT64)
+        *code = json_node_get_int(cn);
+    const char *desc = dn != NULL && json_node_get_value_type(dn) == G_TYPE_STRING ? json_node_get_string(dn) : NULL;
     return desc != NULL ? desc : "refused";
 }
 

@@ -798,6 +798,54 @@ static void test_dlq_ttl(Fx *fx, gconstpointer data)
     g_assert_nonnull(strstr(err->message, "dlq_ttl = 3600s needs DLQ stream PLAIN_DLQ"));
 }
 
+static const char *hostile_body;
+static int hostile_len;
+static void answer_hostile(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)sub; (void)closure;
+    natsConnection_Publish(nc, natsMsg_GetReply(m), hostile_body, hostile_len);
+    natsMsg_Destroy(m);
+}
+/* Whatever answers on the DLQ subject instead of a stream (a client of
+ * the operator's listening there): an empty, unparsable, truncated, deeply
+ * nested or wrongly typed reply is FAILED, never a capture, and reads no
+ * member by the wrong type. */
+static void test_hostile_pub_ack(Fx *fx, gconstpointer data)
+{
+    (void)data;
+    natsSubscription *s = NULL;
+    g_assert_cmpint(natsConnection_Subscribe(&s, fx->nc, "jethost.dlq.orders", answer_hostile, NULL), ==, NATS_OK);
+    natsConnection_Flush(fx->nc);
+    g_autofree char *huge = g_strnfill(900000, '[');
+    g_autofree char *nested = g_strnfill(4000, '[');   /* under the size bound: parsed */
+    g_autofree char *deep4k = g_strdup_printf("{\"x\":%s}", nested);
+    g_autofree char *deep = g_strdup_printf("{\"stream\":\"X\",\"seq\":1,\"x\":%s}", huge);
+    static const char nul[] = "{\"stream\":\"A\0B\",\"seq\":2}";
+    struct { const char *b; int len; } cases[] = {
+        { "", 0 }, { "garbage", 7 }, { "{}", 2 }, { "[]", 2 }, { "{\"stream\":\"X\",\"seq\":0}", -1 },
+        { "{\"stream\":\"X\",\"seq\":\"7\"}", -1 }, { "{\"stream\":{},\"seq\":3}", -1 },
+        { "{\"stream\":\"X\",\"seq\":-5}", -1 }, { "{\"stream\":\"X\",\"seq\":1e300}", -1 },
+        { "{\"stream\":\"X\",\"seq\":4,\"duplicate\":\"yes\"}", -1 }, { "{\"error\":5}", -1 },
+        { "{\"error\":{\"err_code\":\"x\",\"description\":7}}", -1 }, { "{\"stream\":\"\xff\xfe\",\"seq\":1}", -1 },
+        { "{\"stream\":\"X\",\"se", -1 }, { nul, (int)sizeof nul - 1 }, { deep, -1 }, { deep4k, -1 },
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        hostile_body = cases[i].b;
+        hostile_len = cases[i].len >= 0 ? cases[i].len : (int)strlen(cases[i].b);
+        JetCaptureFacts f;
+        facts_init(&f, 10 + i);
+        g_autoptr(GError) err = NULL;
+        JetCaptureStored st;
+        JetCaptureOutcome o = jet_capture_store(fx->nc, fx->js, "jethost.dlq.orders", "x", 1, NULL, &f, 0, 2000,
+                                                NULL, &st, &err);
+        g_test_message("case %u: %s: %s", i, jet_capture_outcome_name(o), err != NULL ? err->message : "-");
+        g_assert_cmpint(o, ==, JET_CAPTURE_FAILED);
+        g_assert_nonnull(err);
+        g_assert_cmpuint(st.seq, ==, 0);
+    }
+    natsSubscription_Destroy(s);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
@@ -816,6 +864,7 @@ int main(int argc, char **argv)
     ADD("/capture/replies-late-answer", test_replies_late_answer);
     ADD("/capture/replies-stray-answers", test_replies_stray_answers);
     ADD("/capture/replies-direct", test_replies_direct);
+    ADD("/capture/hostile-pub-ack", test_hostile_pub_ack);
 #undef ADD
     int rc = g_test_run();
     nats_Close();
