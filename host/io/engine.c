@@ -193,6 +193,7 @@ void jet_engine_join(JetEngine *e)
     /* Drain: what the plugin keeps pending is completed (or given up by
      * the lease keeper, which runs until then). */
     jet__async_join(e);
+    jet_keeper_remove(&e->keep);
     if (e->keeper != NULL) {
         g_mutex_lock(&e->lease_lock);
         e->keeper_quit = TRUE;

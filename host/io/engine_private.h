@@ -14,6 +14,7 @@
 #include "engine_driver.h"
 #include "executor.h"
 #include "floor_monitor.h"
+#include "keeper.h"
 #include "jet_msg.h"
 #include "ledger.h"
 #include "settle.h"
@@ -240,12 +241,16 @@ struct JetEngine {
     JetExecutor *executor;
     JetTransport transport;
 
-    /* The lease keeper and the set of messages the host holds. */
-    GThread *keeper;
+    /* The set of messages the host holds, and its lease keeper: the
+     * process's shared one (keep), or an ordered binding's own thread
+     * (keeper, lease_cond, keeper_quit). */
     GMutex lease_lock;
-    GCond lease_cond;
     GHashTable *held;          /* Item* set */
+    GThread *keeper;
+    GCond lease_cond;
     gboolean keeper_quit;
+    JetKeeperEntry keep;       /* the shared keeper's visits (keeper.h) */
+    gint64 extend_every_us;    /* a held message's +WPI at most this often: AckWait / 3 */
 
     JetEngineTakeHook take_hook;
     gpointer take_hook_data;
@@ -509,6 +514,10 @@ void jet__wake_worker(Worker *w);
  * and the lease keeper; the loop itself; an item never handled released
  * (NAK, recorded) and freed; a pull's last ack sent with the next pull. */
 void jet__pull_start_workers(JetEngine *e, GThreadFunc runner_main);
+/* Joins the shared keeper (keeper.h): its lease visit moves aside or
+ * releases what waits, sends acks due, +WPI and marks hung handlers; its
+ * observation reads consumer info (the ack floor, the floor monitor,
+ * idleness).  jet_engine_join() takes it out. */
 void jet__pull_start_keeper(JetEngine *e);
 gpointer jet__pull_main(gpointer worker);
 /* A pull's byte budget: max_bytes when set; else, when batch messages as
@@ -516,8 +525,8 @@ gpointer jet__pull_main(gpointer worker);
  * PULL_BYTES_CAP shared by pulls_out pulls, that share (at least one such
  * message); else 0 (none). */
 gint64 jet__pull_bytes(gint64 max_bytes, guint batch, guint pulls_out, gint64 largest);
-gpointer jet__pull_keeper_main(gpointer engine);
 void jet__release_item(Worker *w, Item *it);
+
 gboolean jet__ack_with_next_pull(Worker *w, const char *reply);
 
 /* The origin stream may have been deleted and re-created (a recovery, a

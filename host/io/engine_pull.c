@@ -924,81 +924,62 @@ static void observe_idle(JetEngine *e)
 }
 
 
-/* --- the lease keeper ---------------------------------------------------- */
+/* --- the lease keeper's visits (keeper.h runs them) ---------------------------- */
 
-gpointer jet__pull_keeper_main(gpointer data)
+/* On jet-observe: the ack floor, so a consumer that has to be re-created
+ * starts where the fleet was, not at the start of the stream.  What waits
+ * behind a busy worker is moved aside first, so the floor monitor sees
+ * every message this host holds. */
+static void keeper_observe(gpointer data)
 {
     JetEngine *e = data;
-    gint64 ack_wait_us = MAX(e->facts.ack_wait_ms, 300) * 1000;
-    gint64 every_us = ack_wait_us / 3;
-    gint64 limit_us = (gint64)e->b->handler_timeout_ms * 1000;
+    for (guint i = 0; i < e->n_workers; i++)
+        move_waiting(&e->workers[i], e->keep.lease_every_us);
+    observe_consumer(e);
+    observe_idle(e);
+}
 
-    gint64 next_observe = 0;
-    gint64 observe_every_us = FLOOR_OBSERVE_US;
-    if (e->b->floor_age_ms > 0)
-        observe_every_us = MIN(observe_every_us,
-                               (gint64)jet_floor_monitor_poll_interval_ms(e->b->floor_age_ms) * 1000);
-    g_mutex_lock(&e->lease_lock);
-    while (!e->keeper_quit) {
-        if (now_us() >= next_observe) {
-            /* The ack floor, so a consumer that has to be re-created starts
-             * where the fleet was, not at the start of the stream.  What
-             * waits behind a busy worker is moved aside first, so the floor
-             * monitor sees every message this host holds. */
-            g_mutex_unlock(&e->lease_lock);
-            for (guint i = 0; i < e->n_workers; i++)
-                move_waiting(&e->workers[i], MIN(every_us / 2, FLOOR_OBSERVE_US));
-            observe_consumer(e);
-            observe_idle(e);
-            next_observe = now_us() + observe_every_us;
-            g_mutex_lock(&e->lease_lock);
-            if (e->keeper_quit)
-                break;
-        }
-        gint64 step_us = MIN(every_us / 2, FLOOR_OBSERVE_US);
-        gint64 until = g_get_monotonic_time() + step_us;
-        g_cond_wait_until(&e->lease_cond, &e->lease_lock, until);
-        if (e->keeper_quit)
-            break;
-        /* What waits behind a busy worker is held too: it may have waited
-         * unseen for up to a step, so its first extension comes a step
-         * sooner (a delivery is extended within AckWait / 2 of arriving). */
-        g_mutex_unlock(&e->lease_lock);
-        for (guint i = 0; i < e->n_workers; i++) {
-            if (g_atomic_int_get(&e->workers[i].hung))
-                release_waiting(&e->workers[i]);
-            else
-                move_waiting(&e->workers[i], step_us);
-            jet__acks_due_after(&e->workers[i], ACK_COALESCE_US);   /* behind a slow handler */
-        }
-        g_mutex_lock(&e->lease_lock);
-        gint64 now = now_us();
-        GHashTableIter iter;
-        gpointer key;
-        g_hash_table_iter_init(&iter, e->held);
-        while (g_hash_table_iter_next(&iter, &key, NULL)) {
-            Item *it = key;
-            if (limit_us > 0 && it->handler_since_us > 0 && now - it->handler_since_us > limit_us) {
-                JetAsyncPast past = it->pending != NULL ? jet__async_past_limit(e, it, now, limit_us)
-                                                        : JET_ASYNC_IN_HANDLER;
-                if (past == JET_ASYNC_IN_HANDLER)
-                    jet__handler_hung(e, it, now, limit_us);
-                if (past != JET_ASYNC_SETTLING)
-                    continue;
-            }
-            if (it->stale)
-                continue;
-            if (now - it->extended_us >= every_us) {
-                natsConnection_PublishString(jet_conn_nats(e->conn), natsMsg_GetReply(it->msg), "+WPI");
-                it->extended_us = now;
-                JET_STAT_ADD(&e->shared_stats, lease_extensions, 1);
-            }
-        }
-        jet__every_worker_hung(e);
-        jet__async_every_place_hung(e);
+/* On jet-lease: never waits on the server. */
+static void keeper_lease(gpointer data)
+{
+    JetEngine *e = data;
+    gint64 limit_us = (gint64)e->b->handler_timeout_ms * 1000;
+    /* What waits behind a busy worker is held too: it may have waited
+     * unseen for up to a step, so its first extension comes a step
+     * sooner (a delivery is extended within AckWait / 2 of arriving). */
+    for (guint i = 0; i < e->n_workers; i++) {
+        if (g_atomic_int_get(&e->workers[i].hung))
+            release_waiting(&e->workers[i]);
+        else
+            move_waiting(&e->workers[i], e->keep.lease_every_us);
+        jet__acks_due_after(&e->workers[i], ACK_COALESCE_US);   /* behind a slow handler */
     }
+    g_mutex_lock(&e->lease_lock);
+    gint64 now = now_us();
+    GHashTableIter iter;
+    gpointer key;
+    g_hash_table_iter_init(&iter, e->held);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        Item *it = key;
+        if (limit_us > 0 && it->handler_since_us > 0 && now - it->handler_since_us > limit_us) {
+            JetAsyncPast past = it->pending != NULL ? jet__async_past_limit(e, it, now, limit_us)
+                                                    : JET_ASYNC_IN_HANDLER;
+            if (past == JET_ASYNC_IN_HANDLER)
+                jet__handler_hung(e, it, now, limit_us);
+            if (past != JET_ASYNC_SETTLING)
+                continue;
+        }
+        if (it->stale)
+            continue;
+        if (now - it->extended_us >= e->extend_every_us) {
+            natsConnection_PublishString(jet_conn_nats(e->conn), natsMsg_GetReply(it->msg), "+WPI");
+            it->extended_us = now;
+            JET_STAT_ADD(&e->shared_stats, lease_extensions, 1);
+        }
+    }
+    jet__every_worker_hung(e);
+    jet__async_every_place_hung(e);
     g_mutex_unlock(&e->lease_lock);
-    return NULL;
 }
 
 /* --- start ------------------------------------------------------------------ */
@@ -1020,6 +1001,17 @@ void jet__pull_start_workers(JetEngine *e, GThreadFunc runner_main)
 
 void jet__pull_start_keeper(JetEngine *e)
 {
-    g_autofree char *kname = g_strdup_printf("jet-%s-lease", e->b->name);
-    e->keeper = g_thread_new(kname, jet__pull_keeper_main, e);
+    /* +WPI every AckWait / 3, visited every AckWait / 6 (at most 2 s);
+     * consumer info every 2 s, or as often as the floor monitor needs. */
+    gint64 ack_wait_us = MAX(e->facts.ack_wait_ms, 300) * 1000;
+    e->extend_every_us = ack_wait_us / 3;
+    e->keep.lease_every_us = MIN(e->extend_every_us / 2, FLOOR_OBSERVE_US);
+    e->keep.observe_every_us = FLOOR_OBSERVE_US;
+    if (e->b->floor_age_ms > 0)
+        e->keep.observe_every_us = MIN(e->keep.observe_every_us,
+                                       (gint64)jet_floor_monitor_poll_interval_ms(e->b->floor_age_ms) * 1000);
+    e->keep.lease = keeper_lease;
+    e->keep.observe = keeper_observe;
+    e->keep.owner = e;
+    jet_keeper_add(&e->keep);
 }

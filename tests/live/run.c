@@ -802,6 +802,85 @@ static void test_many_bindings(void)
     jet_test_js_close(nc, js);
 }
 
+/* Threads of process PID whose name is NAME, or ends in SUFFIX. */
+static guint threads_named(const char *pid, const char *name, const char *suffix)
+{
+    g_autofree char *dir = g_build_filename("/proc", pid, "task", NULL);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    g_assert_nonnull(d);
+    guint n = 0;
+    const char *tid;
+    while ((tid = g_dir_read_name(d)) != NULL) {
+        g_autofree char *path = g_build_filename(dir, tid, "comm", NULL);
+        g_autofree char *comm = NULL;
+        if (!g_file_get_contents(path, &comm, NULL, NULL))
+            continue;   /* the thread ended */
+        g_strchomp(comm);
+        n += (name != NULL && strcmp(comm, name) == 0) || (suffix != NULL && g_str_has_suffix(comm, suffix));
+    }
+    return n;
+}
+
+/* One thread keeps every binding's leases, another reads every binding's
+ * consumer (docs/engine.md, "Lease"): four bindings, each with a handler
+ * held past AckWait at the same time, and a second worker each with a pull
+ * waiting that would take the held message back were its lease let go. */
+#define KEPT_BINDINGS 4
+static void test_bindings_share_keeper(void)
+{
+    g_autoptr(JetTestServer) srv = jet_test_server_start();
+    natsConnection *nc = NULL;
+    jsCtx *js = jet_test_js_open(jet_test_server_url(srv), &nc);
+    jet_test_stream_create(js, "ORDERS", "orders.>");
+    jet_test_publish_n(js, "orders.new", 2);
+    g_autofree char *fx = jet_test_plugin_copy("fx_gate");
+    g_autoptr(GString) text = g_string_new(NULL);
+    g_string_append_printf(text, "[host]\nserver = %s\n", jet_test_server_url(srv));
+    char *dirs[KEPT_BINDINGS];
+    for (int i = 0; i < KEPT_BINDINGS; i++) {
+        g_autofree char *name = g_strdup_printf("kept-%d", i);
+        dirs[i] = g_build_filename(jet_test_private_dir(), name, NULL);
+        g_assert_cmpint(g_mkdir(dirs[i], 0700), ==, 0);
+        g_string_append_printf(text, "\n[binding b%d]\nplugin = %s\nstream = ORDERS\nconsumer = c%d\nworkers = 2\n"
+                               "batch = 1\nack_wait = 2s\noption.dir = %s\noption.block_seq = 1\n", i, fx, i, dirs[i]);
+    }
+    g_autofree char *conf = jet_test_write_file("kept.conf", text->str);
+    g_autofree char *errlog = g_build_filename(jet_test_private_dir(), "kept.stderr", NULL);
+    const char *args[] = { "run", "-c", conf, NULL };
+    g_autoptr(GSubprocess) host = jet_test_jethost_spawn(errlog, args);
+    for (int i = 0; i < KEPT_BINDINGS; i++) {
+        g_autofree char *inflight = g_build_filename(dirs[i], "inflight-1", NULL);
+        g_assert_true(jet_test_wait_file(inflight, 30000));
+    }
+    /* 2.5 x AckWait with every binding's message 1 in its handler. */
+    g_usleep(5 * G_USEC_PER_SEC);
+    const char *pid = g_subprocess_get_identifier(host);
+    g_assert_nonnull(pid);
+    g_assert_cmpuint(threads_named(pid, "jet-lease", NULL), ==, 1);
+    g_assert_cmpuint(threads_named(pid, "jet-observe", NULL), ==, 1);
+    g_assert_cmpuint(threads_named(pid, NULL, "-lease"), ==, 1);   /* jet-lease itself */
+    for (int i = 0; i < KEPT_BINDINGS; i++) {
+        g_autofree char *go = g_build_filename(dirs[i], "go-1", NULL);
+        g_assert_true(g_file_set_contents(go, "", 0, NULL));
+    }
+    for (int i = 0; i < KEPT_BINDINGS; i++) {
+        g_autofree char *consumer = g_strdup_printf("c%d", i);
+        JetTestFloorWait w = { js, "ORDERS", consumer, 2 };
+        g_assert_true(jet_test_wait_until(jet_test_floor_reached, &w, 30000));
+        jsConsumerInfo *ci = jet_test_consumer_info(js, "ORDERS", consumer);
+        g_assert_cmpint(ci->NumRedelivered, ==, 0);
+        jsConsumerInfo_Destroy(ci);
+        g_autofree char *handled = g_build_filename(dirs[i], "handled.log", NULL);
+        g_assert_cmpuint(count_lines(handled), ==, 2);
+        g_free(dirs[i]);
+    }
+    g_subprocess_send_signal(host, SIGTERM);
+    g_assert_cmpint(jet_test_jethost_wait(host, 30000), ==, 0);
+    g_autofree char *log = jet_test_read_text(errlog);
+    g_assert_cmpuint(jet_test_count_lines(log, "level=error"), ==, 0);
+    jet_test_js_close(nc, js);
+}
+
 /* What `check -s` calls a config error, `run` does too, at once: a
  * consumer with a server BackOff, a push consumer, a schedule the stream
  * cannot keep, unlimited attempts on a stream that expires messages (unless
@@ -991,6 +1070,7 @@ int main(int argc, char **argv)
     g_test_add_func("/run/reports-every-binding", test_reports_every_binding);
     g_test_add_func("/run/server-config-errors", test_server_config_errors);
     g_test_add_func("/run/many-bindings", test_many_bindings);
+    g_test_add_func("/run/bindings-share-keeper", test_bindings_share_keeper);
     g_test_add_func("/run/retried-records-forgotten", test_retried_records_forgotten);
     int rc = g_test_run();
     nats_Close();

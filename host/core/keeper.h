@@ -1,0 +1,49 @@
+/* The keeper: two threads for the whole process that visit every binding
+ * that pulls, each on its binding's cadence (docs/engine.md, "Lease").
+ *
+ *   jet-lease    calls each entry's lease() every lease_every_us: work that
+ *                never waits on the server (in-progress acks, what waits
+ *                behind a busy handler, hung handlers);
+ *   jet-observe  calls each entry's observe() every observe_every_us: work
+ *                that may wait for a request's timeout (consumer info).
+ *
+ * So a binding whose request hangs delays no other binding's lease, and the
+ * process runs two threads for this however many bindings it has, not one
+ * a binding (docs/performance.md, "What each binding costs").
+ *
+ * An entry is the owner's memory (embed it); the keeper never frees it.
+ * A visit runs on the keeper's thread with no lock of the keeper's held;
+ * visits to one entry by the same thread never overlap, and a lease visit
+ * may run while the observer visits the same entry. */
+#ifndef JET_KEEPER_H
+#define JET_KEEPER_H
+
+#include <glib.h>
+
+typedef void (*JetKeeperVisit)(gpointer owner);
+
+typedef struct {
+    /* The owner's, set before jet_keeper_add() and not changed after. */
+    JetKeeperVisit lease;
+    JetKeeperVisit observe;
+    gpointer owner;
+    gint64 lease_every_us;     /* > 0 */
+    gint64 observe_every_us;   /* > 0 */
+
+    /* The keeper's, under its lock. */
+    gint64 lease_next_us;
+    gint64 observe_next_us;
+    guint visits;              /* under way */
+    gboolean added;
+} JetKeeperEntry;
+
+/* Starts visiting k: observe() at once, lease() after lease_every_us.  The
+ * first entry starts the two threads. */
+void jet_keeper_add(JetKeeperEntry *k);
+
+/* Stops visiting k: returns once no visit to it is under way (do not call
+ * it from a visit).  The last entry ends the two threads and joins them.
+ * Harmless on an entry never added or already removed. */
+void jet_keeper_remove(JetKeeperEntry *k);
+
+#endif
