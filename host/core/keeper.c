@@ -19,6 +19,9 @@ static struct {
 
 /* A thread with nothing due looks again after this at the latest. */
 #define IDLE_WAKE_US G_USEC_PER_SEC
+/* An entry whose observations go unanswered is observed every 2, 4, 8
+ * times its cadence, no less often. */
+#define OBSERVE_BACKOFF_MAX 8
 
 typedef enum { LEASE, OBSERVE } Visit;
 
@@ -56,9 +59,21 @@ static void run(Crew *crew, Visit v)
         }
         k->visits++;
         g_mutex_unlock(&keeper.lock);
-        (v == LEASE ? k->lease : k->observe)(k->owner);
+        gboolean answered = TRUE;
+        if (v == LEASE)
+            k->lease(k->owner);
+        else
+            answered = k->observe(k->owner);
         g_mutex_lock(&keeper.lock);
-        *next_of(k, v) = g_get_monotonic_time() + (v == LEASE ? k->lease_every_us : k->observe_every_us);
+        gint64 every_us = k->lease_every_us;
+        if (v == OBSERVE) {
+            /* An entry whose request went unanswered waits longer each time
+             * (to OBSERVE_BACKOFF_MAX x its cadence), so a few that hang
+             * take a bounded share of the observer from the others. */
+            k->observe_backoff = answered ? 1 : MIN(k->observe_backoff * 2, OBSERVE_BACKOFF_MAX);
+            every_us = k->observe_every_us * k->observe_backoff;
+        }
+        *next_of(k, v) = g_get_monotonic_time() + every_us;
         k->visits--;
         g_cond_broadcast(&keeper.visit_done);
     }
@@ -92,6 +107,7 @@ void jet_keeper_add(JetKeeperEntry *k)
     k->observe_next_us = now;
     k->lease_next_us = now + k->lease_every_us;
     k->visits = 0;
+    k->observe_backoff = 1;
     k->added = TRUE;
     g_ptr_array_add(keeper.entries, k);
     if (keeper.crew == NULL) {
@@ -118,7 +134,9 @@ void jet_keeper_remove(JetKeeperEntry *k)
     k->added = FALSE;
     while (k->visits > 0)
         g_cond_wait(&keeper.visit_done, &keeper.lock);
-    if (keeper.entries->len == 0) {
+    /* A removal that waited for a visit may find the crew already ended
+     * (another removal took the last entry meanwhile), or a new one. */
+    if (keeper.entries->len == 0 && keeper.crew != NULL) {
         ended = keeper.crew;
         keeper.crew = NULL;
         ended->quit = TRUE;

@@ -5,11 +5,12 @@
  *                never waits on the server (in-progress acks, what waits
  *                behind a busy handler, hung handlers);
  *   jet-observe  calls each entry's observe() every observe_every_us: work
- *                that may wait for a request's timeout (consumer info).
+ *                that may wait for a request's timeout (consumer info, the
+ *                attempt ledger).
  *
- * So a binding whose request hangs delays no other binding's lease, and the
+ * So a binding whose request hangs delays no binding's lease, and the
  * process runs two threads for this however many bindings it has, not one
- * a binding (docs/performance.md, "What each binding costs").
+ * a binding (docs/performance.md, "One lease keeper for every binding").
  *
  * An entry is the owner's memory (embed it); the keeper never frees it.
  * A visit runs on the keeper's thread with no lock of the keeper's held;
@@ -21,11 +22,15 @@
 #include <glib.h>
 
 typedef void (*JetKeeperVisit)(gpointer owner);
+/* FALSE: a request went unanswered (a timeout); the entry's next
+ * observations come later and later (2, 4, then 8 x observe_every_us) until
+ * one is answered, so a few entries that hang do not hold up the others'. */
+typedef gboolean (*JetKeeperObserve)(gpointer owner);
 
 typedef struct {
     /* The owner's, set before jet_keeper_add() and not changed after. */
     JetKeeperVisit lease;
-    JetKeeperVisit observe;
+    JetKeeperObserve observe;
     gpointer owner;
     gint64 lease_every_us;     /* > 0 */
     gint64 observe_every_us;   /* > 0 */
@@ -34,6 +39,7 @@ typedef struct {
     gint64 lease_next_us;
     gint64 observe_next_us;
     guint visits;              /* under way */
+    gint64 observe_backoff;    /* 1, 2, 4 or 8 */
     gboolean added;
 } JetKeeperEntry;
 

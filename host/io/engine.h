@@ -11,10 +11,10 @@
  * itself (no hand-off between threads per message).  While a handler runs,
  * the lease keeper moves what waits behind it aside, so it is held too.
  *
- * Lease: a keeper thread sends in-progress acks for every message the host
- * holds longer than a third of AckWait, buffered or in a handler, until the
- * handler passes the binding's time limit; then the delivery is stale and is
- * never released with a NAK.
+ * Lease: the lease keeper (keeper.h: two threads for every binding) sends
+ * in-progress acks for every message the host holds longer than a third of
+ * AckWait, buffered or in a handler, until the handler passes the binding's
+ * time limit; then the delivery is stale and is never released with a NAK.
  *
  * Acks: the ack of a message handled quickly while others wait behind it is
  * sent with theirs, once nothing waits or within ACK_COALESCE_US (1 ms)

@@ -52,7 +52,8 @@
  * connection as a slow consumer. */
 #define PULL_BYTES_CAP (16 * 1024 * 1024)
 #define PULL_MSG_SLACK 4096
-/* How often the lease keeper reads the consumer's ack floor. */
+/* How often the lease keeper's observer reads the consumer's ack floor (and
+ * its longest step between lease visits). */
 #define FLOOR_OBSERVE_US (2 * G_USEC_PER_SEC)
 
 /* One message taken off a worker's inbox subscription, with when the host

@@ -111,9 +111,9 @@ static void move_waiting(Worker *w, gint64 backdate_us)
 
 static void release_item(Worker *w, Item *it);
 
-/* The lease keeper, behind a hung handler: what waits for that worker is
- * released at once (NAK, recorded as a release), never held hostage.  Never
- * waits for the worker. */
+/* The lease keeper's observer, behind a hung handler: what waits for that
+ * worker is released (NAK, recorded as a release), never held hostage.
+ * Never waits for the worker. */
 static void release_waiting(Worker *w)
 {
     if (!g_mutex_trylock(&w->take_lock))
@@ -844,15 +844,16 @@ gpointer jet__pull_main(gpointer data)
 }
 
 /* Reads consumer info: the ack floor (recovery starts there) and, with a
- * floor monitor, a stall sample. */
-static void observe_consumer(JetEngine *e)
+ * floor monitor, a stall sample.  FALSE when the request went unanswered. */
+static gboolean observe_consumer(JetEngine *e)
 {
     jsConsumerInfo *ci = NULL;
     jsErrCode jerr = 0;
-    if (js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, e->b->consumer, NULL, &jerr) != NATS_OK) {
+    natsStatus s = js_GetConsumerInfo(&ci, jet_conn_js(e->conn), e->b->stream, e->b->consumer, NULL, &jerr);
+    if (s != NATS_OK) {
         if (jerr == JSConsumerNotFoundErr)
             g_atomic_int_set(&e->consumer_missing, 1);
-        return;
+        return s != NATS_TIMEOUT;
     }
     g_atomic_int_set(&e->consumer_missing, 0);
     __atomic_store_n(&e->num_pending, (gint64)ci->NumPending, __ATOMIC_RELAXED);
@@ -892,6 +893,7 @@ static void observe_consumer(JetEngine *e)
         }
     }
     jsConsumerInfo_Destroy(ci);
+    return TRUE;
 }
 
 /* A binding that holds messages and has ended no handling for floor_age is
@@ -929,14 +931,21 @@ static void observe_idle(JetEngine *e)
 /* On jet-observe: the ack floor, so a consumer that has to be re-created
  * starts where the fleet was, not at the start of the stream.  What waits
  * behind a busy worker is moved aside first, so the floor monitor sees
- * every message this host holds. */
-static void keeper_observe(gpointer data)
+ * every message this host holds; what waits behind a hung one is released
+ * here, not on jet-lease, as each release is written to the attempt ledger
+ * (a request that may wait). */
+static gboolean keeper_observe(gpointer data)
 {
     JetEngine *e = data;
-    for (guint i = 0; i < e->n_workers; i++)
-        move_waiting(&e->workers[i], e->keep.lease_every_us);
-    observe_consumer(e);
+    for (guint i = 0; i < e->n_workers; i++) {
+        if (g_atomic_int_get(&e->workers[i].hung))
+            release_waiting(&e->workers[i]);
+        else
+            move_waiting(&e->workers[i], e->keep.lease_every_us);
+    }
+    gboolean answered = observe_consumer(e);
     observe_idle(e);
+    return answered;
 }
 
 /* On jet-lease: never waits on the server. */
@@ -944,14 +953,12 @@ static void keeper_lease(gpointer data)
 {
     JetEngine *e = data;
     gint64 limit_us = (gint64)e->b->handler_timeout_ms * 1000;
-    /* What waits behind a busy worker is held too: it may have waited
-     * unseen for up to a step, so its first extension comes a step
-     * sooner (a delivery is extended within AckWait / 2 of arriving). */
+    /* What waits behind a busy worker is held too (behind a hung one,
+     * until the observer releases it): it may have waited unseen for up to
+     * a step, so its first extension comes a step sooner (a delivery is
+     * extended within AckWait / 2 of arriving). */
     for (guint i = 0; i < e->n_workers; i++) {
-        if (g_atomic_int_get(&e->workers[i].hung))
-            release_waiting(&e->workers[i]);
-        else
-            move_waiting(&e->workers[i], e->keep.lease_every_us);
+        move_waiting(&e->workers[i], e->keep.lease_every_us);
         jet__acks_due_after(&e->workers[i], ACK_COALESCE_US);   /* behind a slow handler */
     }
     g_mutex_lock(&e->lease_lock);
