@@ -101,6 +101,9 @@ void jet_keeper_add(JetKeeperEntry *k)
         g_mutex_unlock(&keeper.lock);
         return;
     }
+    /* Added again while its removal waits for a visit: after that visit. */
+    while (k->visits > 0)
+        g_cond_wait(&keeper.visit_done, &keeper.lock);
     if (keeper.entries == NULL)
         keeper.entries = g_ptr_array_new();
     gint64 now = g_get_monotonic_time();
@@ -117,6 +120,16 @@ void jet_keeper_add(JetKeeperEntry *k)
         keeper.crew = crew;
     }
     g_cond_broadcast(&keeper.wake);
+    g_mutex_unlock(&keeper.lock);
+}
+
+void jet_keeper_observe_soon(JetKeeperEntry *k)
+{
+    g_mutex_lock(&keeper.lock);
+    if (k->added && k->observe_next_us > g_get_monotonic_time()) {
+        k->observe_next_us = g_get_monotonic_time();
+        g_cond_broadcast(&keeper.wake);
+    }
     g_mutex_unlock(&keeper.lock);
 }
 

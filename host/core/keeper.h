@@ -47,6 +47,10 @@ typedef struct {
  * first entry starts the two threads. */
 void jet_keeper_add(JetKeeperEntry *k);
 
+/* Observes k as soon as the observer is free, whatever its cadence or
+ * backoff (from a lease visit that found work for the observer). */
+void jet_keeper_observe_soon(JetKeeperEntry *k);
+
 /* Stops visiting k: returns once no visit to it is under way (do not call
  * it from a visit).  The last entry ends the two threads and joins them.
  * Harmless on an entry never added or already removed. */

@@ -957,10 +957,14 @@ static void keeper_lease(gpointer data)
      * until the observer releases it): it may have waited unseen for up to
      * a step, so its first extension comes a step sooner (a delivery is
      * extended within AckWait / 2 of arriving). */
+    gboolean release = FALSE;
     for (guint i = 0; i < e->n_workers; i++) {
         move_waiting(&e->workers[i], e->keep.lease_every_us);
+        release |= g_atomic_int_get(&e->workers[i].hung) && g_atomic_int_get(&e->workers[i].n_moved) > 0;
         jet__acks_due_after(&e->workers[i], ACK_COALESCE_US);   /* behind a slow handler */
     }
+    if (release)
+        jet_keeper_observe_soon(&e->keep);
     g_mutex_lock(&e->lease_lock);
     gint64 now = now_us();
     GHashTableIter iter;
