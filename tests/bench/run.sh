@@ -1663,11 +1663,13 @@ if want payload; then
     } >"$DAT/payload.dat"
 fi
 GNUPLOT=${GNUPLOT:-$(command -v gnuplot || true)}
-if [ -n "$GNUPLOT" ] && { want method || want latency || want workers || want payload || want bindings || want retry || want capture ||
-    want hosts; }; then
-    GNUPLOT=$GNUPLOT bash "$JET_SRCDIR/tests/bench/plot.sh" "$DAT" "${PLOT_DIR:-$JET_BUILDDIR/bench-img}" ||
-        say "plotting failed"
-else
-    say "no gnuplot: curves not drawn (data in $DAT)"
+if want method || want latency || want workers || want payload || want bindings || want retry || want capture ||
+    want hosts; then
+    if [ -n "$GNUPLOT" ]; then
+        GNUPLOT=$GNUPLOT bash "$JET_SRCDIR/tests/bench/plot.sh" "$DAT" "${PLOT_DIR:-$JET_BUILDDIR/bench-img}" ||
+            say "plotting failed"
+    else
+        say "no gnuplot: curves not drawn (data in $DAT)"
+    fi
 fi
 [ "$fails" -eq 0 ]
