@@ -515,10 +515,11 @@ void jet__wake_worker(Worker *w);
  * and the lease keeper; the loop itself; an item never handled released
  * (NAK, recorded) and freed; a pull's last ack sent with the next pull. */
 void jet__pull_start_workers(JetEngine *e, GThreadFunc runner_main);
-/* Joins the shared keeper (keeper.h): its lease visit moves aside or
- * releases what waits, sends acks due, +WPI and marks hung handlers; its
- * observation reads consumer info (the ack floor, the floor monitor,
- * idleness).  jet_engine_join() takes it out. */
+/* Joins the shared keeper (keeper.h): its lease visit moves aside what
+ * waits, sends acks due, +WPI and marks hung handlers; its observation
+ * reads consumer info (the ack floor, the floor monitor, idleness) and
+ * releases what waits behind a hung handler.  jet_engine_join() takes it
+ * out. */
 void jet__pull_start_keeper(JetEngine *e);
 gpointer jet__pull_main(gpointer worker);
 /* A pull's byte budget: max_bytes when set; else, when batch messages as
