@@ -153,6 +153,12 @@
  * (env RAWLOOP_SENDASAP=0 turns it off).  Each mode prints one line starting
  * with "RESULT " of key=value pairs; rates are messages per second; rss_kb is
  * this process's peak RSS (VmHWM); cpu_ms its user + system CPU time.  Exit status 0 on success.
+ *
+ * Built a second time as rawloop-stack (RAWLOOP_STACK): the same loops in a
+ * process that also carries the libraries jethost is built on (GLib,
+ * GObject, GIO, json-glib), loaded and started as the host starts them
+ * before its first binding.  Its peak RSS is the floor under any host on
+ * this stack; jethost's one binding over it is what the host itself adds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -170,6 +176,45 @@
 #include <nats/nats.h>
 
 #include "tally.h"
+
+#ifdef RAWLOOP_STACK
+#include <signal.h>
+#include <gio/gio.h>
+#include <glib-unix.h>
+#include <json-glib/json-glib.h>
+
+static gboolean stack_signal(gpointer data)
+{
+    (void)data;
+    return G_SOURCE_CONTINUE;
+}
+
+/* What `jethost run` does with its libraries before its first binding:
+ * options, a key file, a JSON document (the type system), a main context
+ * with signal sources (GLib's worker thread).  GIO is loaded, as the host's
+ * is, and not called: the host calls it for its ops listener and embedded
+ * server, neither of which the benchmark starts. */
+static void stack_start(int *argc, char ***argv)
+{
+    static gpointer volatile gio_loaded;
+    gio_loaded = (gpointer)g_cancellable_new;
+    GOptionContext *oc = g_option_context_new(NULL);
+    g_option_context_set_ignore_unknown_options(oc, TRUE);
+    g_option_context_set_help_enabled(oc, FALSE);
+    (void)g_option_context_parse(oc, argc, argv, NULL);
+    GKeyFile *kf = g_key_file_new();
+    (void)g_key_file_load_from_data(kf, "[host]\nserver = nats://127.0.0.1:4222\n", -1, G_KEY_FILE_NONE, NULL);
+    JsonParser *jp = json_parser_new();
+    (void)json_parser_load_from_data(jp, "{\"type\":\"io.nats.jetstream.api.v1.consumer_info_response\"}", -1, NULL);
+    GMainLoop *loop = g_main_loop_new(NULL, FALSE);
+    g_unix_signal_add(SIGHUP, stack_signal, loop);
+    g_print("STACK glib %u.%u.%u json-glib %s gio %s\n", glib_major_version, glib_minor_version, glib_micro_version,
+            JSON_VERSION_S, gio_loaded != NULL ? "loaded" : "missing");
+    g_option_context_free(oc);
+    g_key_file_unref(kf);
+    g_object_unref(jp);
+}
+#endif
 
 #define DIE_IF(s, what)                                                                  \
     do {                                                                                 \
@@ -1758,6 +1803,9 @@ static int usage(void)
 int main(int argc, char **argv)
 {
     int rc;
+#ifdef RAWLOOP_STACK
+    stack_start(&argc, &argv);
+#endif
     if (argc < 3)
         return usage();
     const char *mode = argv[1];

@@ -206,6 +206,7 @@ FWD_TEMPLATE='fwd.{token:2}'       # orders.new -> fwd.new: the forward plugin's
 FWD_SUBJECT=fwd.new                # where rawloop forward publishes (no template on that side)
 
 RAW=$JET_BUILDDIR/tests/bench/rawloop
+RAW_STACK=$JET_BUILDDIR/tests/bench/rawloop-stack
 JH=$JET_BUILDDIR/host/jethost
 SO=$JET_BUILDDIR/tests/bench/.libs/noop.so
 FWD_SO=$JET_BUILDDIR/plugins/forward/.libs/forward.so
@@ -955,7 +956,9 @@ run_bindings() {
         CHILD=""
         for i in $(seq 0 $((k - 1))); do "$RAW" del "$URL" BIND "${c}_$i" >/dev/null 2>&1; done
     else
-        "$RAW" multi "$URL" BIND "$c" "$k" "$BIND_EACH" "$BIND_BATCH" >"$d/client.out" 2>"$d/client.err" &
+        local prog=$RAW
+        [ "$label" = bind_stack ] && prog=$RAW_STACK
+        "$prog" multi "$URL" BIND "$c" "$k" "$BIND_EACH" "$BIND_BATCH" >"$d/client.out" 2>"$d/client.err" &
         CHILD=$!
         acks_wait "$apid" "$CHILD"
         rc=$?
@@ -983,6 +986,8 @@ want bindings && for k in $BIND_COUNTS; do
     fill BIND bind.x "$BIND_EACH" "$WORK/fill-bind.out"
     for rep in $(seq "$REPS"); do
         if [ $((rep % 2)) = 1 ]; then cases=(bind_jh bind_raw); else cases=(bind_raw bind_jh); fi
+        # One binding's floor: the plain loop carrying jethost's libraries.
+        [ "$k" = 1 ] && cases+=(bind_stack)
         for c in "${cases[@]}"; do run_bindings "$c" "$k" "$rep" || fails=$((fails + 1)); done
     done
 done
@@ -1250,6 +1255,11 @@ SERVER_HWM=$(awk '/^VmHWM:/{print $2}' "/proc/$SPID/status" 2>/dev/null)
 # pctl_of KEY FILE: one field of a RESULT line; pctls FILE: p50 p99 p99.9 max, aligned
 pctl_of() { [ -f "$2" ] && sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
 pctls() { printf '%-8s %-8s %-8s %-8s' "$(pctl_of p50_us "$1")" "$(pctl_of p99_us "$1")" "$(pctl_of p999_us "$1")" "$(pctl_of max_us "$1")"; }
+# beyond LABEL K1 K: KiB of peak RSS each of the K - K1 bindings (loops) past K1 adds (medians)
+beyond() {
+    awk -v a="$(colmed "$1" "$2" 5)" -v b="$(colmed "$1" "$3" 5)" -v k1="$2" -v k="$3" \
+        'BEGIN {if (a ~ /^[0-9]+$/ && b ~ /^[0-9]+$/ && k > k1) printf "%.0f", (b - a) / (k - k1); else printf "-"}'
+}
 perk() { awk -v r="$1" -v k="$2" 'BEGIN {if (r ~ /^[0-9.]+$/) printf "%.2f", r / 1024 / k; else printf "-"}'; }
 mbs() { awk -v r="$1" -v z="$2" 'BEGIN {if (r ~ /^[0-9.]+$/) printf "%.1f", r * z / 1e6; else printf "-"}'; }
 # stats LABEL BATCH COLUMN -> "median min max" over the repetitions (numeric rows)
@@ -1508,13 +1518,23 @@ slow_row() {
     echo
     echo "bindings in one host: $BIND_TOTAL messages a run split over the bindings (each its own consumer of all of stream"
     echo "BIND), batch $BIND_BATCH; aggregate msgs/s counted on the wire (rawloop acks), median [min-max]; peak RSS MiB, and per binding:"
-    printf '%-9s %-22s %-22s %-8s %-18s %-12s %-18s %-12s %-10s %-10s\n' bindings jethost "nats.c K x Fetch" "jh/raw" \
-        "RSS jh" "jh/binding" "RSS raw" "raw/loop" "CPU jh us" "CPU raw us"
+    echo "(+KiB: what each binding or loop beyond the first adds to the peak RSS, against the first count's median)"
+    printf '%-9s %-22s %-22s %-8s %-18s %-12s %-10s %-18s %-12s %-10s %-10s %-10s\n' bindings jethost "nats.c K x Fetch" "jh/raw" \
+        "RSS jh" "jh/binding" "jh +KiB" "RSS raw" "raw/loop" "raw +KiB" "CPU jh us" "CPU raw us"
+    k1=${BIND_COUNTS%% *}
     for k in $BIND_COUNTS; do
-        printf '%-9s %-22s %-22s %-8s %-18s %-12s %-18s %-12s %-10s %-10s\n' "$k" "$(cell bind_jh "$k")" "$(cell bind_raw "$k")" \
-            "$(ratio "$(med bind_jh "$k")" "$(med bind_raw "$k")")" "$(rsscell bind_jh "$k")" "$(perk "$(colmed bind_jh "$k" 5)" "$k")" \
-            "$(rsscell bind_raw "$k")" "$(perk "$(colmed bind_raw "$k" 5)" "$k")" "$(cpucell bind_jh "$k")" "$(cpucell bind_raw "$k")"
+        printf '%-9s %-22s %-22s %-8s %-18s %-12s %-10s %-18s %-12s %-10s %-10s %-10s\n' "$k" "$(cell bind_jh "$k")" \
+            "$(cell bind_raw "$k")" "$(ratio "$(med bind_jh "$k")" "$(med bind_raw "$k")")" "$(rsscell bind_jh "$k")" \
+            "$(perk "$(colmed bind_jh "$k" 5)" "$k")" "$(beyond bind_jh "$k1" "$k")" "$(rsscell bind_raw "$k")" \
+            "$(perk "$(colmed bind_raw "$k" 5)" "$k")" "$(beyond bind_raw "$k1" "$k")" "$(cpucell bind_jh "$k")" \
+            "$(cpucell bind_raw "$k")"
     done
+    if [ -n "$(colmed bind_stack 1 5 | grep '^[0-9]')" ]; then
+        echo "one binding's floor: one Fetch loop in a process carrying jethost's libraries (GLib, GObject, GIO, json-glib),"
+        printf '  started as jethost starts them (rawloop-stack): peak RSS %s MiB; jethost with one binding adds %s KiB to it\n' \
+            "$(rsscell bind_stack 1)" "$(awk -v j="$(colmed bind_jh 1 5)" -v f="$(colmed bind_stack 1 5)" \
+            'BEGIN {if (j ~ /^[0-9]+$/ && f ~ /^[0-9]+$/) printf "%d", j - f; else printf "-"}')"
+    fi
     fi
     if want payload; then
     echo
