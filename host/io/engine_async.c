@@ -14,6 +14,7 @@
  * captured, never released or recorded), and what the plugin reads
  * through it stays valid until then. */
 #include "engine_private.h"
+#include "nats_raw.h"
 #include "hdr_block.h"
 #include "lane_key.h"
 #include "log.h"
@@ -99,7 +100,7 @@ static void conclude(JetPending *p)
     jet_executor_complete(e->executor, p->xp, JET_MSG_ASYNC_VERDICT(st), NULL, &done);
     jet__settled(e, &p->d, &done);
     Item *it = p->it;
-    natsMsg_Destroy(it->msg);
+    jet_nats_msg_free(it->msg);
     g_free(it);
     pending_free(p);
     place_free(e);

@@ -8,6 +8,7 @@
  * waiting in a lane are held like any other: in the held set, their leases
  * extended by the lease keeper. */
 #include "engine_private.h"
+#include "nats_raw.h"
 #include "lanes.h"
 #include "lane_key.h"
 #include "stream_msg.h"
@@ -328,7 +329,7 @@ static void run_one(Worker *w, Item *it, guint64 seq)
     jet_lanes_settled(L(e)->table, it, seq, how, due);
     publish_ready(e);
     g_mutex_unlock(&L(e)->lock);
-    natsMsg_Destroy(it->msg);
+    jet_nats_msg_free(it->msg);
     g_free(it);
 }
 
@@ -365,7 +366,7 @@ static void run_batch(Worker *w, Item *const *items, const guint64 *seqs, guint 
     publish_ready(e);
     g_mutex_unlock(&L(e)->lock);
     for (guint i = 0; i < n; i++) {
-        natsMsg_Destroy(items[i]->msg);
+        jet_nats_msg_free(items[i]->msg);
         g_free(items[i]);
     }
 }

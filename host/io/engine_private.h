@@ -36,17 +36,6 @@
  * batch, instead of being woken for each between its own sends. */
 #define ACK_COALESCE_US 1000
 #define ACK_BATCH_MAX 128
-/* Handled messages are freed in bursts of REAP_MAX (or once they hold
- * REAP_BYTES, a message counted as its payload and REAP_MSG_BYTES more for
- * its subjects and its nats.c struct), and when a wait for the next
- * message brings nothing (at most TAKE_STEP_US after the last one): nats.c
- * hands every freed message to its collector thread and wakes it if it
- * sleeps, so freeing them one at a time between sends woke that thread (a
- * context switch or two) for each message.  What is kept is memory each
- * worker holds: 64 small messages are some 20 KiB (docs/performance.md). */
-#define REAP_MAX 64
-#define REAP_BYTES (256 * 1024)
-#define REAP_MSG_BYTES 256
 /* What one pull may ask for when the binding sets no max_bytes: well under
  * the 64 MiB a nats-server buffers for a client before it closes the
  * connection as a slow consumer. */
@@ -196,10 +185,6 @@ typedef struct JetWorker {
     guint n_acks;
     gint64 acks_since_us;      /* when the oldest was decided */
     gint64 last_heard_us;      /* atomic: anything taken off the inbox */
-    /* Handled messages not freed yet (the worker's thread only). */
-    natsMsg *reap[REAP_MAX];
-    guint n_reap;
-    gsize reap_bytes;
     Pull pulls[MAX_PULLS];
     guint next_pull_id;
     guint generation;

@@ -551,23 +551,6 @@ void jet__release_item(Worker *w, Item *it)
     release_item(w, it);
 }
 
-/* Frees what waits to be freed (the worker's thread only). */
-static void reap_flush(Worker *w)
-{
-    for (guint i = 0; i < w->n_reap; i++)
-        natsMsg_Destroy(w->reap[i]);
-    w->n_reap = 0;
-    w->reap_bytes = 0;
-}
-
-static void reap(Worker *w, natsMsg *m)
-{
-    w->reap[w->n_reap++] = m;
-    w->reap_bytes += (gsize)MAX(natsMsg_GetDataLength(m), 0) + REAP_MSG_BYTES;
-    if (w->n_reap == REAP_MAX || w->reap_bytes >= REAP_BYTES)
-        reap_flush(w);
-}
-
 /* What every item taken goes through: a status or anything else that is
  * not a delivery is acted on and freed; a delivery whose metadata does not
  * parse is captured as malformed; a delivery counts against its pull.
@@ -686,7 +669,7 @@ static void take_batch(Worker *w, Item *first, const JetAckMeta *first_meta, gui
         e->take_hook(w->index, held, e->take_hook_data);
     jet__deliver_batch(e, items, metas, n, NULL);
     for (guint i = 0; i < n; i++) {
-        reap(w, items[i]->msg);
+        jet_nats_msg_free(items[i]->msg);
         g_free(items[i]);
     }
 }
@@ -721,7 +704,7 @@ static void take_one(Worker *w, Item *it)
     natsMsg *m = it->msg;
     if (e->b->max_in_flight == 0)
         jet__deliver(e, it, &meta, NULL);
-    reap(w, m);
+    jet_nats_msg_free(m);
     g_free(it);
 }
 
@@ -810,15 +793,12 @@ gpointer jet__pull_main(gpointer data)
         gint64 now = arrived_us != 0 ? arrived_us : now_us();
         if (it != NULL)
             take_one(w, it);
-        else
-            reap_flush(w);   /* idle: nothing is kept for long */
         if (d->turn != NULL)
             d->turn(w);
         check_deadlines(w, now);
     }
 
     jet__acks_flush(w);
-    reap_flush(w);
     /* Drain: stop the inbox (the server drops the pulls' interest; nats.c
      * flushes, so everything sent before that is received), then release
      * everything that arrived and was not handled: what was moved aside

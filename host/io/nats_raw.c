@@ -1,5 +1,5 @@
-/* Header blocks as bytes, in and out of nats.c: see nats_raw.h for why
- * these functions reach past nats.h. */
+/* What the host takes from libnats beyond nats.h: see nats_raw.h for why
+ * these functions reach past it. */
 #include "nats_raw.h"
 
 #include "conn.h"
@@ -24,6 +24,25 @@ int natsMsgHeader_encodedLen(natsMsg *msg);
 natsStatus natsMsgHeader_encode(natsBuffer *buf, natsMsg *msg);
 natsStatus natsBuf_CreateWithBackend(natsBuffer **newBuf, char *data, int len, int capacity);
 void natsBuf_Destroy(natsBuffer *buf);
+void natsMsg_free(void *object);
+
+/* The nats.c releases read for jet_nats_msg_free: in each, natsMsg_Destroy
+ * is the flag check, the collector, then natsMsg_free. */
+#define MSG_FREE_FIRST 0x030300
+#define MSG_FREE_BEYOND 0x030E00
+
+void jet_nats_msg_free(natsMsg *m)
+{
+    static gsize direct;   /* 1 + whether natsMsg_free is the one to call */
+    if (g_once_init_enter(&direct)) {
+        int v = nats_GetVersionNumber();
+        g_once_init_leave(&direct, 1 + (v >= MSG_FREE_FIRST && v < MSG_FREE_BEYOND));
+    }
+    if (direct == 2)
+        natsMsg_free(m);
+    else
+        natsMsg_Destroy(m);
+}
 
 gboolean jet_nats_raw_headers(natsMsg *m, char **block, gsize *block_len)
 {

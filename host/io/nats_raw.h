@@ -1,17 +1,19 @@
-/* Header blocks as bytes, in and out of nats.c.
+/* What the host takes from libnats beyond nats.h: header blocks as bytes,
+ * and freeing a message at once.
  *
  * nats.c's public API reads headers only through its own parser and writes
  * them only from a hash table (no order, its own rules).  The host must see
  * and write the exact block (hdr_block.h, docs/headers.md), so this is the
- * one place that uses four functions libnats exports without declaring them
+ * one place that uses the functions libnats exports without declaring them
  * in nats.h: natsMsg_create (a message from a raw block and payload, as
  * nats.c builds the ones it receives), natsMsgHeader_encodedLen (public as
  * natsMsgHeader_EncodedLength since nats.c 3.14, used when nats.h has it) and
  * natsMsgHeader_encode (which hand back a received block untouched until
- * something reads a header through nats.c), and natsBuf_CreateWithBackend /
- * natsBuf_Destroy (to receive those bytes in our own memory).  configure
- * checks they exist; tests/live/raw_headers.c checks, against a real server, that
- * the bytes are exact both ways. */
+ * something reads a header through nats.c), natsBuf_CreateWithBackend /
+ * natsBuf_Destroy (to receive those bytes in our own memory), and
+ * natsMsg_free (jet_nats_msg_free below).  configure checks they exist;
+ * tests/live/raw_headers.c checks, against a real server, that the bytes
+ * are exact both ways. */
 #ifndef JET_NATS_RAW_H
 #define JET_NATS_RAW_H
 
@@ -68,5 +70,17 @@ gboolean jet_js_publish_raw(jsCtx *js, const char *subject, const char *block, g
  * description (NULL when none; borrowed from m).  Reads m's headers through
  * nats.c: only ever for a message that has no reply subject. */
 gboolean jet_nats_status(natsMsg *m, int *code, const char **desc);
+
+/* Frees a message taken with natsSubscription_NextMsg off one of the host's
+ * own plain (core, synchronous) subscriptions, at once and in the calling
+ * thread.  natsMsg_Destroy hands every message nats.c made to nats.c's
+ * collector thread and wakes that thread when it sleeps: a futex call and a
+ * context switch or two a message (or a burst of them, at the price of the
+ * burst's memory).  Its one other step, skipping a message nats.c flags as
+ * its own (a JetStream push subscription's status messages, an asynchronous
+ * dispatcher's control messages), never applies to such a message.  With a
+ * nats.c this was not read against (before 3.3, from 3.14 on) it is
+ * natsMsg_Destroy (docs/performance.md "Freeing a message at once"). */
+void jet_nats_msg_free(natsMsg *m);
 
 #endif
