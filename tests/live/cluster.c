@@ -977,8 +977,12 @@ static GArray *brk_claims(jsCtx *js)
         return s == NATS_NOT_FOUND ? g_array_new(FALSE, TRUE, sizeof(BrkClaim)) : NULL;
     }
     GArray *a = g_array_new(FALSE, TRUE, sizeof(BrkClaim));
+    /* nats.c gathers the keys with an ordered consumer that starts over
+     * when a leader changes under it, and keeps what it had: a key can come
+     * twice, which would count a claim twice. */
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
     for (int i = 0; i < keys.Count; i++) {
-        if (!g_str_has_prefix(keys.Keys[i], "breaker.BRK.c."))
+        if (!g_str_has_prefix(keys.Keys[i], "breaker.BRK.c.") || !g_hash_table_add(seen, keys.Keys[i]))
             continue;
         kvEntry *e = NULL;
         if (kvStore_Get(&e, kv, keys.Keys[i]) != NATS_OK) {
