@@ -269,7 +269,9 @@ static gboolean completed_n(gpointer data)
 /* `jethost mock` with max_in_flight: two deliveries go pending (one line
  * each, action "pending"); once the plugin's own thread has completed them,
  * an {"event": "settle_completed"} line prints their settlements, in the
- * order completed. */
+ * order completed. The plugin completes nothing before both pending lines
+ * are read (async_hold): a completion that came while handle() still ran
+ * would settle at once, as /mock-async/early shows. */
 static void test_cli_settle_completed(void)
 {
     g_autofree char *plugin = jet_test_plugin_copy("fx_gate");
@@ -277,38 +279,52 @@ static void test_cli_settle_completed(void)
     g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
     g_autofree char *dir_opt = g_strdup_printf("dir=%s", dir);
     g_autofree char *cli = g_build_filename(g_getenv("JET_BUILDDIR"), "tests", "mock-cli", NULL);
-    const char *argv[] = { cli, "mock", "--plugin", plugin, "--option", dir_opt, "--option", "async=1ms",
-                           "--option", "seq_verdicts=2=reject", "--policy", "max_in_flight=4", "--quiet", NULL };
+    const char *argv[] = { cli,       "mock",       "--plugin", plugin,          "--option",  dir_opt,
+                           "--option", "async=1ms", "--option", "async_hold=true", "--option", "seq_verdicts=2=reject",
+                           "--policy", "max_in_flight=4", "--quiet", NULL };
     g_autoptr(GError) e = NULL;
     g_autoptr(GSubprocess) p = g_subprocess_newv(argv, G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
                                                  &e);
     g_assert_no_error(e);
     GOutputStream *in = g_subprocess_get_stdin_pipe(p);
+    g_autoptr(GDataInputStream) out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(p));
     static const char deliveries[] = "{\"subject\": \"orders.new\", \"data\": \"a\"}\n"
                                      "{\"subject\": \"orders.new\", \"data\": \"b\"}\n";
     g_assert_true(g_output_stream_write_all(in, deliveries, strlen(deliveries), NULL, NULL, &e));
     g_assert_true(g_output_stream_flush(in, NULL, &e));
-    g_autofree char *log = g_build_filename(dir, "async.log", NULL);
-    AsyncLog al = { log, 2 };
-    g_assert_true(jet_test_wait_until(completed_n, &al, 20000));
-    static const char settle[] = "{\"event\": \"settle_completed\"}\n{\"event\": \"settle_completed\"}\n";
-    g_autofree char *out = NULL;
-    g_assert_true(g_subprocess_communicate_utf8(p, settle, NULL, &out, NULL, &e));
-    g_assert_no_error(e);
-    g_test_message("stdout: %s", out);
-    g_assert_cmpint(g_subprocess_get_exit_status(p), ==, 0);
-    g_auto(GStrv) lines = g_strsplit(g_strchomp(out), "\n", -1);
-    /* Two pending lines, then the two settlements of the first event; the
-     * second event has nothing left to settle. */
-    g_assert_cmpuint(g_strv_length(lines), ==, 4);
+    char *lines[5] = { NULL };
     for (guint i = 0; i < 2; i++) {
+        lines[i] = g_data_input_stream_read_line_utf8(out, NULL, NULL, &e);
+        g_assert_no_error(e);
+        g_assert_nonnull(lines[i]);
+        g_test_message("stdout: %s", lines[i]);
         g_assert_nonnull(strstr(lines[i], "\"action\":\"pending\""));
         g_assert_nonnull(strstr(lines[i], "\"outcome\":\"pending\""));
     }
+    g_autofree char *go = g_build_filename(dir, "async-go", NULL);
+    g_assert_true(g_file_set_contents(go, "", 0, &e));
+    g_autofree char *log = g_build_filename(dir, "async.log", NULL);
+    AsyncLog al = { log, 2 };
+    g_assert_true(jet_test_wait_until(completed_n, &al, 20000));
+    /* The first event settles both; the second has nothing left to settle. */
+    static const char settle[] = "{\"event\": \"settle_completed\"}\n{\"event\": \"settle_completed\"}\n";
+    g_assert_true(g_output_stream_write_all(in, settle, strlen(settle), NULL, NULL, &e));
+    g_assert_true(g_output_stream_close(in, NULL, &e));
+    guint n = 2;
+    for (char *l; n < G_N_ELEMENTS(lines) && (l = g_data_input_stream_read_line_utf8(out, NULL, NULL, &e)) != NULL;)
+        lines[n++] = l;
+    g_assert_no_error(e);
+    g_assert_true(g_subprocess_wait_check(p, NULL, &e));
+    g_assert_no_error(e);
+    for (guint i = 2; i < n; i++)
+        g_test_message("stdout: %s", lines[i]);
+    g_assert_cmpuint(n, ==, 4);
     g_assert_nonnull(strstr(lines[2], "\"stream_seq\":1,"));
     g_assert_nonnull(strstr(lines[2], "\"outcome\":\"acked\""));
     g_assert_nonnull(strstr(lines[3], "\"stream_seq\":2,"));
     g_assert_nonnull(strstr(lines[3], "\"cause\":\"rejected\""));
+    for (guint i = 0; i < n; i++)
+        g_free(lines[i]);
 }
 
 int main(int argc, char **argv)
