@@ -896,6 +896,7 @@ int jet_daemon_run(const char *config_file, const char *dropin_dir)
     g_auto(GStrv) urls = NULL;
     int rc = JET_EXIT_OK;
 
+    jet_guard_fatal_install();
     jet_heap_tune();
     if (!jet_log_level_from_env(&err)) {
         jet_log(JET_LOG_ERROR, NULL, "config", "%s", err->message);

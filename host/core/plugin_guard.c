@@ -1,13 +1,17 @@
 /* The plugin guard: plugin_guard.h has what it catches and why; docs/cli.md
  * (exit codes) the operator's view. */
+#define _GNU_SOURCE   /* dladdr() and Dl_info */
 #include "plugin_guard.h"
 #include "log.h"
 /* It exits with its own JET_GUARD_EXIT: the commands' header is above it. */
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,6 +168,35 @@ static void put_ts(Line *l)
     put_c(l, '.'), put_u(l, (guint64)ts.tv_nsec / 1000000, 3), put_c(l, 'Z');
 }
 
+/* Closes the message's quote and writes the line to stderr. */
+static void put_end(Line *l)
+{
+    l->buf[l->len++] = '"';
+    l->buf[l->len++] = '\n';
+    for (size_t off = 0; off < l->len;) {
+        ssize_t n = write(STDERR_FILENO, l->buf + off, l->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+}
+
+static void put_x(Line *l, guintptr v)
+{
+    static const char hex[] = "0123456789abcdef";
+    char digits[2 * sizeof v];
+    int n = 0;
+    do {
+        digits[n++] = hex[v & 0xf];
+        v >>= 4;
+    } while (v > 0);
+    put_s(l, "0x");
+    while (n > 0)
+        put_c(l, digits[--n]);
+}
+
 G_GNUC_NORETURN static void child_returned(void)
 {
     Slot *s = g_private_get(&slot_key);
@@ -181,16 +214,7 @@ G_GNUC_NORETURN static void child_returned(void)
     put_s(&l, ") returned into the host; it exits ");
     put_u(&l, JET_GUARD_EXIT, 1);
     put_s(&l, " now, touching nothing of the host's");
-    l.buf[l.len++] = '"';
-    l.buf[l.len++] = '\n';
-    for (size_t off = 0; off < l.len;) {
-        ssize_t n = write(STDERR_FILENO, l.buf + off, l.len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        off += (size_t)n;
-    }
+    put_end(&l);
     _exit(JET_GUARD_EXIT);
 }
 
@@ -285,4 +309,111 @@ void jet_guard_install(void)
         g_atomic_int_set(&installed, 1);
         g_once_init_leave(&once, 1);
     }
+}
+
+/* --- fatal signals -------------------------------------------------------------
+ * A fault kills the process whatever we do; what it can still do is say
+ * where, so a crash seen once (a supervisor's restart, a CI run) is not a
+ * mystery.  Async-signal-safe as far as glibc allows: no malloc, no stdio,
+ * no locks of ours; dladdr() is the one call outside POSIX's list (it takes
+ * the loader's lock: a fault inside dlopen() would hang here, and the
+ * supervisor's watchdog ends that). */
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+
+static const char *fatal_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    default: return "a fatal signal";
+    }
+}
+
+static void fatal_frame(int i, void *pc)
+{
+    Line l = { .len = 0 };
+    put_ts(&l);
+    put_s(&l, " level=crit event=fatal-frame msg=\"#");
+    put_u(&l, (guint64)i, 1);
+    put_c(&l, ' ');
+    put_x(&l, (guintptr)pc);
+    Dl_info info;
+    if (dladdr(pc, &info) != 0 && info.dli_fname != NULL) {
+        put_s(&l, " in ");
+        put_q(&l, info.dli_fname);
+        put_s(&l, " (+");
+        put_x(&l, (guintptr)pc - (guintptr)info.dli_fbase);
+        put_c(&l, ')');
+        if (info.dli_sname != NULL) {
+            put_c(&l, ' ');
+            put_q(&l, info.dli_sname);
+            put_c(&l, '+');
+            put_x(&l, (guintptr)pc - (guintptr)info.dli_saddr);
+        }
+    }
+    put_end(&l);
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    Slot *s = g_private_get(&slot_key);
+    gboolean in_handler = s != NULL && __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
+    char thread[17] = "";
+    prctl(PR_GET_NAME, thread, 0, 0, 0);
+    Line l = { .len = 0 };
+    put_ts(&l);
+    put_s(&l, " level=crit");
+    if (in_handler && s->binding != NULL)
+        put_s(&l, " binding="), put_s(&l, s->binding);
+    put_s(&l, " event=fatal-signal msg=\"");
+    put_s(&l, fatal_name(sig));
+    if (sig == SIGSEGV || sig == SIGBUS)
+        put_s(&l, " at "), put_x(&l, (guintptr)si->si_addr);
+    put_s(&l, " on thread ");
+    put_q(&l, thread);
+    if (in_handler) {
+        put_s(&l, ", in plugin ");
+        put_q(&l, s->plugin);
+        put_s(&l, "'s handle() of stream seq ");
+        put_u(&l, s->seq, 1);
+        put_s(&l, ": the message is unacknowledged and its next delivery is a suspect");
+    } else {
+        put_s(&l, ", not in a plugin's handle()");
+    }
+    put_s(&l, "; the frames follow (event=fatal-frame), then the process dies of the signal");
+    put_end(&l);
+    void *pcs[48];
+    int n = backtrace(pcs, G_N_ELEMENTS(pcs));
+    for (int i = 0; i < n; i++)
+        fatal_frame(i, pcs[i]);
+    /* SA_RESETHAND put the default action back: a fault returns to the
+     * faulting instruction and dies of it; a sent signal is raised again. */
+    if (si->si_code <= 0)
+        raise(sig);
+}
+
+void jet_guard_fatal_install(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return;   /* the sanitizer's own report is the better one */
+#else
+    static gsize once = 0;
+    if (g_once_init_enter(&once)) {
+        /* backtrace() loads libgcc_s at its first call, which allocates: do
+         * it now, not in the handler. */
+        void *warm[1];
+        backtrace(warm, 1);
+        struct sigaction sa = { 0 };
+        sa.sa_sigaction = on_fatal;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        for (gsize i = 0; i < G_N_ELEMENTS(fatal_signals); i++)
+            sigaction(fatal_signals[i], &sa, NULL);
+        g_once_init_leave(&once, 1);
+    }
+#endif
 }

@@ -13,7 +13,8 @@
  *   host state, so it never becomes a second consumer.
  *
  * _exit(), quick_exit() and signals cannot be caught: they are deaths, seen
- * by crash attribution only.  Nothing is reported for exit() while no
+ * by crash attribution.  A fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE) says
+ * where first: jet_guard_fatal_install().  Nothing is reported for exit() while no
  * handler runs (a plugin's own thread between messages): it is not
  * attributable. */
 #ifndef JET_PLUGIN_GUARD_H
@@ -33,6 +34,14 @@
  * Until then jet_guard_enter/leave do nothing: the mock host and in-process
  * tests run plugins unguarded. */
 void jet_guard_install(void);
+
+/* A fault anywhere in the process writes one error line (the signal, the
+ * thread, and the binding, plugin and stream seq when a handler was
+ * running on it) and one line a stack frame to stderr, then dies of the
+ * signal as it would have (the same exit status, a core where cores are
+ * on).  Once, as early as possible; not under a sanitizer, whose report it
+ * would replace (docs/cli.md, "When the host crashes"). */
+void jet_guard_fatal_install(void);
 
 /* Around one handle() call, on the calling thread.  binding and plugin must
  * outlive the call; fork_noted is the binding's "a fork was logged at

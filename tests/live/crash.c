@@ -19,6 +19,8 @@
  *   and the message is captured as poison after restarts (1 and 2 workers);
  *   with two hosts nothing waits for the hung one; SIGTERM while one hangs
  *   exits within drain_timeout;
+ * - a plugin that faults: the host names the signal, the binding, the plugin
+ *   and the stream seq, and its frames, then dies of the signal;
  * - a host killed with no suspect in its hands adds no strike to anything;
  * - the ledger bucket deleted mid-run: processing goes on, the fallback is
  *   logged once and counted. */
@@ -446,6 +448,55 @@ static void test_two_hosts_one_record(void)
     g_assert_true(jet_test_wait_until(no_records, a.js, 5000));
     rig_second_free(&b);
     rig_free(&a);
+}
+
+/* The line of a log that holds needle (the first; NULL if none). */
+static char *log_line(const char *log, const char *needle)
+{
+    g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
+    for (char **l = lines; *l != NULL; l++)
+        if (strstr(*l, needle) != NULL)
+            return g_strdup(*l);
+    return NULL;
+}
+
+/* A plugin that faults (a write through a null pointer on stream seq 3):
+ * the host says where before it dies, on one line the signal, the thread,
+ * the binding, the plugin and the stream seq, then its frames, the
+ * plugin's among them; it dies of SIGSEGV as it would have (128 + 11 for
+ * a supervisor), and the next host handles that message as a suspect. */
+static G_GNUC_UNUSED void test_fault_reported(void)
+{
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
+    Rig r = { 0 };
+    rig_server(&r);
+    jet_test_publish_n(r.js, "orders.new", 5);
+    g_autofree char *errlog = NULL;
+    g_autoptr(GSubprocess) host = spawn_host(&r, "fault-0", "batch = 1\noption.segv_seq = 3\n", &errlog);
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 128 + SIGSEGV);
+    g_autofree char *log = jet_test_read_text(errlog);
+    g_test_message("%s", log);
+    g_assert_cmpuint(jet_test_count_lines(log, "event=fatal-signal"), ==, 1);
+    g_autofree char *line = log_line(log, "event=fatal-signal");
+    g_assert_nonnull(strstr(line, " level=crit binding=t event=fatal-signal "));
+    g_assert_nonnull(strstr(line, "SIGSEGV at 0x0 on thread jet-t-0, in plugin fx_gate's handle()"));
+    g_assert_nonnull(strstr(line, "handle() of stream seq 3:"));
+    g_assert_cmpuint(jet_test_count_lines(log, "event=fatal-frame"), >=, 3);
+    g_autofree char *frame = log_line(log, ".so (+0x");
+    g_assert_nonnull(frame);
+    g_assert_nonnull(strstr(frame, "event=fatal-frame"));
+    g_assert_nonnull(strstr(frame, "fx_gate"));
+
+    g_autofree char *errlog2 = NULL;
+    g_autoptr(GSubprocess) again = spawn_host(&r, "fault-1", "batch = 1\n", &errlog2);
+    FloorWait fw = { &r, 5 };
+    g_assert_true(jet_test_wait_until(floor_reached, &fw, 20000));
+    jet_test_jethost_stop(again, errlog2);
+    g_autofree char *log2 = jet_test_read_text(errlog2);
+    g_assert_cmpuint(jet_test_count_lines(log2, "event=suspect"), >=, 1);
+    g_assert_cmpuint(jet_test_count_lines(log2, "event=fatal"), ==, 0);
+    rig_free(&r);
 }
 
 /* fx_gate abort()s on one message among 200, 2 workers; the test restarts
@@ -1038,6 +1089,10 @@ int main(int argc, char **argv)
     g_test_add_func("/crash/postpones-are-not-failures", test_postpones_are_not_failures);
     g_test_add_func("/crash/two-hosts-one-record", test_two_hosts_one_record);
     g_test_add_func("/crash/poison-abort", test_poison_abort);
+#ifndef __SANITIZE_ADDRESS__
+    /* Under a sanitizer the sanitizer reports the fault (plugin_guard.h). */
+    g_test_add_func("/crash/fault-reported", test_fault_reported);
+#endif
     g_test_add_func("/crash/poison-batch", test_poison_batch);
     g_test_add_data_func("/crash/hang-poison/workers-1", GUINT_TO_POINTER(1), test_hang_poison);
     g_test_add_data_func("/crash/hang-poison/workers-2", GUINT_TO_POINTER(2), test_hang_poison);
