@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,9 +28,13 @@ typedef struct Slot {
     const char *binding, *plugin;
     guint64 seq;
     gint *fork_noted;
+    void *alt_stack;            /* the fault handler's stack for its thread, or NULL */
 } Slot;
 
 static Slot *slots;                      /* the registry: grows at its head */
+static gint alt_stacks;                  /* the fault handler is installed: threads take a stack */
+static void *alt_stack_new(void);
+static void alt_stack_use(void *p);
 static gint installed;
 static pid_t host_pid;
 static pthread_t host_thread;            /* the one that installed the guard */
@@ -59,6 +64,11 @@ static Slot *slot_get(void)
         do
             s->next = g_atomic_pointer_get(&slots);
         while (!g_atomic_pointer_compare_and_exchange(&slots, s->next, s));
+    }
+    if (g_atomic_int_get(&alt_stacks)) {
+        if (s->alt_stack == NULL)
+            s->alt_stack = alt_stack_new();
+        alt_stack_use(s->alt_stack);
     }
     g_private_set(&slot_key, s);
     return s;
@@ -314,12 +324,36 @@ void jet_guard_install(void)
 /* --- fatal signals -------------------------------------------------------------
  * A fault kills the process whatever we do; what it can still do is say
  * where, so a crash seen once (a supervisor's restart, a CI run) is not a
- * mystery.  Async-signal-safe as far as glibc allows: no malloc, no stdio,
- * no locks of ours; dladdr() is the one call outside POSIX's list (it takes
- * the loader's lock: a fault inside dlopen() would hang here, and the
- * supervisor's watchdog ends that). */
+ * mystery.  Async-signal-safe as far as glibc allows: no malloc (the
+ * thread key and backtrace()'s library are made ready at install), no
+ * stdio, no locks of ours; dladdr() is the one call outside POSIX's list
+ * (it reads the loader's list of objects, which a fault inside dlopen()
+ * may have left half-made). */
 
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+
+/* The thread that reports; the others that fault meanwhile wait for the
+ * process to die of the first one. */
+static pthread_t fatal_reporter;
+static gint fatal_taken;
+
+/* An alternate stack for the handler: a thread whose own stack overflowed
+ * could not run it.  Mapped, not allocated: untouched pages cost no RSS. */
+#define ALT_STACK_SIZE (64 * 1024)
+
+static void *alt_stack_new(void)
+{
+    void *p = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void alt_stack_use(void *p)
+{
+    if (p == NULL)
+        return;
+    stack_t st = { .ss_sp = p, .ss_size = ALT_STACK_SIZE, .ss_flags = 0 };
+    sigaltstack(&st, NULL);
+}
 
 static const char *fatal_name(int sig)
 {
@@ -332,6 +366,8 @@ static const char *fatal_name(int sig)
     }
 }
 
+/* pc is a return address (but for frame 0 and the interrupted one): the
+ * call is the instruction before it, hence OFFSET-1 for addr2line. */
 static void fatal_frame(int i, void *pc)
 {
     Line l = { .len = 0 };
@@ -357,10 +393,31 @@ static void fatal_frame(int i, void *pc)
     put_end(&l);
 }
 
+static void fatal_default(void)
+{
+    struct sigaction dfl = { 0 };
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (gsize i = 0; i < G_N_ELEMENTS(fatal_signals); i++)
+        sigaction(fatal_signals[i], &dfl, NULL);
+}
+
 static void on_fatal(int sig, siginfo_t *si, void *uctx)
 {
     (void)uctx;
-    Slot *s = g_private_get(&slot_key);
+    if (!g_atomic_int_compare_and_exchange(&fatal_taken, 0, 1)) {
+        if (pthread_equal(pthread_self(), fatal_reporter)) {
+            /* A fault while reporting: die of it now. */
+            fatal_default();
+            if (si->si_code <= 0)
+                raise(sig);
+            return;
+        }
+        for (;;)
+            pause();   /* another thread reports; the process dies of its signal */
+    }
+    fatal_reporter = pthread_self();
+    Slot *s = forked_child ? NULL : g_private_get(&slot_key);
     gboolean in_handler = s != NULL && __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
     char thread[17] = "";
     prctl(PR_GET_NAME, thread, 0, 0, 0);
@@ -371,11 +428,16 @@ static void on_fatal(int sig, siginfo_t *si, void *uctx)
         put_s(&l, " binding="), put_s(&l, s->binding);
     put_s(&l, " event=fatal-signal msg=\"");
     put_s(&l, fatal_name(sig));
-    if (sig == SIGSEGV || sig == SIGBUS)
+    if (si->si_code <= 0)
+        put_s(&l, " sent by pid "), put_u(&l, (guint64)si->si_pid, 1);
+    else if (sig == SIGSEGV || sig == SIGBUS)
         put_s(&l, " at "), put_x(&l, (guintptr)si->si_addr);
     put_s(&l, " on thread ");
     put_q(&l, thread);
-    if (in_handler) {
+    if (forked_child) {
+        put_s(&l, " of pid "), put_u(&l, (guint64)getpid(), 1);
+        put_s(&l, ", a child a plugin forked (the host is not affected)");
+    } else if (in_handler) {
         put_s(&l, ", in plugin ");
         put_q(&l, s->plugin);
         put_s(&l, "'s handle() of stream seq ");
@@ -390,8 +452,9 @@ static void on_fatal(int sig, siginfo_t *si, void *uctx)
     int n = backtrace(pcs, G_N_ELEMENTS(pcs));
     for (int i = 0; i < n; i++)
         fatal_frame(i, pcs[i]);
-    /* SA_RESETHAND put the default action back: a fault returns to the
-     * faulting instruction and dies of it; a sent signal is raised again. */
+    /* The default action back for all four: a fault returns to the faulting
+     * instruction and dies of it; a sent signal is raised again. */
+    fatal_default();
     if (si->si_code <= 0)
         raise(sig);
 }
@@ -403,13 +466,16 @@ void jet_guard_fatal_install(void)
 #else
     static gsize once = 0;
     if (g_once_init_enter(&once)) {
-        /* backtrace() loads libgcc_s at its first call, which allocates: do
-         * it now, not in the handler. */
+        /* What would allocate at its first use, used now: GLib makes a
+         * GPrivate's key at its first get, and backtrace() loads libgcc_s. */
+        (void)g_private_get(&slot_key);
         void *warm[1];
         backtrace(warm, 1);
+        alt_stack_use(alt_stack_new());   /* this thread's: the main one */
+        g_atomic_int_set(&alt_stacks, 1);
         struct sigaction sa = { 0 };
         sa.sa_sigaction = on_fatal;
-        sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
         sigemptyset(&sa.sa_mask);
         for (gsize i = 0; i < G_N_ELEMENTS(fatal_signals); i++)
             sigaction(fatal_signals[i], &sa, NULL);

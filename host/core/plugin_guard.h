@@ -39,8 +39,11 @@ void jet_guard_install(void);
  * thread, and the binding, plugin and stream seq when a handler was
  * running on it) and one line a stack frame to stderr, then dies of the
  * signal as it would have (the same exit status, a core where cores are
- * on).  Once, as early as possible; not under a sanitizer, whose report it
- * would replace (docs/cli.md, "When the host crashes"). */
+ * on).  The first thread to fault reports; others that fault meanwhile
+ * wait for the process to die.  The main thread and every thread that has
+ * run a handler take a stack of their own for it, so a stack overflow is
+ * reported too.  Once, as early as possible; not under a sanitizer, whose
+ * report it would replace (docs/cli.md, "When the host crashes"). */
 void jet_guard_fatal_install(void);
 
 /* Around one handle() call, on the calling thread.  binding and plugin must

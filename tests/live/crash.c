@@ -460,12 +460,13 @@ static char *log_line(const char *log, const char *needle)
     return NULL;
 }
 
-/* A plugin that faults (a write through a null pointer on stream seq 3):
- * the host says where before it dies, on one line the signal, the thread,
- * the binding, the plugin and the stream seq, then its frames, the
- * plugin's among them; it dies of SIGSEGV as it would have (128 + 11 for
- * a supervisor), and the next host handles that message as a suspect. */
-static G_GNUC_UNUSED void test_fault_reported(void)
+/* A plugin that faults on stream seq 3 (option FAULT_OPTION: a write
+ * through a null pointer, or a recursion that overflows its thread's
+ * stack): the host says where before it dies, on one line the signal, the
+ * thread, the binding, the plugin and the stream seq, then its frames, the
+ * plugin's among them; it dies of SIGSEGV as it would have (128 + 11 for a
+ * supervisor), and the next host handles that message as a suspect. */
+static void fault_reported(const char *fault_option, const char *where)
 {
     struct rlimit no_core = { 0, 0 };
     setrlimit(RLIMIT_CORE, &no_core);
@@ -473,14 +474,16 @@ static G_GNUC_UNUSED void test_fault_reported(void)
     rig_server(&r);
     jet_test_publish_n(r.js, "orders.new", 5);
     g_autofree char *errlog = NULL;
-    g_autoptr(GSubprocess) host = spawn_host(&r, "fault-0", "batch = 1\noption.segv_seq = 3\n", &errlog);
+    g_autofree char *extra = g_strdup_printf("batch = 1\noption.%s = 3\n", fault_option);
+    g_autoptr(GSubprocess) host = spawn_host(&r, "fault-0", extra, &errlog);
     g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 128 + SIGSEGV);
     g_autofree char *log = jet_test_read_text(errlog);
     g_test_message("%s", log);
     g_assert_cmpuint(jet_test_count_lines(log, "event=fatal-signal"), ==, 1);
     g_autofree char *line = log_line(log, "event=fatal-signal");
     g_assert_nonnull(strstr(line, " level=crit binding=t event=fatal-signal "));
-    g_assert_nonnull(strstr(line, "SIGSEGV at 0x0 on thread jet-t-0, in plugin fx_gate's handle()"));
+    g_assert_nonnull(strstr(line, where));
+    g_assert_nonnull(strstr(line, " on thread jet-t-0, in plugin fx_gate's handle()"));
     g_assert_nonnull(strstr(line, "handle() of stream seq 3:"));
     g_assert_cmpuint(jet_test_count_lines(log, "event=fatal-frame"), >=, 3);
     g_autofree char *frame = log_line(log, ".so (+0x");
@@ -496,6 +499,42 @@ static G_GNUC_UNUSED void test_fault_reported(void)
     g_autofree char *log2 = jet_test_read_text(errlog2);
     g_assert_cmpuint(jet_test_count_lines(log2, "event=suspect"), >=, 1);
     g_assert_cmpuint(jet_test_count_lines(log2, "event=fatal"), ==, 0);
+    rig_free(&r);
+}
+
+static G_GNUC_UNUSED void test_fault_reported(void)
+{
+    fault_reported("segv_seq", "SIGSEGV at 0x0 on thread");
+}
+
+/* The handler runs on a stack of its own: an overflow is reported too. */
+static G_GNUC_UNUSED void test_fault_overflow(void)
+{
+    fault_reported("overflow_seq", "SIGSEGV at 0x");
+}
+
+/* A fault signal sent from outside (kill -BUS): said as sent, by whom, on
+ * a thread that ran no handler; the host dies of it (128 + 7), it does not
+ * go on. */
+static G_GNUC_UNUSED void test_fault_sent(void)
+{
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
+    Rig r = { 0 };
+    rig_server(&r);
+    g_autofree char *errlog = NULL;
+    g_autoptr(GSubprocess) host = spawn_host(&r, "sent-0", "", &errlog);
+    g_assert_true(jet_test_wait_log(errlog, "event=running", 20000));
+    g_subprocess_send_signal(host, SIGBUS);
+    g_assert_cmpint(jet_test_jethost_wait(host, 20000), ==, 128 + SIGBUS);
+    g_autofree char *log = jet_test_read_text(errlog);
+    g_test_message("%s", log);
+    g_autofree char *line = log_line(log, "event=fatal-signal");
+    g_assert_nonnull(line);
+    g_autofree char *sent = g_strdup_printf("SIGBUS sent by pid %d on thread ", (int)getpid());
+    g_assert_nonnull(strstr(line, sent));
+    g_assert_nonnull(strstr(line, ", not in a plugin's handle()"));
+    g_assert_cmpuint(jet_test_count_lines(log, "event=fatal-frame"), >=, 1);
     rig_free(&r);
 }
 
@@ -1089,9 +1128,11 @@ int main(int argc, char **argv)
     g_test_add_func("/crash/postpones-are-not-failures", test_postpones_are_not_failures);
     g_test_add_func("/crash/two-hosts-one-record", test_two_hosts_one_record);
     g_test_add_func("/crash/poison-abort", test_poison_abort);
-#ifndef __SANITIZE_ADDRESS__
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     /* Under a sanitizer the sanitizer reports the fault (plugin_guard.h). */
     g_test_add_func("/crash/fault-reported", test_fault_reported);
+    g_test_add_func("/crash/fault-overflow", test_fault_overflow);
+    g_test_add_func("/crash/fault-sent", test_fault_sent);
 #endif
     g_test_add_func("/crash/poison-batch", test_poison_batch);
     g_test_add_data_func("/crash/hang-poison/workers-1", GUINT_TO_POINTER(1), test_hang_poison);
