@@ -459,11 +459,17 @@ static void on_fatal(int sig, siginfo_t *si, void *uctx)
         raise(sig);
 }
 
+/* Under a sanitizer its own report is the better one. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FATAL_REPORT 0
+#else
+#define FATAL_REPORT 1
+#endif
+
 void jet_guard_fatal_install(void)
 {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    return;   /* the sanitizer's own report is the better one */
-#else
+    if (!FATAL_REPORT)
+        return;
     static gsize once = 0;
     if (g_once_init_enter(&once)) {
         /* What would allocate at its first use, used now: GLib makes a
@@ -481,5 +487,4 @@ void jet_guard_fatal_install(void)
             sigaction(fatal_signals[i], &sa, NULL);
         g_once_init_leave(&once, 1);
     }
-#endif
 }
