@@ -32,6 +32,7 @@ typedef struct Slot {
 } Slot;
 
 static Slot *slots;                      /* the registry: grows at its head */
+static gint fatal_taken;                 /* a thread is reporting a fatal signal */
 static gint alt_stacks;                  /* the fault handler is installed: threads take a stack */
 static void *alt_stack_new(void);
 static void alt_stack_use(void *p);
@@ -44,6 +45,12 @@ static volatile sig_atomic_t forked_child;
 static void slot_release(gpointer data)
 {
     Slot *s = data;
+    if (s->alt_stack != NULL) {
+        /* The next owner takes this stack: this thread, still running other
+         * destructors, must not fault onto it too. */
+        stack_t off = { .ss_flags = SS_DISABLE };
+        sigaltstack(&off, NULL);
+    }
     g_atomic_int_set(&s->busy, 0);
     g_atomic_int_set(&s->owned, 0);
 }
@@ -65,7 +72,8 @@ static Slot *slot_get(void)
             s->next = g_atomic_pointer_get(&slots);
         while (!g_atomic_pointer_compare_and_exchange(&slots, s->next, s));
     }
-    if (g_atomic_int_get(&alt_stacks)) {
+    stack_t cur;
+    if (g_atomic_int_get(&alt_stacks) && sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE)) {
         if (s->alt_stack == NULL)
             s->alt_stack = alt_stack_new();
         alt_stack_use(s->alt_stack);
@@ -244,6 +252,7 @@ void jet_guard_leave(void)
 static void fork_child(void)
 {
     forked_child = 1;
+    fatal_taken = 0;   /* a report the parent was writing is not the child's */
 }
 
 /* Runs in the parent after every fork() of this process (not posix_spawn,
@@ -334,17 +343,25 @@ static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
 
 /* The thread that reports; the others that fault meanwhile wait for the
  * process to die of the first one. */
-static pthread_t fatal_reporter;
-static gint fatal_taken;
+static pthread_t fatal_reporter;   /* the thread that took the report (0 until then) */
 
 /* An alternate stack for the handler: a thread whose own stack overflowed
- * could not run it.  Mapped, not allocated: untouched pages cost no RSS. */
+ * could not run it.  Mapped, not allocated: untouched pages cost no RSS.
+ * A page that faults on each side: a large frame that jumps a thread's
+ * guard page must not land in it silently. */
 #define ALT_STACK_SIZE (64 * 1024)
+#define ALT_GUARD 4096
 
 static void *alt_stack_new(void)
 {
-    void *p = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    char *p = mmap(NULL, ALT_STACK_SIZE + 2 * ALT_GUARD, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (mprotect(p + ALT_GUARD, ALT_STACK_SIZE, PROT_READ | PROT_WRITE) != 0) {
+        munmap(p, ALT_STACK_SIZE + 2 * ALT_GUARD);
+        return NULL;
+    }
+    return p + ALT_GUARD;
 }
 
 static void alt_stack_use(void *p)
@@ -406,17 +423,25 @@ static void on_fatal(int sig, siginfo_t *si, void *uctx)
 {
     (void)uctx;
     if (!g_atomic_int_compare_and_exchange(&fatal_taken, 0, 1)) {
-        if (pthread_equal(pthread_self(), fatal_reporter)) {
-            /* A fault while reporting: die of it now. */
-            fatal_default();
-            if (si->si_code <= 0)
-                raise(sig);
+        if (pthread_equal(pthread_self(), __atomic_load_n(&fatal_reporter, __ATOMIC_ACQUIRE))) {
+            /* A fault while reporting: die of it now.  A signal sent
+             * meanwhile: the report goes on, and the process dies after. */
+            if (si->si_code > 0)
+                fatal_default();
             return;
         }
         for (;;)
             pause();   /* another thread reports; the process dies of its signal */
     }
-    fatal_reporter = pthread_self();
+    __atomic_store_n(&fatal_reporter, pthread_self(), __ATOMIC_RELEASE);
+    /* A report that cannot finish (stderr a full pipe, the loader's lock
+     * held by a thread that faulted in dlopen() and waits above) must not
+     * keep the process alive: SIGALRM's default action ends it. */
+    struct sigaction dfl = { 0 };
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGALRM, &dfl, NULL);
+    alarm(10);
     Slot *s = forked_child ? NULL : g_private_get(&slot_key);
     gboolean in_handler = s != NULL && __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
     char thread[17] = "";
