@@ -333,11 +333,12 @@ void jet_guard_install(void)
 /* --- fatal signals -------------------------------------------------------------
  * A fault kills the process whatever we do; what it can still do is say
  * where, so a crash seen once (a supervisor's restart, a CI run) is not a
- * mystery.  Async-signal-safe as far as glibc allows: no malloc (the
- * thread key and backtrace()'s library are made ready at install), no
- * stdio, no locks of ours; dladdr() is the one call outside POSIX's list
- * (it reads the loader's list of objects, which a fault inside dlopen()
- * may have left half-made). */
+ * mystery.  Async-signal-safe as far as glibc allows up to the first
+ * line: no malloc (the thread key is made at install), no stdio, no locks
+ * of ours.  The frames after it are best effort: backtrace() loads its
+ * unwinder at its first call (allocating), and dladdr() reads the
+ * loader's list of objects, which a fault inside dlopen() may have left
+ * half-made; an alarm ends a report that hangs. */
 
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
 
@@ -497,11 +498,13 @@ void jet_guard_fatal_install(void)
         return;
     static gsize once = 0;
     if (g_once_init_enter(&once)) {
-        /* What would allocate at its first use, used now: GLib makes a
-         * GPrivate's key at its first get, and backtrace() loads libgcc_s. */
+        /* GLib makes a GPrivate's key, allocating, at its first get: now,
+         * not in the handler.  backtrace() loads its unwinder (libgcc_s)
+         * at its first call, which allocates too; loading it here would
+         * cost every host ~250 KiB of RSS for a report most never write,
+         * so the handler writes its first line before it, and the alarm
+         * ends a report that hangs there (a fault inside malloc). */
         (void)g_private_get(&slot_key);
-        void *warm[1];
-        backtrace(warm, 1);
         alt_stack_use(alt_stack_new());   /* this thread's: the main one */
         g_atomic_int_set(&alt_stacks, 1);
         struct sigaction sa = { 0 };
