@@ -36,6 +36,19 @@ static void count_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, voi
     natsMsg_Destroy(m);
 }
 
+/* A spy's count reached want: its callbacks run on nats.c's delivery
+ * thread, which may still be behind a flush's PONG. */
+typedef struct {
+    gint *count;
+    gint want;
+} CountWait;
+
+static gboolean count_reached(gpointer data)
+{
+    const CountWait *w = data;
+    return g_atomic_int_get(w->count) >= w->want;
+}
+
 /* Counts "+NXT" acks: each carries a pull. */
 static void count_nxt(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
 {
@@ -197,6 +210,11 @@ static void test_paced_bounded(void)
 
     JetEngineStats st;
     jet_engine_stats(r.eng, &st);
+    CountWait nxt_all = { &nxt_seen, (gint)st.pulls_with_ack };
+    CountWait pulls_all = { &pulls_seen, (gint)(st.pulls - st.pulls_with_ack) };
+    g_assert_true(jet_test_wait_until(count_reached, &nxt_all, 10000));
+    g_assert_true(jet_test_wait_until(count_reached, &pulls_all, 10000));
+    natsConnection_Flush(r.nc);
     g_autoptr(GArray) d = NULL;
     g_autoptr(GArray) seqs = handled_seqs(&r, &d);
     g_assert_cmpuint(seqs->len, ==, 5000);
@@ -565,6 +583,11 @@ static void test_acks_grouped(void)
     FloorWait fw = { &r, 3000 };
     g_assert_true(jet_test_wait_until(floor_reached, &fw, 60000));
     rig_stop(&r);
+    /* The flush's PONG comes after every ack the server forwarded, but the
+     * spy's callbacks run on nats.c's delivery thread, maybe still behind
+     * it: wait for them, then flush again so a duplicate would be counted. */
+    CountWait all = { &acks_seen, 3000 };
+    g_assert_true(jet_test_wait_until(count_reached, &all, 10000));
     natsConnection_Flush(r.nc);
 
     JetEngineStats st;
